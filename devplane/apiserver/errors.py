@@ -1,0 +1,160 @@
+"""API errors as kube-apiserver reports them: a ``Status`` body with reason, code and details.
+
+Every failure the dev API server answers goes through :class:`StatusError`, so that the
+reason/code/message triple is built in one place and matches what a real kube-apiserver
+says (see ``shared/spec/kube-apiserver-observed.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One entry of ``details.causes``: a field-level problem (reason e.g. ``FieldValueInvalid``)."""
+
+    reason: str
+    message: str
+    field: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "field": self.field}
+
+
+@dataclass
+class StatusError(Exception):
+    """An error the server answers as a ``Status`` object (or, for a few paths, plain text)."""
+
+    code: int
+    reason: str
+    message: str
+    details: dict[str, Any] | None = None
+    plain_text: bool = False  # kube answers some 404s as text/plain "404 page not found"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.reason}: {self.message}"
+
+    def to_status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+        }
+        if self.reason:
+            body["reason"] = self.reason
+        if self.details is not None:
+            body["details"] = self.details
+        body["code"] = self.code
+        body.update(self.extra)
+        return body
+
+
+def qualified_resource(resource: str, group: str) -> str:
+    """``deployments.apps``, ``configmaps`` (core group has no suffix)."""
+    return f"{resource}.{group}" if group else resource
+
+
+def _details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details.update(more)
+    return details
+
+
+def not_found(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(
+        404,
+        "NotFound",
+        f'{qualified_resource(resource, group)} "{name}" not found',
+        _details(name, group, resource),
+    )
+
+
+def already_exists(resource: str, group: str, name: str) -> StatusError:
+    return StatusError(
+        409,
+        "AlreadyExists",
+        f'{qualified_resource(resource, group)} "{name}" already exists',
+        _details(name, group, resource),
+    )
+
+
+def conflict(resource: str, group: str, name: str, why: str | None = None) -> StatusError:
+    why = why or "the object has been modified; please apply your changes to the latest version and try again"
+    return StatusError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified_resource(resource, group)} "{name}": {why}',
+        _details(name, group, resource),
+    )
+
+
+def precondition_conflict(kind: str, group: str, name: str, why: str) -> StatusError:
+    """Delete-precondition failures name the *Kind* (``ResourceBinding.work.karmada.io``)."""
+    qualified = f"{kind}.{group}" if group else kind
+    return StatusError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified} "{name}": {why}',
+        _details(name, group, kind),
+    )
+
+
+def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusError:
+    """422 Invalid with kube's message: ``Kind.group "name" is invalid: a, b``."""
+    qualified = f"{kind}.{group}" if group else kind
+    parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return StatusError(
+        422,
+        "Invalid",
+        f'{qualified} "{name}" is invalid: {joined}',
+        _details(name, group, kind, causes=[c.to_dict() for c in causes]),
+    )
+
+
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
+
+
+def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message, {})
+
+
+def unsupported_media_type(accepted: str) -> StatusError:
+    return StatusError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+    )
+
+
+def page_not_found() -> StatusError:
+    return StatusError(404, "NotFound", "404 page not found", plain_text=True)
+
+
+def resource_not_found() -> StatusError:
+    return StatusError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+def expired(message: str) -> StatusError:
+    return StatusError(410, "Expired", message)
+
+
+def forbidden(message: str, details: dict[str, Any] | None = None) -> StatusError:
+    return StatusError(403, "Forbidden", message, details)
+
+
+def too_large() -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+
+
+def internal(message: str) -> StatusError:
+    return StatusError(500, "InternalError", message)

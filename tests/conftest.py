@@ -1,0 +1,51 @@
+"""Shared fixtures: a dev API server on 127.0.0.1 (stopped when the test ends) and clients for it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import anyio
+import pytest
+from kubernetes_asyncio import client
+
+from devplane.apiserver.server import ApiServer
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    async with ApiServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+async def api(server: ApiServer) -> AsyncIterator[client.ApiClient]:
+    """A kubernetes_asyncio client pointed at the server (plain HTTP, no credentials)."""
+    config = client.Configuration(host=server.url)
+    async with client.ApiClient(config) as api_client:
+        yield api_client
+
+
+@pytest.fixture
+async def http(server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
+    """Raw HTTP, for checks of exact status codes and bodies."""
+    async with aiohttp.ClientSession(base_url=server.url) as session:
+        yield session
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0,
+                     interval: float = 0.05) -> Any:
+    """Poll ``check`` until it returns a truthy value or raises nothing; fail after ``timeout``."""
+    last: BaseException | None = None
+    with anyio.move_on_after(timeout):
+        while True:
+            try:
+                result = await check()
+                if result:
+                    return result
+                last = None
+            except AssertionError as exc:
+                last = exc
+            await anyio.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s") from last
