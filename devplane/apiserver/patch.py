@@ -120,9 +120,7 @@ def _decode_operations(operations: Any) -> list[dict[str, Any]]:
     if operations is None:  # ``null`` decodes to an empty patch in Go
         return []
     if not isinstance(operations, list):
-        raise bad_request(
-            f"json: cannot unmarshal {_json_type_name(operations)} into Go value of type jsonpatch.Patch"
-        )
+        raise bad_request(f"json: cannot unmarshal {_json_type_name(operations)} into Go value of type jsonpatch.Patch")
     ops: list[dict[str, Any]] = []
     for entry in operations:
         item = {} if entry is None else entry
@@ -773,11 +771,12 @@ def _element_kind(*lists: list[Any]) -> str | None:
 
 
 def _go_capacity(length: int) -> int:
-    """Capacity Go gives a decoded JSON array of ``length`` elements (append growth: 1, 2, 4, ...).
+    """Capacity Go gives a decoded array of ``length`` elements (append growth: 1, 2, 4, ...).
 
-    The library's in-place slice edits leak into the caller's view of the stored list when
-    there is spare capacity, and ``$setElementOrder`` then orders by that view; emulating
-    the capacity reproduces kube's (and kubectl's) element order exactly.
+    The library edits slices in place, and with spare capacity those edits leak into the
+    caller's view of the stored list, which ``$setElementOrder`` then orders by. kube keeps
+    the capacity its decoder gave the typed object (``ToUnstructured`` copies it); assuming
+    append growth reproduces kubectl's element order exactly, and kube's in practice.
     """
     return 0 if length == 0 else 1 << (length - 1).bit_length()
 

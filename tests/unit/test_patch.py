@@ -49,7 +49,7 @@ def test_merge_patch_rfc7386_appendix(original: Any, patch: Any, expected: Any) 
 
 def test_merge_patch_replaces_lists_and_does_not_mutate() -> None:
     original = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"items": [1, 2, 3]}}
-    patch = {
+    patch: dict[str, Any] = {
         "metadata": {"labels": {"a": None, "c": "3"}},
         "spec": {"items": [9], "new": {"x": None, "y": 1}},
     }
@@ -334,17 +334,13 @@ def test_smp_patch_delete_removes_a_container() -> None:
 
 def test_smp_patch_replace_as_list_element_replaces_the_list() -> None:
     original = _deployment([{"name": "app", "image": "x", "env": [{"name": "A"}]}, {"name": "b"}])
-    patch = {
-        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "z"}, {"$patch": "replace"}]}}}
-    }
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "z"}, {"$patch": "replace"}]}}}}
     result = _smp(original, patch, "apps/Deployment")
     assert _containers(result) == [{"name": "app", "image": "z"}]
 
 
 def test_smp_set_element_order_reorders_merged_list() -> None:
-    original = _deployment(
-        [{"name": "a", "image": "1"}, {"name": "b", "image": "2"}, {"name": "c", "image": "3"}]
-    )
+    original = _deployment([{"name": "a", "image": "1"}, {"name": "b", "image": "2"}, {"name": "c", "image": "3"}])
     patch = {
         "spec": {
             "template": {
@@ -369,11 +365,7 @@ def test_smp_set_element_order_reorders_merged_list() -> None:
 def test_smp_set_element_order_alone_only_reorders() -> None:
     original = _deployment([{"name": "a"}, {"name": "b"}, {"name": "c"}])
     patch = {
-        "spec": {
-            "template": {
-                "spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "b"}, {"name": "a"}]}
-            }
-        }
+        "spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "b"}, {"name": "a"}]}}}
     }
     assert [c["name"] for c in _containers(_smp(original, patch, "apps/Deployment"))] == ["c", "b", "a"]
 
@@ -504,9 +496,7 @@ def test_smp_finalizers_union_and_delete_from_primitive_list() -> None:
         "a",
         "b",
     ]
-    removed = _smp(
-        original, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "zzz"]}}, "/ConfigMap"
-    )
+    removed = _smp(original, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "zzz"]}}, "/ConfigMap")
     assert removed["metadata"] == {"name": "x", "finalizers": ["b"]}
 
 
@@ -581,8 +571,8 @@ def test_smp_pod_template_reached_for_every_workload() -> None:
         result = _smp(original, patch, kind_key)
         assert result["spec"]["template"]["spec"]["containers"][0]["env"] == merged_env, kind_key
     cronjob = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": containers}}}}}}
-    patch = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": patch_containers}}}}}}
-    result = _smp(cronjob, patch, "batch/CronJob")
+    cronjob_patch = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": patch_containers}}}}}}
+    result = _smp(cronjob, cronjob_patch, "batch/CronJob")
     assert result["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"] == merged_env
 
 
@@ -596,9 +586,7 @@ def test_smp_status_conditions_merge_by_type_for_built_in_kinds() -> None:
         "batch/Job",
         "policy/PodDisruptionBudget",
     ):
-        original = {
-            "status": {"conditions": [{"type": "A", "status": "True"}, {"type": "B", "status": "True"}]}
-        }
+        original = {"status": {"conditions": [{"type": "A", "status": "True"}, {"type": "B", "status": "True"}]}}
         patch = {"status": {"conditions": [{"type": "B", "status": "False"}]}}
         result = _smp(original, patch, kind_key)
         assert result["status"]["conditions"] == [
@@ -612,16 +600,10 @@ def test_smp_lists_without_strategy_are_replaced() -> None:
     patch = {"rules": [{"verbs": ["watch"], "resources": ["pods"]}]}
     assert _smp(role, patch, "rbac.authorization.k8s.io/Role")["rules"] == patch["rules"]
     pod = {
-        "spec": {
-            "containers": [
-                {"name": "a", "resizePolicy": [{"resourceName": "cpu"}, {"resourceName": "memory"}]}
-            ]
-        }
+        "spec": {"containers": [{"name": "a", "resizePolicy": [{"resourceName": "cpu"}, {"resourceName": "memory"}]}]}
     }
     pod_patch = {
-        "spec": {
-            "containers": [{"name": "a", "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "x"}]}]
-        }
+        "spec": {"containers": [{"name": "a", "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "x"}]}]}
     }
     assert _smp(pod, pod_patch, "/Pod")["spec"]["containers"][0]["resizePolicy"] == [
         {"resourceName": "cpu", "restartPolicy": "x"}
@@ -661,7 +643,7 @@ def test_smp_patch_body_must_be_an_object() -> None:
 def test_smp_does_not_mutate_inputs_even_when_failing() -> None:
     original = _deployment([{"name": "a", "env": [{"name": "X"}]}, {"name": "b"}])
     original["metadata"]["finalizers"] = ["f1"]
-    ok_patch = {
+    ok_patch: dict[str, Any] = {
         "metadata": {"finalizers": ["f2"], "$deleteFromPrimitiveList/finalizers": ["f1"]},
         "spec": {
             "template": {
