@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import bisect
 import json
+import operator
 import random
 import time
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector, field_values
-from .store import DeleteOptions, Store
+from .store import DeleteOptions, FieldChecks, Store
 from .tables import to_table
 from .watch import Stored, Watcher
 
@@ -315,21 +317,16 @@ class Api:
 
     async def create(self, request: web.Request, target: Target) -> web.Response:
         obj = await self._decode_object(request, target.rtype)
-        dry_run = request.query.get("dryRun") == "All"
-        stored = self.store.create(target.rtype, target.namespace, obj, dry_run=dry_run)
-        self._check_strict(request, target.rtype, obj)
-        return await self._respond_object(request, target, stored, 201)
-
-    def _check_strict(self, request: web.Request, rtype: ResourceType, obj: dict[str, Any]) -> None:
-        """fieldValidation=Strict is answered after pruning: kube reports unknown fields as 400."""
-        del request, rtype, obj  # pruning is silent here; see docs/apiserver.md
+        checks = _field_checks(request)
+        stored = self.store.create(target.rtype, target.namespace, obj, dry_run=_dry_run(request), checks=checks)
+        return _warn(await self._respond_object(request, target, stored, 201), checks)
 
     async def update(self, request: web.Request, target: Target) -> web.Response:
         obj = await self._decode_object(request, target.rtype)
-        dry_run = request.query.get("dryRun") == "All"
+        checks = _field_checks(request)
         stored = self.store.update(target.rtype, target.namespace, target.name, obj,
-                                   subresource=target.subresource, dry_run=dry_run)
-        return await self._respond_object(request, target, stored)
+                                   subresource=target.subresource, dry_run=_dry_run(request), checks=checks)
+        return _warn(await self._respond_object(request, target, stored), checks)
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         ctype = request.content_type
@@ -363,10 +360,10 @@ class Api:
 
             def apply(doc: dict[str, Any]) -> Any:
                 return apply_strategic_merge_patch(doc, patch, rtype.kind_key)
-        dry_run = request.query.get("dryRun") == "All"
+        checks = _field_checks(request)
         stored = self.store.patch(rtype, target.namespace, target.name, apply,
-                                  subresource=target.subresource, dry_run=dry_run)
-        return await self._respond_object(request, target, stored)
+                                  subresource=target.subresource, dry_run=_dry_run(request), checks=checks)
+        return _warn(await self._respond_object(request, target, stored), checks)
 
     async def _apply(self, request: web.Request, target: Target, body: bytes) -> web.Response:
         """Server-side apply, simplified: create when absent, else merge the applied fields in."""
@@ -506,8 +503,9 @@ class Api:
                                   "with the provided token results in an inconsistent list - objects that were "
                                   "created, modified, or deleted between the time the first chunk was returned and "
                                   "now may show up in the list.", extra={"metadata": {"continue": fresh}})
-            if target.namespace:
-                items = [s for s in items if s.namespace == target.namespace]
+            if target.namespace:  # items are sorted by (namespace, name): the namespace is one slice
+                lo = bisect.bisect_left(items, target.namespace, key=_namespace_of)
+                items = items[lo:bisect.bisect_right(items, target.namespace, lo, key=_namespace_of)]
         else:
             rv = self.store.rv
             start = ""
@@ -515,8 +513,13 @@ class Api:
         page: list[Stored] = []
         next_start = ""
         remaining = 0
-        position = 0
-        for position, stored in enumerate(items):
+        position = first = 0
+        if start and items and items[0].namespace == items[-1].namespace:
+            # One namespace, sorted by name: _item_key increases along the list, so the items before
+            # ``start`` are a prefix. Bisect past it (pages cost O(limit), not O(all items)).
+            first = bisect.bisect_left(items, start, key=_item_key)
+        for position in range(first, len(items)):
+            stored = items[position]
             if start and _item_key(stored) < start:
                 continue
             if limit and len(page) >= limit:
@@ -591,7 +594,7 @@ class Api:
                 watcher.push_initial(stored)
             if send_initial:
                 watcher.push_raw(self._bookmark(rtype, start_rv, initial_end=True))
-        await store.wait_durable(start_rv)
+        await store.wait_durable(min(start_rv, store.rv))  # a future resourceVersion just stays silent
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON,
                                                            "Cache-Control": "no-cache, private"})
         response.enable_chunked_encoding()
@@ -659,6 +662,26 @@ class Api:
         await response.write_eof()
 
 
+def _dry_run(request: web.Request) -> bool:
+    return request.query.get("dryRun") == "All"
+
+
+def _field_checks(request: web.Request) -> FieldChecks:
+    mode = request.query.get("fieldValidation", "Warn")
+    if mode not in ("Strict", "Warn", "Ignore"):
+        raise errors.bad_request(f"fieldValidation: Unsupported value: \"{mode}\": supported values: "
+                                 f'"Ignore", "Strict", "Warn"')
+    return FieldChecks(mode)
+
+
+def _warn(response: web.Response, checks: FieldChecks) -> web.Response:
+    """Unknown fields under fieldValidation=Warn travel as HTTP ``Warning: 299`` headers, like kube."""
+    for text in checks.warnings:
+        escaped = text.replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+    return response
+
+
 def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj["metadata"]
     selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
@@ -670,6 +693,9 @@ def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
         "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
                    "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))},
     }
+
+
+_namespace_of = operator.attrgetter("namespace")
 
 
 def _item_key(stored: Stored) -> str:
@@ -702,13 +728,50 @@ def _int_param(text: str | None, name: str) -> int:
         raise errors.bad_request(f'invalid {name}: strconv.ParseInt: parsing "{text}": invalid syntax') from exc
 
 
+_GO_JSON_CONTEXT = {
+    "Expecting value": "looking for beginning of value",
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key string",
+    "Expecting ':' delimiter": "after object key",
+    "Extra data": "after top-level value",
+    "Invalid control character at": "in string literal",
+}
+
+
+def _innermost_container(doc: str, pos: int) -> str:
+    """'{' or '[': the container open at ``pos`` (strings skipped)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in doc[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
 def _json_error(exc: Exception) -> str:
-    if isinstance(exc, json.JSONDecodeError) and exc.pos >= len(exc.doc):
+    """Go encoding/json's wording for a parse error (kube clients and tests match on it)."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    doc, pos, msg = exc.doc, exc.pos, exc.msg
+    if pos >= len(doc) or msg.startswith("Unterminated string") or not doc[pos:].strip():
         return "unexpected end of JSON input"
-    if isinstance(exc, json.JSONDecodeError):
-        char = exc.doc[exc.pos] if exc.pos < len(exc.doc) else ""
-        return f"invalid character '{char}' {exc.msg.lower()}"
-    return str(exc)
+    char = doc[pos]
+    shown = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'"}.get(char, char)
+    if msg == "Expecting ',' delimiter":
+        context = "after array element" if _innermost_container(doc, pos) == "[" else "after object key:value pair"
+    else:
+        context = _GO_JSON_CONTEXT.get(msg, msg.lower())
+    return f"invalid character '{shown}' {context}"
 
 
 def _excerpt(body: bytes) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import defaults, errors
 from .codec import now_rfc3339
 from .resources import ResourceType
 from .schema import StructuralSchema
@@ -121,10 +122,33 @@ def mutate_namespace(_rtype: ResourceType, old: dict[str, Any] | None, new: dict
         spec["finalizers"] = ["kubernetes"]
 
 
+MAX_DATA_SIZE = 1024 * 1024  # kube's core.MaxSecretSize, also the ConfigMap limit
+
+
+def check_data_size(rtype: ResourceType, _old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+    """ConfigMap and Secret payloads are at most 1 MiB (kube validation: 422 on ``[]``)."""
+    total = 0
+    for key in ("data", "binaryData", "stringData"):
+        values = new.get(key)
+        if not isinstance(values, dict):
+            continue
+        base64 = key == "binaryData" or (key == "data" and rtype.kind == "Secret")
+        for v in values.values():
+            if isinstance(v, str):  # base64 values count as the bytes they decode to
+                total += len(v) * 3 // 4 - (len(v) - len(v.rstrip("="))) if base64 else len(v.encode("utf-8"))
+    if total > MAX_DATA_SIZE:
+        raise errors.invalid(rtype.kind, rtype.group, str(new["metadata"].get("name") or ""), [errors.Cause(
+            "FieldValueTooLong", f"Too long: must have at most {MAX_DATA_SIZE} bytes", "[]")])
+
+
 def install_core(store: Store) -> None:
     """Behaviour every Kubernetes API server has: namespaces and CRDs."""
     store.mutators.setdefault(NAMESPACE_KEY, []).append(mutate_namespace)
+    for storage_key in ("/configmaps", "/secrets"):
+        store.mutators.setdefault(storage_key, []).append(check_data_size)
     store.mutators.setdefault(CRD_KEY, []).append(store.crd_create_status)
+    for storage_key, defaulter in defaults.DEFAULTERS.items():
+        store.mutators.setdefault(storage_key, []).append(defaults.mutator(defaulter))
 
     def on_removed(rtype: ResourceType, stored: Any) -> None:
         if rtype.storage_key == CRD_KEY:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Status written on create for kinds whose strategy resets it (kube's PrepareForCreate).
-_POD_CREATE_STATUS: dict[str, Any] = {"phase": "Pending", "qosClass": "BestEffort"}
+_POD_CREATE_STATUS: dict[str, Any] = {"phase": "Pending"}  # qosClass is computed by the defaulter
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = ("get", "patch", "update")

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,24 @@ class DeleteOptions:
     grace_period: int | None = None
 
 
+@dataclass
+class FieldChecks:
+    """The request's ``fieldValidation`` mode and the warnings it produced."""
+
+    mode: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def report(self, rtype: ResourceType, unknown: list[str]) -> None:
+        if not unknown:
+            return
+        if self.mode == "Strict":
+            version = rtype.api_version.rpartition("/")[2]
+            fields = ", ".join(f'unknown field "{f}"' for f in unknown)
+            raise errors.bad_request(f'{rtype.kind} in version "{version}" cannot be handled as a {rtype.kind}: '
+                                     f"strict decoding error: {fields}")
+        self.warnings.extend(f'unknown field "{f}"' for f in unknown)
+
+
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
@@ -53,6 +71,22 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
 def _owner_uids(obj: dict[str, Any]) -> list[str]:
     refs = obj["metadata"].get("ownerReferences") or []
     return [r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)]
+
+
+def unknown_fields(before: Any, after: Any, path: str = "") -> list[str]:
+    """Paths present in ``before`` that pruning removed (for fieldValidation Strict/Warn)."""
+    found: list[str] = []
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key, value in before.items():
+            sub = f"{path}.{key}" if path else key
+            if key not in after:
+                found.append(sub)
+            else:
+                found.extend(unknown_fields(value, after[key], sub))
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            found.extend(unknown_fields(b, a, f"{path}[{i}]"))
+    return found
 
 
 class Store:
@@ -63,6 +97,7 @@ class Store:
         self.registry = registry
         self.rv = 0
         self.durable_rv = 0
+        self._cache_start_rv = 0  # like kube's watch cache: every event after this is watchable
         self._data: dict[str, dict[tuple[str, str], Stored]] = {}
         self._sorted: dict[str, list[tuple[str, str]]] = {}
         self._histories: dict[str, History] = {}
@@ -93,7 +128,7 @@ class Store:
             self._put(row.storage_key, stored)
             if row.storage_key == CRD_KEY:
                 self._serve_crd(obj)
-        self.rv = self.durable_rv = last_rv
+        self.rv = self.durable_rv = self._cache_start_rv = last_rv
         for history in self._histories.values():
             history.floor = history.latest = last_rv
         log.info("storage loaded", objects=len(rows), resource_version=last_rv)
@@ -139,7 +174,9 @@ class Store:
     def history(self, storage_key: str) -> History:
         history = self._histories.get(storage_key)
         if history is None:
-            history = History(self._history_size, self.durable_rv)
+            # Every event of this type since the cache started is in it (histories are created
+            # by their first event), so its window starts there, not at this type's first write.
+            history = History(self._history_size, self._cache_start_rv)
             self._histories[storage_key] = history
         return history
 
@@ -263,7 +300,7 @@ class Store:
     # ----------------------------------------------------------------- create
 
     def create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
-               dry_run: bool = False) -> Stored:
+               dry_run: bool = False, checks: FieldChecks | None = None) -> Stored:
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -305,7 +342,7 @@ class Store:
         obj["kind"] = rtype.kind
         for mutate in self.mutators.get(rtype.storage_key, ()):
             mutate(rtype, None, obj)
-        self._apply_schema(rtype, obj)
+        self._apply_schema(rtype, obj, checks)
         self._set_storage_version(rtype, obj)
         if dry_run:
             return Stored(obj, encode_json(obj), self.rv)
@@ -337,10 +374,16 @@ class Store:
         if causes:
             raise errors.invalid(rtype.kind, rtype.group, str(obj["metadata"].get("name") or ""), causes)
 
-    def _apply_schema(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+    def _apply_schema(self, rtype: ResourceType, obj: dict[str, Any], checks: FieldChecks | None = None) -> None:
         if rtype.schema is not None:
             rtype.schema.default(obj)
-            rtype.schema.prune(obj)
+            if checks is not None and checks.mode in ("Strict", "Warn"):
+                before = decode_json(encode_json(obj))
+                rtype.schema.prune(obj)
+                checks.report(rtype, [f for f in unknown_fields(before, obj) if f != "status"
+                                      or not rtype.has_status_subresource])
+            else:
+                rtype.schema.prune(obj)
             causes = rtype.schema.validate(obj)
             if causes:
                 raise errors.invalid(rtype.kind, rtype.group, obj["metadata"].get("name", ""), causes)
@@ -357,7 +400,8 @@ class Store:
     # ----------------------------------------------------------------- update and patch
 
     def update(self, rtype: ResourceType, namespace: str, name: str, obj: dict[str, Any], *,
-               subresource: str = "", require_rv: bool = True, dry_run: bool = False) -> Stored:
+               subresource: str = "", require_rv: bool = True, dry_run: bool = False,
+               checks: FieldChecks | None = None) -> Stored:
         current = self.get(rtype, namespace, name)
         meta = obj.get("metadata")
         if meta is None:
@@ -426,7 +470,7 @@ class Store:
                         f"finalizers []string{{{quoted}}}", "metadata.finalizers")])
         for mutate in self.mutators.get(rtype.storage_key, ()):
             mutate(rtype, old, new)
-        self._apply_schema(rtype, new)
+        self._apply_schema(rtype, new, checks)
         self._set_storage_version(rtype, new)
         if rtype.has_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
@@ -445,13 +489,13 @@ class Store:
 
     def patch(self, rtype: ResourceType, namespace: str, name: str,
               apply: Callable[[dict[str, Any]], Any], *, subresource: str = "",
-              dry_run: bool = False) -> Stored:
+              dry_run: bool = False, checks: FieldChecks | None = None) -> Stored:
         current = self.get(rtype, namespace, name)
         patched = apply(decode_json(current.raw))
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         return self.update(rtype, namespace, name, patched, subresource=subresource, require_rv=False,
-                           dry_run=dry_run)
+                           dry_run=dry_run, checks=checks)
 
     # ----------------------------------------------------------------- delete
 

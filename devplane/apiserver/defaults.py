@@ -1,0 +1,202 @@
+"""API defaulting of built-in kinds, as kube-apiserver applies it when it decodes a write.
+
+Only the defaults a client of this project can observe are here (pod templates, workload
+strategies, Service type, Secret type...). They come from ``pkg/apis/*/v1/defaults.go`` of
+Kubernetes; values are copied as kube writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .resources import ResourceType
+
+Obj = dict[str, Any]
+
+
+def _dict(parent: Obj, key: str) -> Obj:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = parent[key] = {}
+    return value
+
+
+def _image_pull_policy(image: Any) -> str:
+    if not isinstance(image, str):
+        return "IfNotPresent"
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    tag = last.split(":", 1)[1] if ":" in last else ""
+    return "Always" if tag in ("", "latest") and "@" not in image else "IfNotPresent"
+
+
+def _container(container: Any) -> None:
+    if not isinstance(container, dict):
+        return
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    container.setdefault("imagePullPolicy", _image_pull_policy(container.get("image")))
+    container.setdefault("resources", {})
+    for port in container.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def pod_spec(spec: Any) -> None:
+    """SetDefaults_PodSpec and its containers."""
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or []:
+            _container(container)
+
+
+def _template(spec: Obj) -> None:
+    template = spec.get("template")
+    if isinstance(template, dict):
+        pod_spec(template.get("spec"))
+
+
+def pod(obj: Obj) -> None:
+    spec = obj.get("spec")
+    pod_spec(spec)
+    if isinstance(spec, dict):
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("priority", 0)
+        for container in spec.get("containers") or []:
+            # SetDefaults_Pod: limits without requests → requests = limits.
+            if isinstance(container, dict) and isinstance(container.get("resources"), dict):
+                resources = container["resources"]
+                limits = resources.get("limits")
+                if isinstance(limits, dict) and limits:
+                    requests = _dict(resources, "requests")
+                    for name, value in limits.items():
+                        requests.setdefault(name, value)
+        status = obj.get("status")
+        if isinstance(status, dict) and "qosClass" not in status:
+            status["qosClass"] = qos_class(spec)
+
+
+def qos_class(spec: Obj) -> str:
+    """Guaranteed: every container has cpu and memory limits equal to requests; BestEffort: none set."""
+    containers = [c for c in (spec.get("containers") or []) if isinstance(c, dict)]
+    any_set = False
+    guaranteed = bool(containers)
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        any_set = any_set or bool(requests) or bool(limits)
+        for name in ("cpu", "memory"):
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if guaranteed:
+        return "Guaranteed"
+    return "Burstable" if any_set else "BestEffort"
+
+
+def deployment(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    strategy = _dict(spec, "strategy")
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    _template(spec)
+
+
+def replica_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("replicas", 1)
+    _template(spec)
+
+
+def stateful_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = _dict(spec, "updateStrategy")
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        _dict(strategy, "rollingUpdate").setdefault("partition", 0)
+    _template(spec)
+
+
+def daemon_set(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = _dict(spec, "updateStrategy")
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _dict(strategy, "rollingUpdate")
+        rolling.setdefault("maxUnavailable", 1)
+        rolling.setdefault("maxSurge", 0)
+    _template(spec)
+
+
+def job(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    if "completions" not in spec and "parallelism" not in spec:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    _template(spec)
+
+
+def cron_job(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    job_spec = _dict(_dict(spec, "jobTemplate"), "spec")
+    _template(job_spec)
+
+
+def service(obj: Obj) -> None:
+    spec = _dict(obj, "spec")
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "port" in port:
+                port.setdefault("targetPort", port["port"])
+
+
+def secret(obj: Obj) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+DEFAULTERS: dict[str, Callable[[Obj], None]] = {
+    "/pods": pod,
+    "apps/deployments": deployment,
+    "apps/replicasets": replica_set,
+    "apps/statefulsets": stateful_set,
+    "apps/daemonsets": daemon_set,
+    "batch/jobs": job,
+    "batch/cronjobs": cron_job,
+    "/services": service,
+    "/secrets": secret,
+}
+
+
+def mutator(defaulter: Callable[[Obj], None]) -> Callable[[ResourceType, Obj | None, Obj], None]:
+    """Adapt a defaulter to the store's mutator signature (applied on create and update alike)."""
+
+    def mutate(_rtype: ResourceType, _old: Obj | None, new: Obj) -> None:
+        defaulter(new)
+
+    return mutate
