@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import anyio
@@ -66,21 +67,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _wait_for_signal() -> None:
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            log.info("stopping", signal=signal.Signals(signum).name)
-            return
+def _stop_signals() -> AbstractContextManager[AsyncIterator[int]]:
+    """SIGINT/SIGTERM, caught from before startup: one arriving just after "ready" is printed
+    must still mean a clean stop (exit 0), not Python's default KeyboardInterrupt or death."""
+    return anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+
+
+async def _wait_for_signal(signals: AsyncIterator[int]) -> None:
+    async for signum in signals:
+        log.info("stopping", signal=signal.Signals(signum).name)
+        return
 
 
 async def run_apiserver(args: argparse.Namespace) -> None:
     config = ApiServerConfig(port=args.port, data_dir=args.data_dir, watch_history=args.watch_history,
                              karmada=not args.no_karmada)
-    async with ApiServer(config) as server:
-        if args.kubeconfig:
-            write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT)
-        print(f"apiserver ready at {server.url}", flush=True)
-        await _wait_for_signal()
+    with _stop_signals() as signals:
+        async with ApiServer(config) as server:
+            if args.kubeconfig:
+                write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT)
+            print(f"apiserver ready at {server.url}", flush=True)
+            await _wait_for_signal(signals)
 
 
 async def run_up(args: argparse.Namespace) -> None:
@@ -91,22 +98,23 @@ async def run_up(args: argparse.Namespace) -> None:
                                      extra_namespaces=("karmada-system", "karmada-cluster")))
     members = [ApiServer(ApiServerConfig(data_dir=data(f"member{i}"), watch_history=args.watch_history,
                                          karmada=False)) for i in range(1, args.members + 1)]
-    async with host:
-        started: list[ApiServer] = []
-        try:
-            for member in members:
-                await member.start()
-                started.append(member)
-            write_kubeconfig(args.kubeconfig_dir / "karmada.config", {HOST_CONTEXT: host.url}, HOST_CONTEXT)
-            member_urls = {f"member{i}": m.url for i, m in enumerate(members, start=1)}
-            write_kubeconfig(args.kubeconfig_dir / "members.config", member_urls, "member1")
-            kube = args.kubeconfig_dir.resolve()
-            print(f"devplane ready: {HOST_CONTEXT} at {host.url}, {len(members)} members; "
-                  f"export KUBECONFIG={kube}/karmada.config:{kube}/members.config", flush=True)
-            await _wait_for_signal()
-        finally:
-            for member in reversed(started):
-                await member.stop()
+    with _stop_signals() as signals:
+        async with host:
+            started: list[ApiServer] = []
+            try:
+                for member in members:
+                    await member.start()
+                    started.append(member)
+                write_kubeconfig(args.kubeconfig_dir / "karmada.config", {HOST_CONTEXT: host.url}, HOST_CONTEXT)
+                member_urls = {f"member{i}": m.url for i, m in enumerate(members, start=1)}
+                write_kubeconfig(args.kubeconfig_dir / "members.config", member_urls, "member1")
+                kube = args.kubeconfig_dir.resolve()
+                print(f"devplane ready: {HOST_CONTEXT} at {host.url}, {len(members)} members; "
+                      f"export KUBECONFIG={kube}/karmada.config:{kube}/members.config", flush=True)
+                await _wait_for_signal(signals)
+            finally:
+                for member in reversed(started):
+                    await member.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

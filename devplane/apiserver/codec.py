@@ -14,8 +14,14 @@ def encode_json(value: Any) -> bytes:
     return _encoder.encode(value).encode("utf-8")
 
 
-def decode_json(data: bytes) -> Any:
-    return json.loads(data)
+def decode_json(data: bytes | str) -> Any:
+    """Strict JSON, as Go decodes it: ``NaN`` and ``Infinity`` are syntax errors, not numbers."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+
+    def reject(constant: str) -> Any:
+        raise json.JSONDecodeError("Expecting value", text, max(text.find(constant), 0))
+
+    return json.loads(text, parse_constant=reject)
 
 
 def rfc3339(moment: datetime) -> str:

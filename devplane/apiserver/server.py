@@ -9,13 +9,13 @@ every task it starts, so leaving the ``async with`` stops everything::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import anyio
 import structlog
 from aiohttp import web
 
@@ -42,6 +42,17 @@ class ApiServerConfig:
     karmada: bool = True  # install Karmada's CRDs and serve Cluster (the host); False for members
     extra_namespaces: tuple[str, ...] = ()
     run_controllers: bool = True  # garbage collector and namespace controller
+
+
+def _report_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background task failed", task=task.get_name(), error=repr(task.exception()))
+
+
+async def _cancel_tasks(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 class ApiServer:
@@ -81,12 +92,16 @@ class ApiServer:
                 kinds.install_core(store)
             await store.open()
             stack.push_async_callback(store.close)
-            tasks = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tasks.cancel_scope.cancel)
-            tasks.start_soon(store.run_writer)
+            # Plain tasks, not an anyio task group: start() and stop() may run in different tasks
+            # (e.g. a pytest-asyncio fixture's setup and teardown), which a cancel scope forbids.
+            tasks: list[asyncio.Task[None]] = []
+            stack.push_async_callback(_cancel_tasks, tasks)
+            tasks.append(asyncio.create_task(store.run_writer(), name="journal writer"))
             if self.config.run_controllers:
-                tasks.start_soon(GarbageCollector(store).run)
-                tasks.start_soon(NamespaceController(store).run)
+                tasks.append(asyncio.create_task(GarbageCollector(store).run(), name="garbage collector"))
+                tasks.append(asyncio.create_task(NamespaceController(store).run(), name="namespace controller"))
+            for task in tasks:
+                task.add_done_callback(_report_crash)
             self._bootstrap()
             await store.wait_durable(store.rv)
             api = Api(store, ServerOptions(bookmark_interval=self.config.bookmark_interval))
