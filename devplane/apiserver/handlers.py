@@ -11,7 +11,6 @@ import base64
 import binascii
 import bisect
 import json
-import operator
 import random
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector, field_values
-from .store import DeleteOptions, FieldChecks, Store
+from .store import DeleteOptions, FieldChecks, Store, etcd_key
 from .tables import to_table
 from .watch import Stored, Watcher
 
@@ -503,9 +502,9 @@ class Api:
                                   "with the provided token results in an inconsistent list - objects that were "
                                   "created, modified, or deleted between the time the first chunk was returned and "
                                   "now may show up in the list.", extra={"metadata": {"continue": fresh}})
-            if target.namespace:  # items are sorted by (namespace, name): the namespace is one slice
-                lo = bisect.bisect_left(items, target.namespace, key=_namespace_of)
-                items = items[lo:bisect.bisect_right(items, target.namespace, lo, key=_namespace_of)]
+            if target.namespace:  # items are sorted by "namespace/name": a namespace is one slice
+                lo = bisect.bisect_left(items, target.namespace + "/", key=_item_key)
+                items = items[lo:bisect.bisect_left(items, target.namespace + "0", lo, key=_item_key)]
         else:
             rv = self.store.rv
             start = ""
@@ -513,15 +512,10 @@ class Api:
         page: list[Stored] = []
         next_start = ""
         remaining = 0
-        position = first = 0
-        if start and items and items[0].namespace == items[-1].namespace:
-            # One namespace, sorted by name: _item_key increases along the list, so the items before
-            # ``start`` are a prefix. Bisect past it (pages cost O(limit), not O(all items)).
-            first = bisect.bisect_left(items, start, key=_item_key)
+        # Items are in key order, so the ones before ``start`` are a prefix: pages cost O(limit).
+        first = bisect.bisect_left(items, start, key=_item_key) if start else 0
         for position in range(first, len(items)):
             stored = items[position]
-            if start and _item_key(stored) < start:
-                continue
             if limit and len(page) >= limit:
                 next_start = _item_key(page[-1]) + "\x00"
                 remaining = len(items) - position
@@ -695,11 +689,10 @@ def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_namespace_of = operator.attrgetter("namespace")
 
 
 def _item_key(stored: Stored) -> str:
-    return f"{stored.namespace}/{stored.name}" if stored.namespace else stored.name
+    return etcd_key(stored.namespace, stored.name)
 
 
 def _encode_continue(rv: int, start: str) -> str:

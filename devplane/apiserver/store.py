@@ -64,6 +64,11 @@ class FieldChecks:
         self.warnings.extend(f'unknown field "{f}"' for f in unknown)
 
 
+def etcd_key(namespace: str, name: str) -> str:
+    """The key lists are ordered and paged by: ``kube-system/x`` sorts before ``kube/y``, as in etcd."""
+    return f"{namespace}/{name}" if namespace else name
+
+
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
@@ -272,11 +277,11 @@ class Store:
         return sorted(self._dependents.get(uid, ()))
 
     def items(self, storage_key: str, namespace: str = "") -> list[Stored]:
-        """Objects of a resource in key order (namespace, then name), as etcd lists them."""
+        """Objects of a resource in etcd's order: by the key string ``namespace/name`` (or ``name``)."""
         table = self._data.get(storage_key, {})
         keys = self._sorted.get(storage_key)
         if keys is None:
-            keys = sorted(table)
+            keys = sorted(table, key=lambda k: etcd_key(*k))
             self._sorted[storage_key] = keys
         if namespace:
             return [table[k] for k in keys if k[0] == namespace]

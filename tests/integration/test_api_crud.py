@@ -1182,6 +1182,26 @@ async def test_pagination_is_a_consistent_snapshot(api: client.ApiClient, http: 
     assert seen == sorted({*created, "c05a", "zz"} - {"c09"})
 
 
+async def test_pagination_across_namespaces_follows_etcd_key_order(http: aiohttp.ClientSession) -> None:
+    """etcd orders by the key string, so namespace "a-b" comes before "a" ("-" < "/"); paging loses nothing."""
+    for ns in ("a", "a-b"):
+        await make_namespace(http, ns)
+    for ns, name in [("a", "x"), ("a", "z"), ("a-b", "y")]:
+        reply = await call(http, "POST", cm_path(ns), {"metadata": {"name": name}})
+        assert reply.status == 201
+    seen: list[str] = []
+    token = ""
+    for _ in range(10):
+        params = {"limit": "1", **({"continue": token} if token else {})}
+        page = (await call(http, "GET", "/api/v1/configmaps", params=params)).body
+        seen += [f"{i['metadata']['namespace']}/{i['metadata']['name']}" for i in page["items"]
+                 if i["metadata"]["namespace"] in ("a", "a-b")]
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+    assert seen == ["a-b/y", "a/x", "a/z"]
+
+
 async def test_pagination_with_selector_has_no_remaining_count(http: aiohttp.ClientSession) -> None:
     for i in range(6):
         await create(http, cm_path(), cm(f"c{i}", labels={"even": str(i % 2 == 0).lower()}))
