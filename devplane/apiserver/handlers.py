@@ -22,7 +22,7 @@ import yaml
 from aiohttp import web
 
 from . import discovery, errors, openapi
-from .codec import decode_json, encode_json
+from .codec import decode_json, encode_json, go_json_type_name
 from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
@@ -274,7 +274,7 @@ class Api:
         if not isinstance(obj, dict):
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get version/kind; "
-                f"json parse error: json: cannot unmarshal {_json_type(obj)} into Go value of type "
+                f"json parse error: json: cannot unmarshal {go_json_type_name(obj)} into Go value of type "
                 f"struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string "
                 f"\"json:\\\"kind,omitempty\\\"\" }}")
         self._check_kind(rtype, obj)
@@ -770,15 +770,3 @@ def _json_error(exc: Exception) -> str:
 def _excerpt(body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     return text if len(text) <= 50 else text[:50] + "..."
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if value is None:
-        return "null"
-    return "number"

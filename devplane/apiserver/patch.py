@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final
 
+from devplane.apiserver.codec import go_json_type_name
 from devplane.apiserver.errors import StatusError, bad_request, unsupported_media_type
 
 __all__ = [
@@ -45,21 +46,6 @@ def _clone(value: Any) -> Any:
 def _rejected() -> StatusError:
     """kube's answer when a patch is well formed but does not apply (observed, details ``{}``)."""
     return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
-
-
-def _json_type_name(value: Any) -> str:
-    """The JSON type name Go's ``encoding/json`` uses in its unmarshal errors."""
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if value is None:
-        return "null"
-    return "number"
 
 
 # --------------------------------------------------------------------------------------
@@ -120,13 +106,14 @@ def _decode_operations(operations: Any) -> list[dict[str, Any]]:
     if operations is None:  # ``null`` decodes to an empty patch in Go
         return []
     if not isinstance(operations, list):
-        raise bad_request(f"json: cannot unmarshal {_json_type_name(operations)} into Go value of type jsonpatch.Patch")
+        kind = go_json_type_name(operations)
+        raise bad_request(f"json: cannot unmarshal {kind} into Go value of type jsonpatch.Patch")
     ops: list[dict[str, Any]] = []
     for entry in operations:
         item = {} if entry is None else entry
         if not isinstance(item, dict):
             raise bad_request(
-                f"json: cannot unmarshal {_json_type_name(item)} into Go value of type jsonpatch.Operation"
+                f"json: cannot unmarshal {go_json_type_name(item)} into Go value of type jsonpatch.Operation"
             )
         kind = item.get("op")
         if not isinstance(kind, str) or kind not in _JSON_PATCH_OPS:
@@ -487,7 +474,7 @@ def apply_strategic_merge_patch(original: Any, patch: Any, kind_key: str) -> Any
         patch = {}
     if not isinstance(patch, dict):
         raise bad_request(
-            f"json: cannot unmarshal {_json_type_name(patch)} into Go value of type map[string]interface {{}}"
+            f"json: cannot unmarshal {go_json_type_name(patch)} into Go value of type map[string]interface {{}}"
         )
     if not isinstance(original, dict):
         raise bad_request("invalid JSON document")

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
+from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
 
 __all__ = ["StructuralSchema"]
@@ -83,35 +84,6 @@ _MAX_JSON_INT: Final = float(1 << 53)
 # --------------------------------------------------------------------------------------
 # Go-compatible rendering of values (field.Error.ErrorBody, %q, %v, %#v, json.Marshal)
 # --------------------------------------------------------------------------------------
-
-_GO_ESCAPES: Final = {
-    "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
-}  # fmt: skip
-
-
-def _go_quote(s: str) -> str:
-    """Go's ``strconv.Quote`` (what ``%q`` prints)."""
-    if s.isprintable() and '"' not in s and "\\" not in s:
-        return f'"{s}"'
-    out = ['"']
-    for ch in s:
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        else:
-            code = ord(ch)
-            if code < 0x20 or code == 0x7F:
-                out.append(f"\\x{code:02x}")
-            elif code < 0x10000:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
 
 def _float_digits(f: float) -> tuple[str, int]:
     """Shortest round-trip digits of ``abs(f)`` (non-zero, finite) and the decimal-point position."""
@@ -195,13 +167,13 @@ def _go_sharp_v(v: Any) -> str:
     if isinstance(v, float):
         return _go_float(v)
     if isinstance(v, str):
-        return _go_quote(v)
+        return go_quote(v)
     if isinstance(v, dict):
-        inner = ", ".join(f"{_go_quote(str(k))}:{_go_sharp_v(v[k])}" for k in sorted(v))
+        inner = ", ".join(f"{go_quote(str(k))}:{_go_sharp_v(v[k])}" for k in sorted(v))
         return "map[string]interface {}{" + inner + "}"
     if isinstance(v, list):
         return "[]interface {}{" + ", ".join(_go_sharp_v(x) for x in v) + "}"
-    return _go_quote(str(v))
+    return go_quote(str(v))
 
 
 def _render(v: Any) -> str:
@@ -220,7 +192,7 @@ def _render(v: Any) -> str:
     if isinstance(v, float):
         return _go_float(v)
     if isinstance(v, str):
-        return _go_quote(v)
+        return go_quote(v)
     return _go_sharp_v(v)
 
 
@@ -234,7 +206,7 @@ def _invalid(path: str, value: Any, detail: str) -> Cause:
 
 
 def _type_cause(path: str, want: str, got: str) -> Cause:
-    quoted = _go_quote(got)
+    quoted = go_quote(got)
     return Cause(
         _INVALID, f"Invalid value: {quoted}: {path} in body must be of type {want}: {quoted}", _field(path)
     )
@@ -600,7 +572,7 @@ class _Node:
         self.enum = tuple(enum) if isinstance(enum, list) and enum else None
         self.enum_detail = ""
         if self.enum is not None:
-            shown = [_go_quote(v if isinstance(v, str) else _go_json(v)) for v in self.enum]
+            shown = [go_quote(v if isinstance(v, str) else _go_json(v)) for v in self.enum]
             self.enum_detail = "supported values: " + ", ".join(shown)
 
         self.minimum = _opt_float(s.get("minimum"))
@@ -966,7 +938,7 @@ def _check_array(node: _Node, value: list[Any], path: str, errs: list[Cause]) ->
 
 def _check_junctors(node: _Node, value: Any, path: str, errs: list[Cause]) -> None:
     """anyOf, oneOf, allOf, not — each alternative validated at the same path."""
-    quoted = _go_quote(path)
+    quoted = go_quote(path)
     if node.any_of:
         best: list[Cause] | None = None
         matched = False

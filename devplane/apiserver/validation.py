@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
 
 __all__ = [
@@ -87,40 +88,6 @@ NAME_RULES: Final = ("subdomain", "label", "path-segment")
 
 # --- Go formatting helpers -------------------------------------------------------------------
 
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def go_quote(value: str) -> str:
-    """Render ``value`` like Go's ``%q`` (strconv.Quote), which kube uses for bad values."""
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return '"' + value + '"'
-    out = ['"']
-    for ch in value:
-        esc = _GO_ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            if code < 0x80:
-                out.append(f"\\x{code:02x}")
-            elif code <= 0xFFFF:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
 
 
 def _render_value(value: Any) -> str:
