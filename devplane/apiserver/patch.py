@@ -106,8 +106,8 @@ def _decode_operations(operations: Any) -> list[dict[str, Any]]:
     if operations is None:  # ``null`` decodes to an empty patch in Go
         return []
     if not isinstance(operations, list):
-        kind = go_json_type_name(operations)
-        raise bad_request(f"json: cannot unmarshal {kind} into Go value of type jsonpatch.Patch")
+        type_name = go_json_type_name(operations)
+        raise bad_request(f"json: cannot unmarshal {type_name} into Go value of type jsonpatch.Patch")
     ops: list[dict[str, Any]] = []
     for entry in operations:
         item = {} if entry is None else entry
