@@ -1,4 +1,4 @@
-"""structlog set-up shared by the dev plane's commands: text or JSON lines on stderr."""
+"""structlog set-up for every command: text or JSON lines on stderr, klog-style verbosity."""
 
 from __future__ import annotations
 

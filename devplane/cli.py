@@ -16,9 +16,10 @@ from pathlib import Path
 import anyio
 import structlog
 
+from controller_manager.logging import configure_logging
+
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .kubeconfig import write_kubeconfig
-from .logging import configure_logging
 
 log = structlog.get_logger("karmada-devplane")
 

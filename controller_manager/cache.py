@@ -1,0 +1,155 @@
+"""The informer cache: objects by key, with indexes (client-go's thread-safe store + indexer).
+
+Objects are parsed JSON dicts shared with every reader: treat them as read-only (copy
+before changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+NAMESPACE_INDEX = "namespace"
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or ""
+    name = meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """The inverse of :func:`object_key`: (namespace, name)."""
+    namespace, _, name = key.rpartition("/")
+    return namespace, name
+
+
+def namespace_index(obj: Obj) -> builtins.list[str]:
+    namespace = (obj.get("metadata") or {}).get("namespace")
+    return [namespace] if namespace else []
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What changed in the store: ``added``, ``updated`` (with ``old``) or ``deleted``."""
+
+    type: str
+    obj: Obj
+    old: Obj | None = None
+
+
+class Indexer:
+    """Objects by key plus named indexes; every mutation returns the delta it made."""
+
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index}
+        self._indexers.update(indexers or {})
+        self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add indexes (allowed while empty, i.e. before the informer starts, as in client-go)."""
+        for name, func in indexers.items():
+            if name in self._indexers:
+                raise ValueError(f"indexer {name!r} already exists")
+            if self._items:
+                raise ValueError("indexers can only be added before the informer has started")
+            self._indexers[name] = func
+            self._indices[name] = {}
+
+    # ----------------------------------------------------------------- reads
+
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def list(self) -> builtins.list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> builtins.list[str]:
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
+        keys = self._index(index).get(value, ())
+        return [self._items[k] for k in keys]
+
+    def index_keys(self, index: str, value: str) -> builtins.list[str]:
+        return sorted(self._index(index).get(value, ()))
+
+    def index_values(self, index: str) -> builtins.list[str]:
+        return sorted(self._index(index))
+
+    def _index(self, name: str) -> dict[str, set[str]]:
+        try:
+            return self._indices[name]
+        except KeyError:
+            raise KeyError(f"index {name!r} does not exist") from None
+
+    # ----------------------------------------------------------------- writes
+
+    def upsert(self, obj: Obj) -> Delta:
+        key = object_key(obj)
+        old = self._items.get(key)
+        self._items[key] = obj
+        self._reindex(key, old, obj)
+        return Delta("added", obj) if old is None else Delta("updated", obj, old)
+
+    def delete(self, obj: Obj) -> Delta | None:
+        key = object_key(obj)
+        old = self._items.pop(key, None)
+        if old is None:
+            return None
+        self._reindex(key, old, None)
+        return Delta("deleted", old)
+
+    def replace(self, objects: Iterable[Obj]) -> builtins.list[Delta]:
+        """Swap in a fresh list (a relist): adds, updates of changed objects, deletes of vanished ones.
+
+        Objects that disappeared while the watch was down are reported as deleted with their last
+        known state (client-go's DeletedFinalStateUnknown, already unwrapped).
+        """
+        deltas: builtins.list[Delta] = []
+        seen: set[str] = set()
+        for obj in objects:
+            key = object_key(obj)
+            seen.add(key)
+            old = self._items.get(key)
+            if old is not None and resource_version(old) == resource_version(obj):
+                continue
+            deltas.append(self.upsert(obj))
+        for key in [k for k in self._items if k not in seen]:
+            gone = self._items[key]
+            delta = self.delete(gone)
+            if delta is not None:
+                deltas.append(delta)
+        return deltas
+
+    def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            old_values = set(func(old)) if old is not None else set()
+            new_values = set(func(new)) if new is not None else set()
+            for value in old_values - new_values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
+            for value in new_values - old_values:
+                index.setdefault(value, set()).add(key)

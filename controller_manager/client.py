@@ -1,0 +1,273 @@
+"""A JSON client for any Kubernetes resource, over kubernetes_asyncio's ApiClient.
+
+Objects stay plain parsed JSON (dicts): no model conversion on the hot path, and custom
+resources look like built-ins. Requests go through kubernetes_asyncio (its auth, TLS and
+proxy handling) with a client-side QPS/burst limiter, a timeout on every call, the
+``rest_client_requests_total`` metric, and errors typed by the API ``Status`` reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import aiohttp
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+from .metrics import REST_CLIENT_REQUESTS
+from .ratelimiter import TokenBucket
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 32.0  # kubectl's default request timeout; every call has one
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A resource type by its REST coordinates."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """``plural.group`` (``deployments.apps``, ``configmaps``): how kube names a resource."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+class ApiError(Exception):
+    """A non-2xx answer, carrying the ``Status`` reason (NotFound, Conflict, AlreadyExists, Invalid...)."""
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body or {}
+
+    @classmethod
+    def from_body(cls, status: int, raw: bytes) -> ApiError:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and body.get("kind") == "Status":
+            return cls(status, str(body.get("reason") or ""), str(body.get("message") or ""), body)
+        text = raw.decode("utf-8", "replace").strip()
+        reason = {404: "NotFound", 401: "Unauthorized", 403: "Forbidden", 429: "TooManyRequests"}.get(status, "")
+        return cls(status, reason, text[:500])
+
+    @property
+    def is_not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def is_conflict(self) -> bool:
+        return self.status == 409 and self.reason == "Conflict"
+
+    @property
+    def is_already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def is_invalid(self) -> bool:
+        return self.status == 422
+
+    @property
+    def is_gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def is_forbidden(self) -> bool:
+        return self.status == 403
+
+
+def is_not_found(exc: BaseException) -> bool:
+    return isinstance(exc, ApiError) and exc.is_not_found
+
+
+def is_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, ApiError) and exc.is_conflict
+
+
+class KubeClient:
+    """Get/list/watch/create/update/patch/delete of JSON objects, rate-limited and measured."""
+
+    def __init__(self, api_client: k8s.ApiClient, *, qps: float = 40.0, burst: int = 60,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.api_client = api_client
+        self._limiter = TokenBucket(qps, burst)
+        self._timeout = timeout
+        host = urlsplit(api_client.configuration.host)
+        self._host = host.netloc or api_client.configuration.host
+
+    @classmethod
+    async def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None, *,
+                              qps: float = 40.0, burst: int = 60) -> KubeClient:
+        """Load a kubeconfig (or the in-cluster service account when ``kubeconfig`` is empty)."""
+        configuration = k8s.Configuration()
+        if kubeconfig:
+            await k8s_config.load_kube_config(config_file=kubeconfig, context=context,
+                                              client_configuration=configuration)
+        else:
+            try:
+                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except k8s_config.ConfigException:
+                await k8s_config.load_kube_config(context=context, client_configuration=configuration)
+        return cls(k8s.ApiClient(configuration), qps=qps, burst=burst)
+
+    async def close(self) -> None:
+        await self.api_client.close()
+
+    @property
+    def host(self) -> str:
+        return str(self.api_client.configuration.host)
+
+    # ------------------------------------------------------------------ raw
+
+    async def _send(self, method: str, path: str, *, query: dict[str, Any] | None = None, body: Any = None,
+                    content_type: str = "application/json",
+                    timeout: float | aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
+        await self._limiter.wait()
+        params = [(k, v) for k, v in (query or {}).items() if v not in (None, "")]
+        try:
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path, method, query_params=params, header_params={"Content-Type": content_type,
+                                                                   "Accept": "application/json"},
+                body=body, auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=timeout if timeout is not None else self._timeout)
+        except (aiohttp.ClientError, TimeoutError):
+            REST_CLIENT_REQUESTS.labels("<error>", method, self._host).inc()
+            raise
+        REST_CLIENT_REQUESTS.labels(str(response.status), method, self._host).inc()
+        return response
+
+    async def request(self, method: str, path: str, *, query: dict[str, Any] | None = None, body: Any = None,
+                      content_type: str = "application/json") -> Any:
+        """One request; the parsed JSON answer, or ApiError."""
+        response = await self._send(method, path, query=query, body=body, content_type=content_type)
+        async with response:
+            raw = await response.read()
+            if not 200 <= response.status < 300:
+                raise ApiError.from_body(response.status, raw)
+        return json.loads(raw) if raw else None
+
+    # ------------------------------------------------------------------ verbs
+
+    async def get(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", resource.path(namespace, name))
+        return result
+
+    async def list(self, resource: Resource, namespace: str = "", *, label_selector: str = "",
+                   field_selector: str = "", limit: int = 0, continue_token: str = "",
+                   resource_version: str = "") -> dict[str, Any]:
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector,
+                 "limit": str(limit) if limit else "", "continue": continue_token,
+                 "resourceVersion": resource_version}
+        result: dict[str, Any] = await self.request("GET", resource.path(namespace), query=query)
+        return result
+
+    async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        ns = namespace or obj.get("metadata", {}).get("namespace", "")
+        result: dict[str, Any] = await self.request("POST", resource.path(ns), body=obj)
+        return result
+
+    async def update(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
+        """PUT; the object's resourceVersion makes it conditional (409 Conflict when stale)."""
+        meta = obj["metadata"]
+        path = resource.path(meta.get("namespace", ""), meta["name"], subresource)
+        result: dict[str, Any] = await self.request("PUT", path, body=obj)
+        return result
+
+    async def update_status(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.update(resource, obj, subresource="status")
+
+    async def patch(self, resource: Resource, name: str, patch: Any, *, namespace: str = "",
+                    content_type: str = MERGE_PATCH, subresource: str = "") -> dict[str, Any]:
+        """PATCH with an explicit content type (merge patch unless told otherwise)."""
+        result: dict[str, Any] = await self.request("PATCH", resource.path(namespace, name, subresource),
+                                                    body=patch, content_type=content_type)
+        return result
+
+    async def patch_status(self, resource: Resource, name: str, patch: Any, *,
+                           namespace: str = "") -> dict[str, Any]:
+        return await self.patch(resource, name, patch, namespace=namespace, subresource="status")
+
+    async def delete(self, resource: Resource, name: str, namespace: str = "", *, uid: str = "",
+                     resource_version: str = "", propagation: str = "") -> Any:
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if preconditions:
+            body["preconditions"] = preconditions
+        if propagation:
+            body["propagationPolicy"] = propagation
+        return await self.request("DELETE", resource.path(namespace, name), body=body)
+
+    async def watch(self, resource: Resource, namespace: str = "", *, resource_version: str = "",
+                    timeout_seconds: int = 300, allow_bookmarks: bool = True, label_selector: str = "",
+                    field_selector: str = "") -> AsyncIterator[dict[str, Any]]:
+        """Stream watch events as parsed dicts until the server ends the watch.
+
+        A client-side read deadline (the server timeout plus a margin) makes a dead connection
+        end the stream instead of hanging it. An ERROR event is raised as ApiError (410 Expired...).
+        """
+        query = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds),
+                 "allowWatchBookmarks": "true" if allow_bookmarks else "", "labelSelector": label_selector,
+                 "fieldSelector": field_selector}
+        deadline = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout)
+        response = await self._send("GET", resource.path(namespace), query=query, timeout=deadline)
+        async with response:
+            if response.status != 200:
+                raise ApiError.from_body(response.status, await response.read())
+            while True:
+                line = await response.content.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise ApiError(int(status.get("code") or 500), str(status.get("reason") or ""),
+                                   str(status.get("message") or ""), status)
+                yield event
+
+
+async def retry_on_conflict(operation: Callable[[], Awaitable[T]], *, steps: int = 5,
+                            delay: float = 0.01, jitter: float = 0.1) -> T:
+    """client-go's RetryOnConflict(DefaultRetry): re-run ``operation`` (which must re-read) on 409 Conflict."""
+    for attempt in range(steps):
+        try:
+            return await operation()
+        except ApiError as exc:
+            if not exc.is_conflict or attempt == steps - 1:
+                raise
+        await asyncio.sleep(delay * (1 + jitter * random.random()))
+    raise AssertionError("unreachable")

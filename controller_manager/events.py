@@ -1,0 +1,155 @@
+"""core/v1 Events, recorded the way client-go's ``tools/record`` does.
+
+Recording never blocks a reconcile: events go to a bounded queue (1,000; extra ones are
+dropped) and one background task writes them. A repeat of the same event (object, type,
+reason, message, source) PATCHes ``count`` and ``lastTimestamp`` of the existing Event, so
+``kubectl describe`` shows ``(x20 over 5m)`` instead of twenty lines; 10 events of the same
+reason on an object within 10 minutes with different messages are combined into one whose
+message starts with "(combined from similar events): ".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from .cache import Obj
+from .client import ApiError, KubeClient, Resource
+
+log = structlog.get_logger(__name__)
+
+EVENTS = Resource("", "v1", "events", "Event", True)
+NORMAL = "Normal"
+WARNING = "Warning"
+
+QUEUE_SIZE = 1000
+CACHE_SIZE = 4096
+SIMILAR_LIMIT = 10
+SIMILAR_WINDOW = 600.0
+COMBINED_PREFIX = "(combined from similar events): "
+ATTEMPTS = 3
+RETRY_DELAY = 1.0
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def object_reference(obj: Obj) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    ref = {"kind": obj.get("kind", ""), "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
+           "uid": meta.get("uid", ""), "apiVersion": obj.get("apiVersion", ""),
+           "resourceVersion": meta.get("resourceVersion", "")}
+    return {k: v for k, v in ref.items() if v}
+
+
+@dataclass
+class _Seen:
+    name: str
+    namespace: str
+    count: int
+    first: str
+
+
+@dataclass
+class _Similar:
+    count: int
+    since: float
+
+
+class EventRecorder:
+    """Records events as ``component`` (the Event's ``source.component``)."""
+
+    def __init__(self, client: KubeClient, component: str, *, host: str = "") -> None:
+        self._client = client
+        self.component = component
+        self._host = host
+        self._queue: asyncio.Queue[tuple[Obj, str, str, str]] = asyncio.Queue(QUEUE_SIZE)
+        self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
+        self._similar: OrderedDict[tuple[str, ...], _Similar] = OrderedDict()
+        self.dropped = 0
+
+    def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        """Queue an event about ``obj``; returns at once."""
+        try:
+            self._queue.put_nowait((obj, event_type, reason, message))
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def run(self) -> None:
+        """Write queued events until cancelled (owned by the manager)."""
+        while True:
+            obj, event_type, reason, message = await self._queue.get()
+            await self._write(obj, event_type, reason, message)
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        """Write what is queued now (used on shutdown and in tests)."""
+        deadline = time.monotonic() + timeout
+        while not self._queue.empty() and time.monotonic() < deadline:
+            await self._write(*self._queue.get_nowait())
+
+    async def _write(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        ref = object_reference(obj)
+        namespace = ref.get("namespace") or "default"
+        message = self._aggregate(ref, event_type, reason, message)
+        key = (ref.get("uid", ""), ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
+               event_type, reason, message)
+        for attempt in range(ATTEMPTS):
+            try:
+                await self._send(key, ref, namespace, event_type=event_type, reason=reason, message=message)
+                return
+            except ApiError as exc:
+                if exc.status in (400, 403, 404, 422) and not exc.is_not_found:
+                    log.warning("event rejected", reason=reason, error=exc.message)
+                    return
+                if exc.is_not_found:
+                    self._seen.pop(key, None)  # the Event was deleted: create a new one
+            except Exception as exc:  # network: retry a few times, then drop
+                log.debug("event write failed", reason=reason, error=str(exc), attempt=attempt)
+            await asyncio.sleep(RETRY_DELAY)
+        log.warning("event dropped after retries", reason=reason, object=ref.get("name"))
+
+    def _aggregate(self, ref: dict[str, Any], event_type: str, reason: str, message: str) -> str:
+        key = (ref.get("uid", ""), ref.get("kind", ""), ref.get("name", ""), event_type, reason)
+        now = time.monotonic()
+        similar = self._similar.get(key)
+        if similar is None or now - similar.since > SIMILAR_WINDOW:
+            similar = _Similar(0, now)
+        similar.count += 1
+        self._similar[key] = similar
+        self._similar.move_to_end(key)
+        while len(self._similar) > CACHE_SIZE:
+            self._similar.popitem(last=False)
+        if similar.count > SIMILAR_LIMIT:
+            return COMBINED_PREFIX + message
+        return message
+
+    async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, *, event_type: str,
+                    reason: str, message: str) -> None:
+        now = _now()
+        seen = self._seen.get(key)
+        if seen is not None:
+            body = {"count": seen.count + 1, "lastTimestamp": now, "message": message}
+            await self._client.patch(EVENTS, seen.name, body, namespace=seen.namespace)
+            seen.count += 1
+            self._seen.move_to_end(key)
+            return
+        name = f"{ref.get('name', 'object')}.{time.time_ns():x}"
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": ref, "reason": reason, "message": message, "type": event_type,
+            "source": {"component": self.component, **({"host": self._host} if self._host else {})},
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "reportingComponent": self.component, "reportingInstance": self._host,
+        }
+        await self._client.create(EVENTS, event, namespace)
+        self._seen[key] = _Seen(name, namespace, 1, now)
+        while len(self._seen) > CACHE_SIZE:
+            self._seen.popitem(last=False)

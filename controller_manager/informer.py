@@ -1,0 +1,284 @@
+"""Reflector and shared informers: list + watch into a cache, and notify handlers.
+
+Behaves like client-go's: LIST (paginated), then WATCH from the list's resourceVersion with
+bookmarks; a watch that simply ends is resumed from the last resourceVersion without a
+relist; 410 Expired (or any watch failure) relists and replaces the cache, reporting the
+right add/update/delete deltas (objects deleted while disconnected arrive as deletes).
+Failures back off 800 ms → 30 s. One informer per resource per process, however many
+controllers watch it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import structlog
+
+from .cache import Delta, Indexer, IndexFunc, Obj, resource_version
+from .client import ApiError, KubeClient, Resource
+
+log = structlog.get_logger(__name__)
+
+BACKOFF_INITIAL = 0.8
+BACKOFF_MAX = 30.0
+BACKOFF_RESET_AFTER = 120.0
+LIST_PAGE_SIZE = 500
+WATCH_TIMEOUT_MIN = 300  # client-go: random in [5 min, 10 min]
+
+
+class EventHandler(Protocol):
+    """What an informer calls, synchronously and in watch order. Handlers must not block."""
+
+    def on_add(self, obj: Obj, initial: bool) -> None: ...
+
+    def on_update(self, old: Obj, new: Obj) -> None: ...
+
+    def on_delete(self, obj: Obj) -> None: ...
+
+
+@dataclass
+class FuncHandler:
+    """An EventHandler from plain functions (any of them may be omitted)."""
+
+    add: Callable[[Obj, bool], None] | None = None
+    update: Callable[[Obj, Obj], None] | None = None
+    delete: Callable[[Obj], None] | None = None
+
+    def on_add(self, obj: Obj, initial: bool) -> None:
+        if self.add:
+            self.add(obj, initial)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if self.update:
+            self.update(old, new)
+
+    def on_delete(self, obj: Obj) -> None:
+        if self.delete:
+            self.delete(obj)
+
+
+class Backoff:
+    """Exponential backoff with jitter, reset after a quiet period (client-go's reflector backoff)."""
+
+    def __init__(self, initial: float = BACKOFF_INITIAL, maximum: float = BACKOFF_MAX,
+                 reset_after: float = BACKOFF_RESET_AFTER, clock: Callable[[], float] = time.monotonic) -> None:
+        self._initial, self._max, self._reset_after, self._clock = initial, maximum, reset_after, clock
+        self._current = 0.0
+        self._last = 0.0
+
+    def next(self) -> float:
+        now = self._clock()
+        if self._current == 0.0 or now - self._last > self._reset_after:
+            self._current = self._initial
+        else:
+            self._current = min(self._current * 2, self._max)
+        self._last = now
+        return self._current * (1 + random.random())  # jitter 1.0, like client-go
+
+
+class SharedInformer:
+    """A cache of one resource (optionally one namespace) kept current by a reflector."""
+
+    def __init__(self, client: KubeClient, resource: Resource, *, namespace: str = "",
+                 indexers: Mapping[str, IndexFunc] | None = None, label_selector: str = "",
+                 page_size: int = LIST_PAGE_SIZE, watch_timeout: int = WATCH_TIMEOUT_MIN) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace
+        self.store = Indexer(indexers)
+        self.label_selector = label_selector
+        self._handlers: list[EventHandler] = []
+        self._synced = asyncio.Event()
+        self._page_size = page_size
+        self._watch_timeout = watch_timeout
+        self.last_sync_resource_version = ""
+        self.last_error: str = ""
+        self.started = False
+
+    @property
+    def name(self) -> str:
+        return self.resource.key
+
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        """Register a handler; one added after the initial list gets an add for every cached object."""
+        self._handlers.append(handler)
+        if self._synced.is_set():
+            for obj in self.store.list():
+                self._call(handler.on_add, obj, True)
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        self.store.add_indexers(indexers)
+
+    # ----------------------------------------------------------------- reflector
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        self.started = True
+        backoff = Backoff()
+        while True:
+            try:
+                await self._list()
+                self.last_error = ""
+                await self._watch_until_failure()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as exc:
+                self._failed(exc, f"{exc.status} {exc.reason}: {exc.message}")
+            except (aiohttp.ClientError, TimeoutError, ConnectionError, OSError) as exc:
+                self._failed(exc, f"{type(exc).__name__}: {exc}")
+            delay = backoff.next()
+            await asyncio.sleep(delay)
+
+    def _failed(self, exc: BaseException, text: str) -> None:
+        if isinstance(exc, ApiError) and exc.is_not_found and not self.has_synced():
+            text = (f"the server could not find the requested resource {self.resource.key} "
+                    f"({self.resource.api_version}); is its CustomResourceDefinition installed?")
+        if text != self.last_error:
+            log.warning("list/watch failed", resource=self.resource.key, error=text)
+        self.last_error = text
+
+    async def _list(self) -> None:
+        items: list[Obj] = []
+        token = ""
+        list_rv = ""
+        while True:
+            page = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                          limit=self._page_size, continue_token=token)
+            meta = page.get("metadata") or {}
+            if not list_rv:
+                list_rv = str(meta.get("resourceVersion") or "")
+            items.extend(page.get("items") or [])
+            token = meta.get("continue") or ""
+            if not token:
+                break
+            await asyncio.sleep(0)  # let other tasks run between pages
+        initial = not self._synced.is_set()
+        deltas = self.store.replace(items)
+        self.last_sync_resource_version = list_rv
+        self._dispatch(deltas, initial=initial)
+        self._synced.set()
+
+    async def _watch_until_failure(self) -> None:
+        """Re-watch from the last resourceVersion each time a watch simply ends; return on failure."""
+        while True:
+            started = time.monotonic()
+            events = 0
+            timeout = random.randint(self._watch_timeout, 2 * self._watch_timeout)
+            try:
+                async for event in self.client.watch(self.resource, self.namespace,
+                                                     resource_version=self.last_sync_resource_version,
+                                                     timeout_seconds=timeout, label_selector=self.label_selector):
+                    events += 1
+                    self._handle(event)
+            except ApiError as exc:
+                if exc.is_gone:
+                    log.info("watch expired, relisting", resource=self.resource.key, reason=exc.message)
+                    return  # relist after the usual short backoff, as client-go does
+                raise
+            if events == 0 and time.monotonic() - started < 1.0:
+                raise ConnectionError("very short watch: ended in under a second with no events")
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        etype = event.get("type")
+        obj = event.get("object")
+        if not isinstance(obj, dict):
+            return
+        rv = resource_version(obj)
+        if etype == "BOOKMARK":
+            if rv:
+                self.last_sync_resource_version = rv
+            return
+        if etype in ("ADDED", "MODIFIED"):
+            self._dispatch([self.store.upsert(obj)])
+        elif etype == "DELETED":
+            delta = self.store.delete(obj)
+            if delta is not None:
+                self._dispatch([Delta("deleted", obj)])
+        if rv:
+            self.last_sync_resource_version = rv
+
+    # ----------------------------------------------------------------- handlers
+
+    def _dispatch(self, deltas: list[Delta], *, initial: bool = False) -> None:
+        for delta in deltas:
+            for handler in self._handlers:
+                if delta.type == "added":
+                    self._call(handler.on_add, delta.obj, initial)
+                elif delta.type == "updated":
+                    assert delta.old is not None
+                    self._call(handler.on_update, delta.old, delta.obj)
+                else:
+                    self._call(handler.on_delete, delta.obj)
+
+    def _call(self, func: Callable[..., None], *args: Any) -> None:
+        try:
+            func(*args)
+        except Exception:
+            log.exception("event handler failed", resource=self.resource.key)
+
+
+class SyncTimeout(Exception):
+    """Caches did not sync in time; the message names each kind and why."""
+
+
+class InformerFactory:
+    """One shared informer per (resource, namespace) in the process, started and synced together."""
+
+    def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN) -> None:
+        self.client = client
+        self._informers: dict[tuple[Resource, str], SharedInformer] = {}
+        self._tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
+        self._watch_timeout = watch_timeout
+
+    def informer(self, resource: Resource, namespace: str = "") -> SharedInformer:
+        key = (resource, namespace)
+        informer = self._informers.get(key)
+        if informer is None:
+            informer = SharedInformer(self.client, resource, namespace=namespace,
+                                      watch_timeout=self._watch_timeout)
+            self._informers[key] = informer
+        return informer
+
+    def informers(self) -> list[SharedInformer]:
+        return list(self._informers.values())
+
+    def start(self) -> None:
+        """Start every informer not yet running (safe to call again after adding informers)."""
+        for key, informer in self._informers.items():
+            if key not in self._tasks:
+                self._tasks[key] = asyncio.create_task(informer.run(), name=f"informer {informer.name}")
+
+    async def stop(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def wait_for_sync(self, informers: list[SharedInformer] | None = None, *, timeout: float) -> None:
+        """Wait until the given (default: all) informers synced; SyncTimeout naming the others."""
+        pending = [i for i in (informers if informers is not None else self.informers()) if not i.has_synced()]
+        if not pending:
+            return
+        waits = [asyncio.ensure_future(i.wait_for_sync()) for i in pending]
+        try:
+            await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        except TimeoutError:
+            missing = [i for i in pending if not i.has_synced()]
+            reasons = "; ".join(f"{i.name}: {i.last_error or 'no answer yet'}" for i in missing)
+            raise SyncTimeout(f"timed out after {timeout:g}s waiting for caches to sync: {reasons}") from None
+        finally:
+            for wait in waits:
+                wait.cancel()

@@ -1,0 +1,253 @@
+"""The manager: runs informers, controllers and other runnables, with leader election.
+
+Order of things, as controller-runtime's manager: serve ``/metrics`` and the probes first
+(standbys are scraped and probed too), start the informers in every replica (a standby
+keeps a warm cache), then run the controllers and leader-only runnables only while
+leading. ``/readyz`` turns ready once the caches synced, whether or not this replica leads.
+A controller whose informers cannot sync (for example its CRD is missing) is reported by
+name and started later if its kind appears; the other controllers run meanwhile.
+Shutdown (``request_shutdown``, on SIGTERM): stop taking work, let reconciles in flight
+finish (bounded), release the lease, stop the informers. Losing the lease raises
+:class:`~controller_manager.leaderelection.LeaderElectionLost`: the process must exit non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import prometheus_client
+import structlog
+from aiohttp import web
+
+from .client import KubeClient, Resource
+from .controller import Controller
+from .events import EventRecorder
+from .informer import InformerFactory, SharedInformer, SyncTimeout
+from .leaderelection import LeaderElectionConfig, LeaderElector
+from .metrics import REGISTRY
+from .options import split_bind_address
+
+log = structlog.get_logger(__name__)
+
+Runnable = Callable[[], Coroutine[Any, Any, None]]
+Check = Callable[[], str | None]  # None = healthy, else the reason (logged, never shown)
+
+
+@dataclass
+class ManagerOptions:
+    name: str
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ""
+    leader_election: LeaderElectionConfig | None = None
+    cache_sync_timeout: float = 120.0
+    graceful_shutdown_timeout: float = 30.0
+
+
+@dataclass
+class _Runnable:
+    name: str
+    run: Runnable
+    needs_leader: bool
+
+
+@dataclass
+class _Checks:
+    healthz: dict[str, Check] = field(default_factory=dict)
+    readyz: dict[str, Check] = field(default_factory=dict)
+
+
+class Manager:
+    """Owns every task of a component; ``await manager.run()`` until shutdown."""
+
+    def __init__(self, client: KubeClient, options: ManagerOptions) -> None:
+        self.client = client
+        self.options = options
+        self.informers = InformerFactory(client)
+        self.controllers: list[Controller] = []
+        self._runnables: list[_Runnable] = []
+        self._recorders: list[EventRecorder] = []
+        self._checks = _Checks(healthz={"ping": lambda: None}, readyz={"informer-sync": self._informers_synced})
+        self._stop = asyncio.Event()
+        self._http: list[web.AppRunner] = []
+        self.bound: dict[str, tuple[str, int]] = {}  # "metrics"/"health" → actual (host, port)
+        self.elector: LeaderElector | None = None
+
+    # ----------------------------------------------------------------- building
+
+    def informer(self, resource: Resource, namespace: str = "") -> SharedInformer:
+        """The process-wide shared informer of a resource."""
+        return self.informers.informer(resource, namespace)
+
+    def add_controller(self, controller: Controller) -> None:
+        if any(c.name == controller.name for c in self.controllers):
+            raise ValueError(f"controller name {controller.name!r} is already used (names are metric labels)")
+        self.controllers.append(controller)
+
+    def add_runnable(self, name: str, run: Runnable, *, needs_leader: bool = True) -> None:
+        self._runnables.append(_Runnable(name, run, needs_leader))
+
+    def event_recorder(self, component: str) -> EventRecorder:
+        recorder = EventRecorder(self.client, component, host=self.identity)
+        self._recorders.append(recorder)
+        return recorder
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        self._checks.readyz[name] = check
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        self._checks.healthz[name] = check
+
+    @property
+    def identity(self) -> str:
+        return self.options.leader_election.identity if self.options.leader_election else ""
+
+    def request_shutdown(self) -> None:
+        """Begin a graceful shutdown (what SIGTERM does)."""
+        self._stop.set()
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector.is_leader if self.elector is not None else True
+
+    # ----------------------------------------------------------------- running
+
+    async def run(self) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            await self._serve_http(stack)
+            background: list[asyncio.Task[None]] = []
+            stack.push_async_callback(_cancel_all, background)
+            for recorder in self._recorders:
+                background.append(asyncio.create_task(recorder.run(), name=f"events {recorder.component}"))
+                stack.push_async_callback(recorder.flush)
+            for runnable in self._runnables:
+                if not runnable.needs_leader:
+                    background.append(asyncio.create_task(runnable.run(), name=runnable.name))
+            self.informers.start()
+            stack.push_async_callback(self.informers.stop)
+            background.append(asyncio.create_task(self._report_sync(), name="cache sync report"))
+            if self.options.leader_election is None:
+                await self._lead()
+                return
+            self.elector = LeaderElector(self.client.api_client, self.options.leader_election)
+            await self._elect(self.elector)
+
+    async def _elect(self, elector: LeaderElector) -> None:
+        election = asyncio.create_task(elector.run(self._lead), name="leader election")
+        stopping = asyncio.create_task(self._stop.wait(), name="shutdown signal")
+        done, _ = await asyncio.wait({election, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if election in done:
+            stopping.cancel()
+            election.result()  # LeaderElectionLost propagates: the caller exits non-zero
+            return
+        if not elector.is_leader:
+            election.cancel()
+        # As leader, _lead sees the stop signal, drains, returns; the elector then releases the lease.
+        await asyncio.gather(election, return_exceptions=True)
+
+    async def _lead(self) -> None:
+        """Everything that runs only while leading; returns after a graceful drain on shutdown."""
+        log.info("starting controllers", component=self.options.name,
+                 controllers=[c.name for c in self.controllers])
+        tasks = [asyncio.create_task(self._run_controller(c), name=f"controller {c.name}")
+                 for c in self.controllers]
+        tasks += [asyncio.create_task(r.run(), name=r.name) for r in self._runnables if r.needs_leader]
+        try:
+            await self._stop.wait()
+            log.info("shutting down: draining controllers", timeout=self.options.graceful_shutdown_timeout)
+            await asyncio.gather(*(c.drain(self.options.graceful_shutdown_timeout) for c in self.controllers))
+        finally:
+            await _cancel_all(tasks)
+
+    async def _run_controller(self, controller: Controller) -> None:
+        try:
+            await self.informers.wait_for_sync(controller.informers, timeout=self.options.cache_sync_timeout)
+        except SyncTimeout as exc:
+            log.error("controller not started: caches did not sync", controller=controller.name, error=str(exc))
+            await self.informers.wait_for_sync(controller.informers, timeout=float("inf"))
+            log.info("caches synced late, starting controller", controller=controller.name)
+        await controller.run()
+
+    async def _report_sync(self) -> None:
+        """Name, once, every kind that has not synced within the cache sync timeout."""
+        try:
+            await self.informers.wait_for_sync(timeout=self.options.cache_sync_timeout)
+            log.info("caches synced", kinds=[i.name for i in self.informers.informers()])
+        except SyncTimeout as exc:
+            log.error("caches not synced", error=str(exc))
+
+    def _informers_synced(self) -> str | None:
+        pending = [i for i in self.informers.informers()
+                   if not i.has_synced() and "could not find the requested resource" not in i.last_error]
+        return f"not synced: {', '.join(i.name for i in pending)}" if pending else None
+
+    # ----------------------------------------------------------------- HTTP endpoints
+
+    async def _serve_http(self, stack: contextlib.AsyncExitStack) -> None:
+        endpoints: dict[tuple[str, int], web.Application] = {}
+        metrics = split_bind_address(self.options.metrics_bind_address)
+        health = split_bind_address(self.options.health_probe_bind_address)
+        if metrics is not None:
+            endpoints.setdefault(metrics, web.Application()).router.add_get("/metrics", _metrics_handler)
+        if health is not None:
+            app = endpoints.setdefault(health, web.Application())
+            app.router.add_get("/healthz", self._probe(self._checks.healthz, "healthz"))
+            app.router.add_get("/readyz", self._probe(self._checks.readyz, "readyz"))
+        for address, app in endpoints.items():
+            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+            await runner.setup()
+            stack.push_async_callback(runner.cleanup)
+            site = web.TCPSite(runner, address[0], address[1], reuse_address=True)
+            await site.start()
+            server = site._server
+            sockets = getattr(server, "sockets", None) or []
+            bound = sockets[0].getsockname()[:2] if sockets else address
+            if address == metrics:
+                self.bound["metrics"] = bound
+            if address == health:
+                self.bound["health"] = bound
+            log.info("serving", address=f"{bound[0]}:{bound[1]}",
+                     endpoints=sorted({r.resource.canonical for r in app.router.routes() if r.resource is not None}))
+
+    @staticmethod
+    def _probe(checks: dict[str, Check], kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """controller-runtime's healthz handler: ``ok``, or ``[-]name failed: reason withheld`` lines."""
+
+        async def handler(request: web.Request) -> web.Response:
+            verbose = "verbose" in request.query
+            excluded = set(request.query.getall("exclude", []))
+            lines, failed = [], False
+            for name, check in checks.items():
+                if name in excluded:
+                    continue
+                reason = check()
+                if reason is None:
+                    lines.append(f"[+]{name} ok")
+                else:
+                    failed = True
+                    lines.append(f"[-]{name} failed: reason withheld")
+                    log.debug("probe check failed", probe=kind, check=name, reason=reason)
+            if failed:
+                return web.Response(status=500, text="\n".join([*lines, f"{kind} check failed"]) + "\n")
+            if verbose:
+                return web.Response(text="\n".join([*lines, f"{kind} check passed"]) + "\n")
+            return web.Response(text="ok")
+
+        return handler
+
+
+async def _metrics_handler(_request: web.Request) -> web.Response:
+    body = prometheus_client.generate_latest(REGISTRY)
+    return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+
+async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    for task, result in zip(tasks, results, strict=True):
+        if isinstance(result, Exception):
+            log.error("task failed", task=task.get_name(), error=repr(result))

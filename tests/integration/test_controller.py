@@ -1,0 +1,228 @@
+"""Controllers and the manager against the dev API server: retries, results, metrics, probes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller_manager.client import KubeClient, Resource
+from controller_manager.controller import Controller, GenerationChangedPredicate, Request, Result
+from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.ratelimiter import RateLimiterOptions
+from devplane.apiserver.server import ApiServer
+from tests.conftest import eventually
+
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+
+# Every metric name ARCHITECTURE §4 lists (as exposed: counters carry _total, histograms _bucket...).
+ARCHITECTURE_METRICS = [
+    "controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
+    "controller_runtime_reconcile_time_seconds", "workqueue_depth", "workqueue_adds_total",
+    "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds", "workqueue_retries_total",
+    "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
+    "leader_election_master_status", "rest_client_requests_total",
+]
+
+
+@pytest.fixture
+async def kube(server: ApiServer) -> AsyncIterator[KubeClient]:
+    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
+    yield kube
+    await kube.close()
+
+
+def make_manager(kube: KubeClient, name: str, **options: object) -> Manager:
+    return Manager(kube, ManagerOptions(name=name, metrics_bind_address="127.0.0.1:0",
+                                        health_probe_bind_address="127.0.0.1:0", **options))  # type: ignore[arg-type]
+
+
+async def run_in_background(manager: Manager) -> asyncio.Task[None]:
+    task = asyncio.create_task(manager.run())
+    await eventually(lambda: _ready(manager, task))
+    return task
+
+
+async def _ready(manager: Manager, task: asyncio.Task[None]) -> bool:
+    if task.done():
+        task.result()
+    return "health" in manager.bound and "metrics" in manager.bound
+
+
+async def stop(manager: Manager, task: asyncio.Task[None]) -> None:
+    manager.request_shutdown()
+    await asyncio.wait_for(task, 10)
+
+
+async def test_raising_reconcile_is_retried_with_growing_delay_and_worker_survives(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    attempts: list[float] = []
+    others: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        if request.name == "flaky":
+            attempts.append(time.monotonic())
+            if len(attempts) < 5:
+                raise RuntimeError("boom")
+        else:
+            others.append(request.name)
+        return Result()
+
+    manager = make_manager(kube, "retry-test")
+    informer = manager.informer(CONFIGMAPS, "default")
+    controller = Controller("retry-test", reconcile, workers=1,
+                            rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=10.0))
+    controller.watches(informer)
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "flaky"}}) as r:
+            assert r.status == 201
+        await eventually(lambda: _count(attempts, 5), timeout=10)
+        gaps = [b - a for a, b in itertools.pairwise(attempts)]
+        assert all(later > earlier for earlier, later in itertools.pairwise(gaps)), gaps
+        assert gaps[0] >= 0.04  # base delay 50 ms, then 100, 200, 400
+        # the same single worker still serves other keys
+        async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "calm"}}) as r:
+            assert r.status == 201
+        await eventually(lambda: _contains(others, "calm"))
+        body = await _scrape(manager)
+        assert _sample(body, "controller_runtime_reconcile_errors_total", controller="retry-test") == 4
+        assert _sample(body, "controller_runtime_reconcile_total", controller="retry-test", result="error") == 4
+        assert _sample(body, "workqueue_retries_total", name="retry-test") >= 4
+    finally:
+        await stop(manager, task)
+
+
+async def _count(items: list[float], n: int) -> bool:
+    return len(items) >= n
+
+
+async def _contains(items: list[str], item: str) -> bool:
+    return item in items
+
+
+async def test_requeue_after_and_generation_predicate(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    runs: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        runs.append(request.name)
+        return Result(requeue_after=0.2) if runs.count(request.name) == 1 else Result()
+
+    manager = make_manager(kube, "requeue-test")
+    controller = Controller("requeue-test", reconcile)
+    controller.watches(manager.informer(DEPLOYMENTS, "default"), predicates=[GenerationChangedPredicate()])
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        deploy = {"metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"a": "b"}},
+                                                         "template": {"metadata": {"labels": {"a": "b"}},
+                                                                      "spec": {"containers": [{"name": "c",
+                                                                                              "image": "x"}]}}}}
+        async with http.post("/apis/apps/v1/namespaces/default/deployments", json=deploy) as r:
+            assert r.status == 201
+        await eventually(lambda: _count_str(runs, "web", 2))  # once for the add, once after requeue_after
+        async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/status",
+                              json={"status": {"replicas": 1}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+        async with http.patch("/apis/apps/v1/namespaces/default/deployments/web",
+                              json={"spec": {"replicas": 2}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+        await eventually(lambda: _count_str(runs, "web", 3))
+        body = await _scrape(manager)
+        assert runs.count("web") == 3  # the status-only write did not trigger a reconcile
+        assert _sample(body, "controller_runtime_reconcile_total", controller="requeue-test",
+                       result="requeue_after") == 1
+    finally:
+        await stop(manager, task)
+
+
+async def _count_str(items: list[str], item: str, n: int) -> bool:
+    return items.count(item) >= n
+
+
+async def test_metrics_parse_and_carry_every_architecture_name(kube: KubeClient) -> None:
+    async def reconcile(request: Request) -> None:
+        return None
+
+    manager = make_manager(kube, "metrics-test")
+    controller = Controller("metrics-test", reconcile)
+    controller.watches(manager.informer(CONFIGMAPS))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        body = await _scrape(manager)
+        names = {m.name for m in text_string_to_metric_families(body)}
+        exposed = set()
+        for family in text_string_to_metric_families(body):
+            exposed.update(s.name for s in family.samples)
+        for name in ARCHITECTURE_METRICS:
+            assert name in exposed or name.removesuffix("_total") in names, name
+        assert not any(s.endswith("_created") for s in exposed)
+        assert _sample(body, "controller_runtime_max_concurrent_reconciles", controller="metrics-test") == 1
+    finally:
+        await stop(manager, task)
+
+
+async def test_readyz_is_not_ready_before_caches_sync(tmp_path: object) -> None:
+    # A server that is not there yet: the manager serves probes but cannot sync.
+    kube = KubeClient(client.ApiClient(client.Configuration(host="http://127.0.0.1:9")), qps=0)
+    manager = make_manager(kube, "ready-test")
+    controller = Controller("ready-test", lambda r: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+    controller.watches(manager.informer(CONFIGMAPS))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        host, port = manager.bound["health"]
+        async with aiohttp.ClientSession() as h:
+            async with h.get(f"http://{host}:{port}/readyz") as r:
+                assert r.status == 500
+                assert "[-]informer-sync failed: reason withheld" in await r.text()
+            async with h.get(f"http://{host}:{port}/healthz") as r:
+                assert r.status == 200
+                assert await r.text() == "ok"
+    finally:
+        await stop(manager, task)
+        await kube.close()
+
+
+async def test_readyz_turns_ready_after_sync(kube: KubeClient) -> None:
+    manager = make_manager(kube, "ready-later")
+    controller = Controller("ready-later", lambda r: asyncio.sleep(0))  # type: ignore[arg-type,return-value]
+    controller.watches(manager.informer(CONFIGMAPS))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        host, port = manager.bound["health"]
+        async with aiohttp.ClientSession() as h:
+            async def ready() -> bool:
+                async with h.get(f"http://{host}:{port}/readyz") as r:
+                    return r.status == 200 and await r.text() == "ok"
+
+            await eventually(ready)
+    finally:
+        await stop(manager, task)
+
+
+async def _scrape(manager: Manager) -> str:
+    host, port = manager.bound["metrics"]
+    async with aiohttp.ClientSession() as h, h.get(f"http://{host}:{port}/metrics") as r:
+        assert r.status == 200
+        return await r.text()
+
+
+def _sample(body: str, metric: str, **labels: str) -> float:
+    for family in text_string_to_metric_families(body):
+        for sample in family.samples:
+            if sample.name == metric and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    raise AssertionError(f"no sample {metric}{labels}")
