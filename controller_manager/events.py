@@ -98,8 +98,10 @@ class EventRecorder:
         ref = object_reference(obj)
         namespace = ref.get("namespace") or "default"
         message = self._aggregate(ref, event_type, reason, message)
+        # A combined event is one Event whatever its latest message (client-go's aggregate key).
+        identity = COMBINED_PREFIX if message.startswith(COMBINED_PREFIX) else message
         key = (ref.get("uid", ""), ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
-               event_type, reason, message)
+               event_type, reason, identity)
         for attempt in range(ATTEMPTS):
             try:
                 await self._send(key, ref, namespace, event_type=event_type, reason=reason, message=message)
