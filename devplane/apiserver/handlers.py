@@ -52,6 +52,18 @@ class Target:
 
 
 @dataclass
+class Fault:
+    """A test-injected failure: the next ``times`` requests matching method and path fail with ``code``."""
+
+    method: str
+    path_contains: str
+    code: int = 500
+    reason: str = "InternalError"
+    message: str = "injected failure"
+    times: int = 1
+
+
+@dataclass
 class ServerOptions:
     bookmark_interval: float = 60.0
     min_request_timeout: float = 1800.0
@@ -87,12 +99,23 @@ class Api:
         self.store = store
         self.registry = store.registry
         self.options = options
+        self.faults: list[Fault] = []
+
+    def _injected_fault(self, request: web.Request) -> StatusError | None:
+        for fault in self.faults:
+            if fault.times > 0 and fault.method == request.method and fault.path_contains in request.path:
+                fault.times -= 1
+                return StatusError(fault.code, fault.reason, fault.message, {})
+        return None
 
     # --------------------------------------------------------------- entry
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
+            fault = self._injected_fault(request) if self.faults else None
+            if fault is not None:
+                raise fault
             response = await self._dispatch(request)
         except StatusError as exc:
             response = error_response(exc)

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from . import kinds
 from .crds import packaged_crds
-from .handlers import MAX_BODY, Api, ServerOptions
+from .handlers import MAX_BODY, Api, Fault, ServerOptions
 from .kcm import GarbageCollector, NamespaceController
 from .resources import builtin_registry
 from .store import Store
@@ -65,8 +65,17 @@ class ApiServer:
         self.store = Store(builtin_registry(), data_dir=self.config.data_dir,
                            history_size=self.config.watch_history)
         self._runner: web.AppRunner | None = None
+        self.api: Api
         self._stack: contextlib.AsyncExitStack | None = None
         self.port = 0
+
+    def inject_fault(self, method: str, path_contains: str, *, code: int = 500, reason: str = "InternalError",
+                     times: int = 1) -> Fault:
+        """Make the next ``times`` matching requests fail (for tests of retry paths). Returns the fault;
+        set its ``times`` to 0 to lift it."""
+        fault = Fault(method, path_contains, code, reason, times=times)
+        self.api.faults.append(fault)
+        return fault
 
     @property
     def url(self) -> str:
@@ -105,6 +114,7 @@ class ApiServer:
             self._bootstrap()
             await store.wait_durable(store.rv)
             api = Api(store, ServerOptions(bookmark_interval=self.config.bookmark_interval))
+            self.api = api
             app = web.Application(client_max_size=MAX_BODY * 2)
             app.router.add_route("*", "/{tail:.*}", api.handle)
             runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0, handle_signals=False)
@@ -123,8 +133,7 @@ class ApiServer:
             raise
 
     async def _stop_http(self, runner: web.AppRunner) -> None:
-        for history_key in list(self.store.storage_keys()):
-            self.store.history(history_key).close_all()
+        self.store.close_watchers()
         await runner.cleanup()
 
     async def stop(self) -> None:

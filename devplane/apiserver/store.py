@@ -142,9 +142,13 @@ class Store:
         if self._journal is not None:
             await self._journal.run_writer()
 
-    async def close(self) -> None:
+    def close_watchers(self) -> None:
+        """End every watch stream (server shutdown): clients re-watch elsewhere or later."""
         for history in self._histories.values():
             history.close_all()
+
+    async def close(self) -> None:
+        self.close_watchers()
         if self._journal is not None:
             await self._journal.close()
 
