@@ -1,0 +1,100 @@
+"""ttl-cleaner: delete a finished WorkloadRebalancer ``ttlSecondsAfterFinished`` seconds after it finished.
+
+Its own controller, watching every rebalancer change (status included), so that it fires
+when a rebalancer *finishes* and not only when its spec is edited (Karmada bug #5985).
+Finished means: ``finishTime`` set, ``observedGeneration`` equal to ``generation`` and every
+observed workload has a result. A rebalancer still retrying is never deleted. Unset TTL:
+never; 0 (or negative): at once; otherwise requeue for the remaining time. Editing the spec
+makes the rebalancer controller reset ``finishTime``, so a TTL counts from the last change.
+Before deleting it re-reads the rebalancer from the API server and deletes with a
+resourceVersion precondition, so a concurrent edit is never lost.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import ApiError, KubeClient
+from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.manager import Manager
+from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.timeutil import now, parse_time
+
+log = structlog.get_logger(__name__)
+
+NAME = "workload-rebalancer-ttl-cleaner"
+
+
+def finished_at(rebalancer: Obj) -> str | None:
+    """``finishTime`` if the rebalancer has finished its current generation, else None."""
+    status = rebalancer.get("status") or {}
+    if status.get("observedGeneration") != rebalancer["metadata"].get("generation"):
+        return None
+    items = status.get("observedWorkloads") or []
+    if any(not item.get("result") for item in items):
+        return None
+    finish: str | None = status.get("finishTime")
+    return finish
+
+
+def seconds_left(rebalancer: Obj) -> float | None:
+    """Seconds until deletion is due (≤ 0: due now), or None when it must not be deleted."""
+    ttl = (rebalancer.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if ttl is None:
+        return None
+    finish = finished_at(rebalancer)
+    if finish is None:
+        return None
+    due = parse_time(finish) + timedelta(seconds=int(ttl))
+    return (due - now()).total_seconds()
+
+
+class TTLCleaner:
+    def __init__(self, client: KubeClient, rebalancers: Indexer) -> None:
+        self.client = client
+        self.rebalancers = rebalancers
+
+    async def reconcile(self, request: Request) -> Result:
+        cached = self.rebalancers.get(request.name)
+        if cached is None:
+            return Result()
+        left = seconds_left(cached)
+        if left is None:
+            return Result()
+        if left > 0:
+            return Result(requeue_after=left)
+        try:
+            fresh = await self.client.get(WORKLOAD_REBALANCERS, request.name)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Result()
+            raise
+        left = seconds_left(fresh)
+        if left is None:
+            return Result()
+        if left > 0:
+            return Result(requeue_after=left)
+        meta: dict[str, Any] = fresh["metadata"]
+        try:
+            await self.client.delete(WORKLOAD_REBALANCERS, request.name, uid=meta.get("uid", ""),
+                                     resource_version=meta.get("resourceVersion", ""))
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Result()
+            raise  # 409: it changed meanwhile; the retry re-reads it
+        log.info("deleted finished rebalancer", rebalancer=request.name,
+                 ttl=(fresh.get("spec") or {}).get("ttlSecondsAfterFinished"))
+        return Result()
+
+
+def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> Controller:
+    rebalancers = manager.informer(WORKLOAD_REBALANCERS)
+    controller = Controller(NAME, TTLCleaner(manager.client, rebalancers.store), workers=workers,
+                            **controller_options)
+    controller.watches(rebalancers, predicates=[FuncPredicate(on_delete=lambda _obj: False)])
+    manager.add_controller(controller)
+    return controller

@@ -1,0 +1,198 @@
+"""workload-rebalancer: trigger a fresh rescheduling of each listed workload's binding.
+
+Karmada's algorithm (spec §2): sync ``spec.workloads`` into a sorted ``status.observedWorkloads``
+(new items added without a result, removed ones kept only if they had succeeded), then for
+each item without a result set ``spec.rescheduleTriggeredAt`` on its ResourceBinding
+(namespaced workload) or ClusterResourceBinding (cluster-scoped). A missing binding is
+``Failed/ReferencedBindingNotFound`` (final); any other error leaves the item without a
+result and the rebalancer is retried with backoff. ``finishTime`` is set when the status
+changed and nothing needs a retry. TTL deletion is the ttl-cleaner's job.
+
+Beyond Karmada (docs/compatibility.md):
+- the trigger is the rebalancer's ``creationTimestamp`` only when that is strictly later than
+  the binding's ``status.lastScheduledTime``; otherwise the first whole second strictly later
+  than both ``lastScheduledTime`` and now, so the scheduler never ignores the trigger;
+- a binding missing from the cache is confirmed with a live GET before the item is failed;
+- an Event on the rebalancer for each workload result, and the
+  ``workload_rebalancer_workloads_total{result}`` counter.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from prometheus_client import Counter
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.manager import Manager
+from karmada_api.names import binding_name
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from karmada_api.timeutil import format_time, now, parse_time
+
+log = structlog.get_logger(__name__)
+
+NAME = "workload-rebalancer"
+SUCCESSFUL = "Successful"
+FAILED = "Failed"
+BINDING_NOT_FOUND = "ReferencedBindingNotFound"
+
+WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
+                          "Workloads processed by the workload-rebalancer, by result (Successful, Failed, Retry).",
+                          ["result"])
+
+
+class RetryNeeded(Exception):
+    """Some workloads could not be triggered for a transient reason: retry the rebalancer with backoff."""
+
+
+def workload_key(workload: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (str(workload.get("apiVersion", "")), str(workload.get("kind", "")),
+            str(workload.get("namespace", "") or ""), str(workload.get("name", "")))
+
+
+def _sort_key(item: dict[str, Any]) -> str:
+    api_version, kind, namespace, name = workload_key(item["workload"])
+    return f"{api_version} {kind} {namespace} {name}"
+
+
+def sync_spec_to_status(rebalancer: Obj) -> dict[str, Any]:
+    """The status a rebalancer should have before triggering (spec §2.3); finishTime handled later."""
+    wanted: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for workload in rebalancer.get("spec", {}).get("workloads") or []:
+        wanted.setdefault(workload_key(workload), workload)
+    observed: list[dict[str, Any]] = []
+    for item in (rebalancer.get("status") or {}).get("observedWorkloads") or []:
+        key = workload_key(item.get("workload") or {})
+        if key in wanted:
+            observed.append(copy.deepcopy(item))
+            del wanted[key]
+        elif item.get("result") == SUCCESSFUL:
+            observed.append(copy.deepcopy(item))
+    observed.extend({"workload": copy.deepcopy(w)} for w in wanted.values())
+    observed.sort(key=_sort_key)
+    return {"observedWorkloads": observed, "observedGeneration": rebalancer["metadata"].get("generation", 0)}
+
+
+def trigger_time(rebalancer_created: datetime, last_scheduled: datetime | None, current: datetime) -> datetime:
+    """The rescheduleTriggeredAt to write: creationTimestamp, unless the scheduler would ignore it."""
+    if last_scheduled is None or rebalancer_created > last_scheduled:
+        return rebalancer_created
+    floor = max(last_scheduled, current).replace(microsecond=0)
+    return floor + timedelta(seconds=1)
+
+
+def _status_view(status: dict[str, Any] | None) -> dict[str, Any]:
+    status = status or {}
+    return {"observedWorkloads": status.get("observedWorkloads") or [],
+            "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
+
+
+class WorkloadRebalancerReconciler:
+    """One rebalancer per reconcile; bindings read from shared informer caches."""
+
+    def __init__(self, client: KubeClient, rebalancers: Indexer, bindings: Indexer, cluster_bindings: Indexer,
+                 events: EventRecorder) -> None:
+        self.client = client
+        self.rebalancers = rebalancers
+        self.bindings = bindings
+        self.cluster_bindings = cluster_bindings
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        rebalancer = self.rebalancers.get(request.name)
+        if rebalancer is None or rebalancer["metadata"].get("deletionTimestamp"):
+            return Result()
+        status = sync_spec_to_status(rebalancer)
+        retries = await self._trigger(rebalancer, status)
+        old = _status_view(rebalancer.get("status"))
+        status["finishTime"] = old["finishTime"]
+        if _status_view(status) != old:
+            if retries == 0:
+                status["finishTime"] = format_time(now())
+            if status["finishTime"] is None:
+                del status["finishTime"]
+            await self._write_status(request.name, status)
+        if retries:
+            raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
+        return Result()
+
+    async def _trigger(self, rebalancer: Obj, status: dict[str, Any]) -> int:
+        retries = 0
+        created = parse_time(rebalancer["metadata"]["creationTimestamp"])
+        for item in status["observedWorkloads"]:
+            if item.get("result") in (SUCCESSFUL, FAILED):
+                continue
+            workload = item["workload"]
+            try:
+                await self._trigger_one(rebalancer, workload, created)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    item["result"], item["reason"] = FAILED, BINDING_NOT_FOUND
+                    WORKLOADS_TOTAL.labels(FAILED).inc()
+                    self.events.event(rebalancer, WARNING, BINDING_NOT_FOUND,
+                                      f"{_describe(workload)}: its binding was not found")
+                else:
+                    retries += 1
+                    WORKLOADS_TOTAL.labels("Retry").inc()
+                    log.info("reschedule trigger failed, will retry", rebalancer=rebalancer["metadata"]["name"],
+                             workload=_describe(workload), error=exc.message, status=exc.status)
+                continue
+            item["result"] = SUCCESSFUL
+            WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
+            self.events.event(rebalancer, NORMAL, "RescheduleTriggered",
+                              f"{_describe(workload)}: rescheduling triggered")
+        return retries
+
+    async def _trigger_one(self, rebalancer: Obj, workload: dict[str, Any], created: datetime) -> None:
+        namespace = workload.get("namespace") or ""
+        name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+        resource: Resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
+        cache = self.bindings if namespace else self.cluster_bindings
+        binding = cache.get(f"{namespace}/{name}" if namespace else name)
+        if binding is None:  # not cached (yet): ask the API server before declaring it missing
+            binding = await self.client.get(resource, name, namespace)
+        last = (binding.get("status") or {}).get("lastScheduledTime")
+        trigger = trigger_time(created, parse_time(last) if last else None, now())
+        existing = (binding.get("spec") or {}).get("rescheduleTriggeredAt")
+        if existing and parse_time(existing) >= trigger:
+            return  # a trigger at least as new is already there: never overwrite it
+        updated = copy.deepcopy(binding)
+        updated.setdefault("spec", {})["rescheduleTriggeredAt"] = format_time(trigger)
+        await self.client.update(resource, updated)
+
+    async def _write_status(self, name: str, status: dict[str, Any]) -> None:
+        async def patch() -> None:
+            await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status})
+
+        await retry_on_conflict(patch)
+
+
+def _describe(workload: dict[str, Any]) -> str:
+    namespace = workload.get("namespace")
+    target = f"{namespace}/{workload.get('name')}" if namespace else str(workload.get("name"))
+    return f"{workload.get('apiVersion')} {workload.get('kind')} {target}"
+
+
+def _spec_changed(old: Obj, new: Obj) -> bool:
+    return bool(old.get("spec") != new.get("spec"))
+
+
+def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> Controller:
+    """Register the controller: watches rebalancers (create, spec change); reads bindings from caches."""
+    rebalancers = manager.informer(WORKLOAD_REBALANCERS)
+    bindings = manager.informer(RESOURCE_BINDINGS)
+    cluster_bindings = manager.informer(CLUSTER_RESOURCE_BINDINGS)
+    reconciler = WorkloadRebalancerReconciler(manager.client, rebalancers.store, bindings.store,
+                                              cluster_bindings.store, manager.event_recorder(NAME))
+    controller = Controller(NAME, reconciler, workers=workers, **controller_options)
+    controller.watches(rebalancers, predicates=[FuncPredicate(on_update=_spec_changed,
+                                                              on_delete=lambda _obj: False)])
+    controller.informers += [bindings, cluster_bindings]
+    manager.add_controller(controller)
+    return controller

@@ -1,0 +1,323 @@
+"""workload-rebalancer and ttl-cleaner against the dev API server, with real informers.
+
+Rows of karmada-behaviour.md §2.6 and the seed documents' status examples. The rebalancer's
+``creationTimestamp`` is set by the server (now), so "oneHourAgo" rebalancers of Karmada's
+table become bindings whose triggers are newer than the rebalancer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client
+
+from controller_manager.client import KubeClient
+from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.ratelimiter import RateLimiterOptions
+from controllers import ttlcleaner, workloadrebalancer
+from controllers.workloadrebalancer import trigger_time
+from devplane.apiserver.server import ApiServer
+from karmada_api.timeutil import format_time, now, parse_time
+from tests.conftest import eventually
+
+WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+RB = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
+CRB = "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
+HOUR_AGO = format_time(now() - timedelta(hours=1))
+
+
+@pytest.fixture
+async def manager(server: ApiServer) -> AsyncIterator[Manager]:
+    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
+    mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
+    fast = RateLimiterOptions(base_delay=0.05, max_delay=1.0)
+    workloadrebalancer.setup(mgr, workers=2, rate_limiter_options=fast)
+    ttlcleaner.setup(mgr, rate_limiter_options=fast)
+    task = asyncio.create_task(mgr.run())
+    await mgr.informers.wait_for_sync(timeout=10)
+    yield mgr
+    mgr.request_shutdown()
+    await asyncio.wait_for(task, 10)
+    await kube.close()
+
+
+def deploy_ref(name: str, ns: str = "default") -> dict[str, str]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": ns}
+
+
+async def make_binding(http: aiohttp.ClientSession, kind: str, name: str, ns: str = "default", *,
+                       api_version: str = "apps/v1", triggered: str | None = HOUR_AGO,
+                       scheduled: str | None = HOUR_AGO) -> dict[str, Any]:
+    bname = f"{name.replace(':', '.')}-{kind}".lower()
+    spec: dict[str, Any] = {"resource": {"apiVersion": api_version, "kind": kind, "name": name,
+                                         **({"namespace": ns} if ns else {})}}
+    if triggered:
+        spec["rescheduleTriggeredAt"] = triggered
+    body = {"metadata": {"name": bname}, "spec": spec}
+    path = RB.format(ns=ns) if ns else CRB
+    async with http.post(path, json=body) as r:
+        assert r.status == 201, await r.text()
+        created: dict[str, Any] = await r.json()
+    if scheduled:
+        async with http.patch(f"{path}/{bname}/status", json={"status": {"lastScheduledTime": scheduled}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+            created = await r.json()
+    return created
+
+
+async def get(http: aiohttp.ClientSession, path: str) -> dict[str, Any] | None:
+    async with http.get(path) as r:
+        if r.status == 404:
+            return None
+        assert r.status == 200, await r.text()
+        result: dict[str, Any] = await r.json()
+        return result
+
+
+async def create_rebalancer(http: aiohttp.ClientSession, name: str, workloads: list[dict[str, str]],
+                            ttl: int | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"workloads": workloads}
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    async with http.post(WR, json={"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+                                   "metadata": {"name": name}, "spec": spec}) as r:
+        assert r.status == 201, await r.text()
+        created: dict[str, Any] = await r.json()
+        return created
+
+
+async def finished(http: aiohttp.ClientSession, name: str) -> dict[str, Any]:
+    async def done() -> dict[str, Any] | None:
+        wr = await get(http, f"{WR}/{name}")
+        if wr and (wr.get("status") or {}).get("finishTime") and \
+                wr["status"].get("observedGeneration") == wr["metadata"]["generation"]:
+            return wr
+        return None
+
+    result: dict[str, Any] = await eventually(done)
+    return result
+
+
+def observed(wr: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(i["workload"]["name"], i.get("result", ""), i.get("reason", ""))
+            for i in wr["status"]["observedWorkloads"]]
+
+
+# ----------------------------------------------------------------------------- §2.6 rows
+
+
+async def test_pending_rebalancer_sorted_results_and_trigger(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "deploy1")
+    wr = await create_rebalancer(http, "pending", [deploy_ref("deploy2"), deploy_ref("deploy1")])
+    done = await finished(http, "pending")
+    assert observed(done) == [("deploy1", "Successful", ""), ("deploy2", "Failed", "ReferencedBindingNotFound")]
+    binding = await get(http, RB.format(ns="default") + "/deploy1-deployment")
+    assert binding is not None
+    assert binding["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
+    assert done["status"]["observedGeneration"] == 1
+
+
+async def test_newer_trigger_is_never_overwritten(manager: Manager, http: aiohttp.ClientSession) -> None:
+    future = format_time(now() + timedelta(hours=1))
+    await make_binding(http, "Deployment", "deploy1", triggered=future)
+    await create_rebalancer(http, "succeed", [deploy_ref("deploy1")])
+    done = await finished(http, "succeed")
+    assert observed(done) == [("deploy1", "Successful", "")]
+    binding = await get(http, RB.format(ns="default") + "/deploy1-deployment")
+    assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] == future
+
+
+async def test_failed_is_final_even_if_binding_appears_later(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await create_rebalancer(http, "notfound", [deploy_ref("deploy2")])
+    done = await finished(http, "notfound")
+    assert observed(done) == [("deploy2", "Failed", "ReferencedBindingNotFound")]
+    await make_binding(http, "Deployment", "deploy2")
+    async with http.patch(f"{WR}/notfound", json={"metadata": {"labels": {"poke": "1"}}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    again = await get(http, f"{WR}/notfound")
+    assert again is not None and observed(again) == [("deploy2", "Failed", "ReferencedBindingNotFound")]
+
+
+async def test_retrying_then_successful(manager: Manager, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The seed's third example: a transient error leaves the item without result and no finishTime."""
+    await make_binding(http, "Deployment", "demo-deploy")
+    fault = server.inject_fault("PUT", "/resourcebindings/demo-deploy-deployment", code=429,
+                                reason="TooManyRequests", times=1000)
+
+    async def retrying() -> dict[str, Any] | None:
+        wr = await get(http, f"{WR}/demo")
+        return wr if wr and wr.get("status") else None
+
+    await create_rebalancer(http, "demo", [deploy_ref("demo-deploy")])
+    wr = await eventually(retrying)
+    assert wr["status"] == {"observedGeneration": 1, "observedWorkloads": [{"workload": deploy_ref("demo-deploy")}]}
+    fault.times = 0
+    done = await finished(http, "demo")
+    assert observed(done) == [("demo-deploy", "Successful", "")]
+
+
+async def test_modification_example(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """The seed's example: deploy-1 + deploy-2 edited to deploy-3 → [deploy-1 Successful, deploy-3 Successful]."""
+    await make_binding(http, "Deployment", "demo-deploy-1")
+    await make_binding(http, "Deployment", "demo-deploy-3")
+    await create_rebalancer(http, "demo", [deploy_ref("demo-deploy-1"), deploy_ref("demo-deploy-2")])
+    first = await finished(http, "demo")
+    assert observed(first) == [("demo-deploy-1", "Successful", ""),
+                               ("demo-deploy-2", "Failed", "ReferencedBindingNotFound")]
+    async with http.patch(f"{WR}/demo", json={"spec": {"workloads": [deploy_ref("demo-deploy-3")]}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+
+    async def second_generation() -> dict[str, Any] | None:
+        wr = await get(http, f"{WR}/demo")
+        return wr if wr and wr["status"].get("observedGeneration") == 2 else None
+
+    second = await eventually(second_generation)
+    assert second["metadata"]["generation"] == 2
+    assert observed(second) == [("demo-deploy-1", "Successful", ""), ("demo-deploy-3", "Successful", "")]
+    assert parse_time(second["status"]["finishTime"]) >= parse_time(first["status"]["finishTime"])
+
+
+async def test_batch_with_cluster_role_sorted(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "demo-deploy")
+    await make_binding(http, "ConfigMap", "demo-config", api_version="v1")
+    await make_binding(http, "ClusterRole", "demo-role", ns="", api_version="rbac.authorization.k8s.io/v1")
+    workloads = [deploy_ref("demo-deploy"),
+                 {"apiVersion": "v1", "kind": "ConfigMap", "name": "demo-config", "namespace": "default"},
+                 {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "demo-role"}]
+    wr = await create_rebalancer(http, "demo", workloads)
+    done = await finished(http, "demo")
+    assert [i["workload"]["kind"] for i in done["status"]["observedWorkloads"]] == \
+        ["Deployment", "ClusterRole", "ConfigMap"]
+    assert {i["result"] for i in done["status"]["observedWorkloads"]} == {"Successful"}
+    crb = await get(http, f"{CRB}/demo-role-clusterrole")
+    assert crb is not None and crb["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+async def test_bad_input_gets_documented_results(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Role", "system:controller:tom", api_version="rbac.authorization.k8s.io/v1")
+    workloads = [
+        {"apiVersion": "example.io/v1", "kind": "NoSuchKind", "name": "x", "namespace": "default"},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "no-namespace"},  # namespaced kind, no namespace
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "name": "system:controller:tom",
+         "namespace": "default"},
+        deploy_ref("twice"), deploy_ref("twice"),
+    ]
+    await create_rebalancer(http, "bad", workloads)
+    done = await finished(http, "bad")
+    assert observed(done) == [
+        ("no-namespace", "Failed", "ReferencedBindingNotFound"),
+        ("twice", "Failed", "ReferencedBindingNotFound"),
+        ("x", "Failed", "ReferencedBindingNotFound"),
+        ("system:controller:tom", "Successful", ""),
+    ]
+
+
+# ----------------------------------------------------------------------------- TTL
+
+
+async def test_ttl_zero_deletes_right_after_finishing(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "foo")
+    await create_rebalancer(http, "ttl0", [deploy_ref("foo")], ttl=0)
+
+    async def gone() -> bool:
+        return await get(http, f"{WR}/ttl0") is None
+
+    await eventually(gone)
+    binding = await get(http, RB.format(ns="default") + "/foo-deployment")
+    assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] != HOUR_AGO
+
+
+async def test_ttl_deletes_after_the_ttl_not_before(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "foo")
+    await create_rebalancer(http, "ttl2", [deploy_ref("foo")], ttl=2)
+    done = await finished(http, "ttl2")
+    finish = parse_time(done["status"]["finishTime"])
+
+    async def gone() -> bool:
+        return await get(http, f"{WR}/ttl2") is None
+
+    await eventually(gone, timeout=10)
+    assert now() >= finish + timedelta(seconds=2)
+
+
+async def test_unset_ttl_never_deletes(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "foo")
+    await create_rebalancer(http, "keep", [deploy_ref("foo")])
+    await finished(http, "keep")
+    cleaner = next(c for c in manager.controllers if c.name == ttlcleaner.NAME)
+    await eventually(lambda: _idle(cleaner.queue))  # the cleaner has looked at the finished rebalancer
+    assert await get(http, f"{WR}/keep") is not None
+
+
+async def _idle(queue: Any) -> bool:
+    return len(queue) == 0 and queue.processing() == 0
+
+
+async def test_editing_the_spec_restarts_the_clock(manager: Manager, http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "foo")
+    await create_rebalancer(http, "clock", [deploy_ref("foo")])
+    first = await finished(http, "clock")
+    async with http.patch(f"{WR}/clock", json={"spec": {"ttlSecondsAfterFinished": 2}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+        edited_at = now()
+
+    async def refinished() -> dict[str, Any] | None:
+        wr = await get(http, f"{WR}/clock")
+        return wr if wr is None or wr["status"].get("observedGeneration") == 2 else None
+
+    second = await eventually(refinished)
+    if second is not None:
+        assert parse_time(second["status"]["finishTime"]) >= edited_at.replace(microsecond=0) - timedelta(seconds=1)
+        assert second["status"]["finishTime"] >= first["status"]["finishTime"]
+
+    async def gone() -> bool:
+        return await get(http, f"{WR}/clock") is None
+
+    await eventually(gone, timeout=10)
+    assert now() >= edited_at + timedelta(seconds=1)
+
+
+async def test_retrying_rebalancer_is_never_deleted(manager: Manager, server: ApiServer,
+                                                    http: aiohttp.ClientSession) -> None:
+    await make_binding(http, "Deployment", "stuck")
+    fault = server.inject_fault("PUT", "/resourcebindings/stuck-deployment", code=500, times=1000)
+    await create_rebalancer(http, "stuck", [deploy_ref("stuck")], ttl=0)
+
+    async def failed_several_times() -> bool:
+        return fault.times <= 995
+
+    await eventually(failed_several_times)
+    wr = await get(http, f"{WR}/stuck")
+    assert wr is not None and "finishTime" not in wr["status"]
+    fault.times = 0
+
+    async def gone() -> bool:
+        return await get(http, f"{WR}/stuck") is None
+
+    await eventually(gone)
+
+
+# ----------------------------------------------------------------------------- trigger rule
+
+
+def test_trigger_time_rule() -> None:
+    created = parse_time("2024-05-25T09:49:51Z")
+    assert trigger_time(created, None, created) == created
+    assert trigger_time(created, parse_time("2024-05-25T09:49:50Z"), created) == created
+    same_second = parse_time("2024-05-25T09:49:51Z")
+    assert trigger_time(created, same_second, created + timedelta(milliseconds=300)) == \
+        parse_time("2024-05-25T09:49:52Z")
+    later = parse_time("2024-05-25T09:50:10Z")
+    assert trigger_time(created, later, created) == parse_time("2024-05-25T09:50:11Z")
