@@ -8,6 +8,7 @@ do ("leaderelection lost"); a configuration error found at start exits 2.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -15,16 +16,18 @@ import structlog
 
 from .leaderelection import LeaderElectionLost, default_identity
 from .logging import configure_logging
-from .manager import Manager
+from .manager import ComponentFailed, Manager
 from .options import CommonOptions
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EXIT_CONFIG", "EXIT_LEASE_LOST", "EXIT_OK", "ConfigError", "default_identity", "run_component"]
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_LEASE_LOST", "EXIT_OK", "ConfigError", "default_identity",
+           "run_component"]
 
 EXIT_OK = 0
 EXIT_LEASE_LOST = 1
 EXIT_CONFIG = 2
+EXIT_FAILED = 1
 
 
 class ConfigError(Exception):
@@ -51,6 +54,9 @@ async def _run(name: str, build: Callable[[], Awaitable[Manager]]) -> int:
     except LeaderElectionLost as exc:
         log.error("leaderelection lost", component=name, error=str(exc))
         return EXIT_LEASE_LOST
+    except ComponentFailed as exc:
+        log.error("component failed", component=name, error=str(exc))
+        return EXIT_FAILED
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
@@ -60,5 +66,9 @@ async def _run(name: str, build: Callable[[], Awaitable[Manager]]) -> int:
 
 
 def _shutdown(manager: Manager, signum: int) -> None:
+    """First signal: graceful shutdown. Second: exit 1 at once (controller-runtime's SetupSignalHandler)."""
+    if manager.shutdown_requested:
+        log.warning("second signal, exiting now", signal=signal.Signals(signum).name)
+        os._exit(EXIT_FAILED)
     log.info("shutdown requested", signal=signal.Signals(signum).name)
     manager.request_shutdown()

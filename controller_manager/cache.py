@@ -11,10 +11,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
+
 Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"
+
+log = structlog.get_logger(__name__)
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -38,6 +42,44 @@ def namespace_index(obj: Obj) -> builtins.list[str]:
 
 def resource_version(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+# One copy of each dict key (and of the values of the keys below) for every cached object: json.loads
+# shares equal keys only within one document, so without this each watch event brings its own
+# "metadata", "name", "resourceVersion"... (about 1 KB for a small ConfigMap). Bounded, so that unique
+# keys (e.g. generated data keys) cannot grow it without limit; strings past the bound stay unshared.
+SHARED_STRINGS_MAX = 10_000
+_SHARED_VALUE_KEYS = frozenset({"apiVersion", "kind", "namespace"})
+_shared_strings: dict[str, str] = {}
+
+
+def _share_new(text: str) -> str:
+    if len(_shared_strings) < SHARED_STRINGS_MAX:
+        return _shared_strings.setdefault(text, text)
+    return text
+
+
+def share_strings(value: Any) -> Any:
+    """An equal copy of parsed JSON whose dict keys (and apiVersion/kind/namespace values) are shared.
+
+    Only the identity of those strings changes (same keys, values and order), which roughly halves
+    the memory of an object decoded on its own. Non-JSON types (and dict subclasses) are returned as is.
+    """
+    if type(value) is dict:
+        shared = _shared_strings
+        out: dict[Any, Any] = {}
+        for raw_key, item in value.items():
+            key = shared.get(raw_key) or _share_new(raw_key)
+            if type(item) is dict or type(item) is list:
+                out[key] = share_strings(item)
+            elif key in _SHARED_VALUE_KEYS and type(item) is str:
+                out[key] = shared.get(item) or _share_new(item)
+            else:
+                out[key] = item
+        return out
+    if type(value) is list:
+        return [share_strings(item) if type(item) is dict or type(item) is list else item for item in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +147,20 @@ class Indexer:
 
     def upsert(self, obj: Obj) -> Delta:
         key = object_key(obj)
+        values = self._index_values(obj)  # first: a failing index function must leave the store as it was
         old = self._items.get(key)
         self._items[key] = obj
-        self._reindex(key, old, obj)
+        self._reindex(key, self._index_values(old) if old is not None else None, values)
         return Delta("added", obj) if old is None else Delta("updated", obj, old)
 
     def delete(self, obj: Obj) -> Delta | None:
         key = object_key(obj)
-        old = self._items.pop(key, None)
+        old = self._items.get(key)
         if old is None:
             return None
-        self._reindex(key, old, None)
+        values = self._index_values(old)
+        del self._items[key]
+        self._reindex(key, values, None)
         return Delta("deleted", old)
 
     def replace(self, objects: Iterable[Obj]) -> builtins.list[Delta]:
@@ -128,11 +173,16 @@ class Indexer:
         seen: set[str] = set()
         for obj in objects:
             key = object_key(obj)
-            seen.add(key)
             old = self._items.get(key)
             if old is not None and resource_version(old) == resource_version(obj):
+                seen.add(key)
                 continue
-            deltas.append(self.upsert(obj))
+            try:
+                deltas.append(self.upsert(obj))
+            except Exception:  # an index function failed on it: leave it out, keep the rest of the cache
+                log.exception("object left out of the cache: an index function failed on it", key=key)
+                continue
+            seen.add(key)
         for key in [k for k in self._items if k not in seen]:
             gone = self._items[key]
             delta = self.delete(gone)
@@ -140,11 +190,14 @@ class Indexer:
                 deltas.append(delta)
         return deltas
 
-    def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
-        for name, func in self._indexers.items():
+    def _index_values(self, obj: Obj) -> dict[str, set[str]]:
+        return {name: set(func(obj)) for name, func in self._indexers.items()}
+
+    def _reindex(self, key: str, old: dict[str, set[str]] | None, new: dict[str, set[str]] | None) -> None:
+        for name in self._indexers:
             index = self._indices[name]
-            old_values = set(func(old)) if old is not None else set()
-            new_values = set(func(new)) if new is not None else set()
+            old_values = old[name] if old is not None else set()
+            new_values = new[name] if new is not None else set()
             for value in old_values - new_values:
                 keys = index.get(value)
                 if keys is not None:

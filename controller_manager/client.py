@@ -26,6 +26,7 @@ from .ratelimiter import TokenBucket
 T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 32.0  # kubectl's default request timeout; every call has one
+WATCH_READ_TIMEOUT = 150.0  # a watch silent this long is ended and resumed from its resourceVersion
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -241,13 +242,17 @@ class KubeClient:
         query = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds),
                  "allowWatchBookmarks": "true" if allow_bookmarks else "", "labelSelector": label_selector,
                  "fieldSelector": field_selector}
-        deadline = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout)
+        deadline = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout,
+                                         sock_read=WATCH_READ_TIMEOUT)
         response = await self._send("GET", resource.path(namespace), query=query, timeout=deadline)
         async with response:
             if response.status != 200:
                 raise ApiError.from_body(response.status, await response.read())
             while True:
-                line = await response.content.readline()
+                try:
+                    line = await response.content.readline()
+                except TimeoutError:
+                    return  # nothing for a long while (dead connection or a quiet resource): re-watch
                 if not line:
                     return
                 if not line.strip():

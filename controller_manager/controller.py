@@ -12,6 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Protocol
 
 import structlog
@@ -46,6 +47,22 @@ class Result:
 
     requeue: bool = False
     requeue_after: float = 0.0
+
+    def __post_init__(self) -> None:
+        after: object = self.requeue_after
+        if isinstance(after, timedelta):
+            object.__setattr__(self, "requeue_after", after.total_seconds())
+        elif not isinstance(after, int | float):
+            raise TypeError(f"requeue_after must be seconds or a timedelta, got {type(after).__name__}")
+
+
+def _as_result(value: object) -> Result:
+    """What reconcile returned, checked: None means success; anything but a Result is a bug (an error)."""
+    if value is None:
+        return Result()
+    if not isinstance(value, Result):
+        raise TypeError(f"reconcile returned {type(value).__name__}, expected Result or None")
+    return value
 
 
 class TerminalError(Exception):
@@ -180,6 +197,7 @@ class Controller:
         limiter = rate_limiter or default_controller_rate_limiter(rate_limiter_options or RateLimiterOptions())
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(limiter, name=name, controller=name)
         self.informers: list[SharedInformer] = []
+        self._stopping = False
         metrics.init_controller_metrics(name, workers)
 
     def watches(self, informer: SharedInformer, *, map_func: MapFunc | None = None,
@@ -208,7 +226,9 @@ class Controller:
             log.info("workers stopped", controller=self.name)
 
     async def drain(self, timeout: float) -> None:
-        """Graceful stop: no new keys, wait (bounded) for reconciles in flight."""
+        """Graceful stop: hand out no more keys (the backlog is dropped, as controller-runtime's priority
+        queue does) and wait, bounded, for the reconciles already running."""
+        self._stopping = True
         self.queue.shut_down()
         try:
             await asyncio.wait_for(self.queue.shut_down_with_drain(), timeout)
@@ -222,7 +242,13 @@ class Controller:
             except ShutDown:
                 return
             try:
+                if self._stopping:
+                    continue  # shutting down: leave queued keys to the next leader
                 await self._process(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug in the bookkeeping below must not kill the worker
+                log.exception("worker error", controller=self.name, request=str(request))
             finally:
                 self.queue.done(request)
 
@@ -231,7 +257,17 @@ class Controller:
         metrics.ACTIVE_WORKERS.labels(name).inc()
         started = time.perf_counter()
         try:
-            result = await self._reconcile(request) or Result()
+            result = _as_result(await self._reconcile(request))
+            if result.requeue_after > 0:
+                self.queue.forget(request)
+                self.queue.add_after(request, result.requeue_after)
+                metrics.RECONCILE_TOTAL.labels(name, "requeue_after").inc()
+            elif result.requeue:
+                self.queue.add_rate_limited(request)
+                metrics.RECONCILE_TOTAL.labels(name, "requeue").inc()
+            else:
+                self.queue.forget(request)
+                metrics.RECONCILE_TOTAL.labels(name, "success").inc()
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:
@@ -246,17 +282,6 @@ class Controller:
             log.error("reconcile failed, will retry", controller=name, request=str(request),
                       error=f"{type(exc).__name__}: {exc}", retries=self.queue.num_requeues(request))
             self.queue.add_rate_limited(request)
-        else:
-            if result.requeue_after > 0:
-                self.queue.forget(request)
-                self.queue.add_after(request, result.requeue_after)
-                metrics.RECONCILE_TOTAL.labels(name, "requeue_after").inc()
-            elif result.requeue:
-                self.queue.add_rate_limited(request)
-                metrics.RECONCILE_TOTAL.labels(name, "requeue").inc()
-            else:
-                self.queue.forget(request)
-                metrics.RECONCILE_TOTAL.labels(name, "success").inc()
         finally:
             metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - started)
             metrics.ACTIVE_WORKERS.labels(name).dec()

@@ -59,8 +59,8 @@ class _Seen:
 
 @dataclass
 class _Similar:
-    count: int
-    since: float
+    messages: set[str]
+    last: float
 
 
 class EventRecorder:
@@ -92,7 +92,13 @@ class EventRecorder:
         """Write what is queued now (used on shutdown and in tests)."""
         deadline = time.monotonic() + timeout
         while not self._queue.empty() and time.monotonic() < deadline:
-            await self._write(*self._queue.get_nowait())
+            try:
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    await self._write(*self._queue.get_nowait())
+            except TimeoutError:
+                self.dropped += self._queue.qsize() + 1
+                log.warning("events dropped at shutdown", count=self._queue.qsize() + 1)
+                return
 
     async def _write(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
         ref = object_reference(obj)
@@ -118,19 +124,23 @@ class EventRecorder:
         log.warning("event dropped after retries", reason=reason, object=ref.get("name"))
 
     def _aggregate(self, ref: dict[str, Any], event_type: str, reason: str, message: str) -> str:
+        """client-go's EventAggregate: the 10th distinct message of one (object, type, reason) within
+        600 s of the previous event, and every one after it, becomes a combined event."""
         key = (ref.get("uid", ""), ref.get("kind", ""), ref.get("name", ""), event_type, reason)
         now = time.monotonic()
         similar = self._similar.get(key)
-        if similar is None or now - similar.since > SIMILAR_WINDOW:
-            similar = _Similar(0, now)
-        similar.count += 1
+        if similar is None or now - similar.last > SIMILAR_WINDOW:
+            similar = _Similar(set(), now)
+        similar.messages.add(message)
+        similar.last = now
         self._similar[key] = similar
         self._similar.move_to_end(key)
         while len(self._similar) > CACHE_SIZE:
             self._similar.popitem(last=False)
-        if similar.count > SIMILAR_LIMIT:
-            return COMBINED_PREFIX + message
-        return message
+        if len(similar.messages) < SIMILAR_LIMIT:
+            return message
+        similar.messages.pop()  # keep the set at its bound, as client-go does
+        return COMBINED_PREFIX + message
 
     async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, *, event_type: str,
                     reason: str, message: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from .cache import Delta, Indexer, IndexFunc, Obj, resource_version
+from .cache import Delta, Indexer, IndexFunc, Obj, resource_version, share_strings
 from .client import ApiError, KubeClient, Resource
 
 log = structlog.get_logger(__name__)
@@ -100,6 +100,7 @@ class SharedInformer:
         self.last_sync_resource_version = ""
         self.last_error: str = ""
         self.started = False
+        self.lists = 0  # how many times the reflector listed (1 + relists)
 
     @property
     def name(self) -> str:
@@ -138,6 +139,9 @@ class SharedInformer:
                 self._failed(exc, f"{exc.status} {exc.reason}: {exc.message}")
             except (aiohttp.ClientError, TimeoutError, ConnectionError, OSError) as exc:
                 self._failed(exc, f"{type(exc).__name__}: {exc}")
+            except Exception as exc:  # a garbled watch line, a failing index function: never die silently
+                log.exception("informer error, relisting after backoff", resource=self.resource.key)
+                self._failed(exc, f"{type(exc).__name__}: {exc}")
             delay = backoff.next()
             await asyncio.sleep(delay)
 
@@ -159,11 +163,12 @@ class SharedInformer:
             meta = page.get("metadata") or {}
             if not list_rv:
                 list_rv = str(meta.get("resourceVersion") or "")
-            items.extend(page.get("items") or [])
+            items.extend(share_strings(item) for item in page.get("items") or [])
             token = meta.get("continue") or ""
             if not token:
                 break
             await asyncio.sleep(0)  # let other tasks run between pages
+        self.lists += 1
         initial = not self._synced.is_set()
         deltas = self.store.replace(items)
         self.last_sync_resource_version = list_rv
@@ -201,11 +206,15 @@ class SharedInformer:
                 self.last_sync_resource_version = rv
             return
         if etype in ("ADDED", "MODIFIED"):
-            self._dispatch([self.store.upsert(obj)])
-        elif etype == "DELETED":
-            delta = self.store.delete(obj)
-            if delta is not None:
-                self._dispatch([Delta("deleted", obj)])
+            try:
+                delta = self.store.upsert(share_strings(obj))
+            except Exception:  # an index function failed: skip this version, keep watching
+                log.exception("object left out of the cache: an index function failed on it",
+                              resource=self.resource.key, rv=rv)
+            else:
+                self._dispatch([delta])
+        elif etype == "DELETED" and self.store.delete(obj) is not None:
+            self._dispatch([Delta("deleted", obj)])
         if rv:
             self.last_sync_resource_version = rv
 

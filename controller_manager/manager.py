@@ -27,7 +27,7 @@ from .client import KubeClient, Resource
 from .controller import Controller
 from .events import EventRecorder
 from .informer import InformerFactory, SharedInformer, SyncTimeout
-from .leaderelection import LeaderElectionConfig, LeaderElector
+from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
 from .metrics import REGISTRY
 from .options import split_bind_address
 
@@ -35,6 +35,10 @@ log = structlog.get_logger(__name__)
 
 Runnable = Callable[[], Coroutine[Any, Any, None]]
 Check = Callable[[], str | None]  # None = healthy, else the reason (logged, never shown)
+
+
+class ComponentFailed(Exception):
+    """A controller or runnable stopped on its own: the process must exit non-zero."""
 
 
 @dataclass
@@ -75,6 +79,7 @@ class Manager:
         self._http: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}  # "metrics"/"health" → actual (host, port)
         self.elector: LeaderElector | None = None
+        self._failure: str = ""
 
     # ----------------------------------------------------------------- building
 
@@ -110,6 +115,10 @@ class Manager:
         self._stop.set()
 
     @property
+    def shutdown_requested(self) -> bool:
+        return self._stop.is_set()
+
+    @property
     def is_leader(self) -> bool:
         return self.elector.is_leader if self.elector is not None else True
 
@@ -121,19 +130,36 @@ class Manager:
             background: list[asyncio.Task[None]] = []
             stack.push_async_callback(_cancel_all, background)
             for recorder in self._recorders:
-                background.append(asyncio.create_task(recorder.run(), name=f"events {recorder.component}"))
-                stack.push_async_callback(recorder.flush)
+                writer = asyncio.create_task(recorder.run(), name=f"events {recorder.component}")
+                stack.push_async_callback(_stop_recorder, recorder, writer)
             for runnable in self._runnables:
                 if not runnable.needs_leader:
-                    background.append(asyncio.create_task(runnable.run(), name=runnable.name))
+                    background.append(self._supervised(runnable.run(), runnable.name))
             self.informers.start()
             stack.push_async_callback(self.informers.stop)
             background.append(asyncio.create_task(self._report_sync(), name="cache sync report"))
             if self.options.leader_election is None:
                 await self._lead()
+            else:
+                self.elector = LeaderElector(self.client.api_client, self.options.leader_election)
+                await self._elect(self.elector)
+        if self._failure:
+            raise ComponentFailed(self._failure)
+
+    def _supervised(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """A task whose unexpected end (error or return before shutdown) shuts the component down."""
+        task = asyncio.create_task(coro, name=name)
+
+        def check(done: asyncio.Task[None]) -> None:
+            if done.cancelled() or self._stop.is_set():
                 return
-            self.elector = LeaderElector(self.client.api_client, self.options.leader_election)
-            await self._elect(self.elector)
+            error = done.exception()
+            self._failure = f"{name} stopped unexpectedly: {error!r}" if error else f"{name} stopped unexpectedly"
+            log.error("shutting down", reason=self._failure)
+            self._stop.set()
+
+        task.add_done_callback(check)
+        return task
 
     async def _elect(self, elector: LeaderElector) -> None:
         election = asyncio.create_task(elector.run(self._lead), name="leader election")
@@ -146,15 +172,16 @@ class Manager:
         if not elector.is_leader:
             election.cancel()
         # As leader, _lead sees the stop signal, drains, returns; the elector then releases the lease.
-        await asyncio.gather(election, return_exceptions=True)
+        [outcome] = await asyncio.gather(election, return_exceptions=True)
+        if isinstance(outcome, LeaderElectionLost):
+            raise outcome  # lost during the drain: still a lost lease
 
     async def _lead(self) -> None:
         """Everything that runs only while leading; returns after a graceful drain on shutdown."""
         log.info("starting controllers", component=self.options.name,
                  controllers=[c.name for c in self.controllers])
-        tasks = [asyncio.create_task(self._run_controller(c), name=f"controller {c.name}")
-                 for c in self.controllers]
-        tasks += [asyncio.create_task(r.run(), name=r.name) for r in self._runnables if r.needs_leader]
+        tasks = [self._supervised(self._run_controller(c), f"controller {c.name}") for c in self.controllers]
+        tasks += [self._supervised(r.run(), r.name) for r in self._runnables if r.needs_leader]
         try:
             await self._stop.wait()
             log.info("shutting down: draining controllers", timeout=self.options.graceful_shutdown_timeout)
@@ -180,8 +207,8 @@ class Manager:
             log.error("caches not synced", error=str(exc))
 
     def _informers_synced(self) -> str | None:
-        pending = [i for i in self.informers.informers()
-                   if not i.has_synced() and "could not find the requested resource" not in i.last_error]
+        """Ready only once every cache synced (a missing CRD keeps it unready; the log names the kind)."""
+        pending = [i for i in self.informers.informers() if not i.has_synced()]
         return f"not synced: {', '.join(i.name for i in pending)}" if pending else None
 
     # ----------------------------------------------------------------- HTTP endpoints
@@ -242,6 +269,13 @@ class Manager:
 async def _metrics_handler(_request: web.Request) -> web.Response:
     body = prometheus_client.generate_latest(REGISTRY)
     return web.Response(body=body, headers={"Content-Type": prometheus_client.CONTENT_TYPE_LATEST})
+
+
+async def _stop_recorder(recorder: EventRecorder, writer: asyncio.Task[None]) -> None:
+    """Stop the background writer, then write what is still queued (bounded)."""
+    writer.cancel()
+    await asyncio.gather(writer, return_exceptions=True)
+    await recorder.flush()
 
 
 async def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:

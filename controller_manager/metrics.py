@@ -17,8 +17,19 @@ REGISTRY = prometheus_client.REGISTRY
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
                      0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
                      40, 50, 60)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Go's prometheus.ExponentialBuckets: multiplied step by step, so the ``le`` labels match Go's."""
+    buckets, value = [], start
+    for _ in range(count):
+        buckets.append(value)
+        value *= factor
+    return tuple(buckets)
+
+
 # ExponentialBuckets(10e-9, 10, 12): 1e-8 ... 1e3 seconds.
-WORKQUEUE_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+WORKQUEUE_BUCKETS = exponential_buckets(10e-9, 10, 12)
 
 RECONCILE_TOTAL = Counter("controller_runtime_reconcile_total", "Total number of reconciliations per controller",
                           ["controller", "result"])

@@ -130,7 +130,10 @@ class CommonOptions:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CommonOptions:
-        return cls(args.kubeconfig, args.kube_api_qps, args.kube_api_burst, args.leader_elect,
+        # client-go: QPS 0 means its default 5 (burst 10); a negative QPS disables client-side limiting.
+        qps = 5.0 if args.kube_api_qps == 0 else (0.0 if args.kube_api_qps < 0 else args.kube_api_qps)
+        burst = args.kube_api_burst or 10
+        return cls(args.kubeconfig, qps, burst, args.leader_elect,
                    args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
                    args.leader_elect_retry_period, args.leader_elect_resource_namespace,
                    args.metrics_bind_address, args.health_probe_bind_address, args.logging_format, args.v)
@@ -140,7 +143,7 @@ def add_common_flags(parser: argparse.ArgumentParser, *, health_port: int, qps: 
                      burst: int = 60) -> None:
     add = parser.add_argument
     add("--kubeconfig", default="", help="Path to karmada control plane kubeconfig file.")
-    add("--kube-api-qps", type=non_negative_float, default=qps,
+    add("--kube-api-qps", type=float, default=qps,
         help=f"QPS to use while talking with karmada-apiserver. (default {qps:g})")
     add("--kube-api-burst", type=non_negative_int, default=burst,
         help=f"Burst to use while talking with karmada-apiserver. (default {burst})")

@@ -11,10 +11,12 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.utils import floatToGoString
 
 from controller_manager.client import KubeClient, Resource
 from controller_manager.controller import Controller, GenerationChangedPredicate, Request, Result
 from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.metrics import WORKQUEUE_BUCKETS
 from controller_manager.ratelimiter import RateLimiterOptions
 from devplane.apiserver.server import ApiServer
 from tests.conftest import eventually
@@ -226,3 +228,95 @@ def _sample(body: str, metric: str, **labels: str) -> float:
             if sample.name == metric and all(sample.labels.get(k) == v for k, v in labels.items()):
                 return float(sample.value)
     raise AssertionError(f"no sample {metric}{labels}")
+
+
+async def test_a_bad_reconcile_return_value_is_an_error_and_the_worker_survives(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    seen: list[str] = []
+
+    async def reconcile(request: Request) -> Result:
+        seen.append(request.name)
+        if request.name == "bad":
+            return True  # type: ignore[return-value]
+        return Result()
+
+    manager = make_manager(kube, "bad-return")
+    controller = Controller("bad-return", reconcile, workers=1,
+                            rate_limiter_options=RateLimiterOptions(base_delay=5.0, max_delay=5.0))
+    controller.watches(manager.informer(CONFIGMAPS, "default"))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        for name in ("bad", "fine"):
+            async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": name}}) as r:
+                assert r.status == 201
+        await eventually(lambda: _contains(seen, "fine"))
+        body = await _scrape(manager)
+        assert _sample(body, "controller_runtime_reconcile_errors_total", controller="bad-return") == 1
+    finally:
+        await stop(manager, task)
+
+
+async def test_shutdown_drops_the_backlog_and_waits_only_for_running_reconciles(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    running: list[str] = []
+
+    async def slow(request: Request) -> None:
+        running.append(request.name)
+        await asyncio.sleep(0.05)
+
+    for i in range(60):
+        async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": f"c{i}"}}) as r:
+            assert r.status == 201
+    manager = make_manager(kube, "backlog")
+    controller = Controller("backlog", slow, workers=2)
+    controller.watches(manager.informer(CONFIGMAPS, "default"))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    await eventually(lambda: _count_str_any(running, 2))
+    started = time.monotonic()
+    await stop(manager, task)
+    assert time.monotonic() - started < 1.0  # 60 x 50 ms / 2 workers would take 1.5 s
+    assert len(running) < 60
+
+
+async def _count_str_any(items: list[str], n: int) -> bool:
+    return len(items) >= n
+
+
+async def test_metric_types_labels_and_buckets_match_controller_runtime(kube: KubeClient) -> None:
+    async def reconcile(request: Request) -> None:
+        return None
+
+    manager = make_manager(kube, "types-test")
+    controller = Controller("types-test", reconcile)
+    controller.watches(manager.informer(CONFIGMAPS))
+    manager.add_controller(controller)
+    task = await run_in_background(manager)
+    try:
+        families = {f.name: f for f in text_string_to_metric_families(await _scrape(manager))}
+        expected = {
+            "controller_runtime_reconcile": ("counter", {"controller", "result"}),
+            "controller_runtime_reconcile_errors": ("counter", {"controller"}),
+            "controller_runtime_reconcile_time_seconds": ("histogram", {"controller"}),
+            "controller_runtime_max_concurrent_reconciles": ("gauge", {"controller"}),
+            "controller_runtime_active_workers": ("gauge", {"controller"}),
+            "workqueue_depth": ("gauge", {"name", "controller", "priority"}),
+            "workqueue_adds": ("counter", {"name", "controller"}),
+            "workqueue_queue_duration_seconds": ("histogram", {"name", "controller"}),
+            "workqueue_retries": ("counter", {"name", "controller"}),
+        }
+        for name, (kind, labels) in expected.items():
+            family = families[name]
+            assert family.type == kind, name
+            sample = next(s for s in family.samples if s.labels.get("controller") == "types-test")
+            assert set(sample.labels) - {"le"} == labels, name
+        reconcile_le = [s.labels["le"] for s in families["controller_runtime_reconcile_time_seconds"].samples
+                        if s.name.endswith("_bucket") and s.labels["controller"] == "types-test"]
+        assert reconcile_le[:3] == ["0.005", "0.01", "0.025"] and reconcile_le[-2:] == ["60.0", "+Inf"]
+        queue_le = [s.labels["le"] for s in families["workqueue_queue_duration_seconds"].samples
+                    if s.name.endswith("_bucket") and s.labels["controller"] == "types-test"]
+        assert queue_le == [floatToGoString(b) for b in WORKQUEUE_BUCKETS] + ["+Inf"]
+        assert WORKQUEUE_BUCKETS[3] == 9.999999999999999e-06  # multiplied step by step, as Go does
+    finally:
+        await stop(manager, task)

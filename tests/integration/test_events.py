@@ -63,17 +63,29 @@ async def test_repeats_increase_count_on_one_event(http: aiohttp.ClientSession, 
     assert event["count"] == 5
 
 
-async def test_many_similar_events_are_combined(http: aiohttp.ClientSession, recorder: EventRecorder) -> None:
+async def test_the_tenth_distinct_message_starts_a_combined_event(http: aiohttp.ClientSession,
+                                                                   recorder: EventRecorder) -> None:
     deploy = await _deployment(http)
     for i in range(SIMILAR_LIMIT + 3):
         recorder.event(deploy, "Warning", "AggregateStatusFailed", f"attempt {i} failed")
     await recorder.flush()
     events = await _events(http, deploy["metadata"]["uid"])
     combined = [e for e in events if e["message"].startswith(COMBINED_PREFIX)]
-    assert len(events) == SIMILAR_LIMIT + 1  # ten distinct ones, then one combined event counting the rest
+    assert len(events) == SIMILAR_LIMIT  # nine distinct ones, then one combined event for the rest
     assert len(combined) == 1
-    assert combined[0]["count"] == 3
+    assert combined[0]["count"] == 4
     assert combined[0]["message"] == COMBINED_PREFIX + f"attempt {SIMILAR_LIMIT + 2} failed"
+
+
+async def test_identical_events_are_one_event_however_many(http: aiohttp.ClientSession,
+                                                           recorder: EventRecorder) -> None:
+    deploy = await _deployment(http)
+    for _ in range(15):
+        recorder.event(deploy, "Normal", "AggregateStatusSucceed", "same message")
+    await recorder.flush()
+    [event] = await _events(http, deploy["metadata"]["uid"])
+    assert event["count"] == 15
+    assert event["message"] == "same message"
 
 
 async def test_recording_never_blocks_when_the_queue_is_full(recorder: EventRecorder) -> None:

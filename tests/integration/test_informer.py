@@ -136,6 +136,7 @@ async def test_forced_410_relists_with_correct_deltas(http: aiohttp.ClientSessio
                 return informer.last_sync_resource_version != list_rv and "default/new" in informer.store
 
             await eventually(relisted)
+            assert informer.lists == 2  # the watch got 410 Expired and the reflector listed again
             assert ("default/change", "2") in seen.updates
             assert "default/remove" in seen.deletes
             assert "default/new" in seen.adds
@@ -228,3 +229,21 @@ async def test_indexers(http: aiohttp.ClientSession, factory: InformerFactory) -
         return sorted(informer.store.index_keys("by-value", "y")) == ["default/p", "default/q"]
 
     await eventually(moved)
+
+
+async def test_a_failing_index_function_neither_corrupts_the_store_nor_kills_the_informer(
+        http: aiohttp.ClientSession, factory: InformerFactory) -> None:
+    informer = factory.informer(CONFIGMAPS, "default")
+    informer.add_indexers({"by-value": lambda o: [o["data"]["v"]]})  # raises KeyError without data
+    factory.start()
+    await factory.wait_for_sync(timeout=10)
+    async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "bad"}}) as r:
+        assert r.status == 201
+    await _cm(http, "good", "1")
+
+    async def good_is_cached() -> bool:
+        return "default/good" in informer.store
+
+    await eventually(good_is_cached)
+    assert "default/bad" not in informer.store  # never half-inserted
+    assert informer.store.index_keys("by-value", "1") == ["default/good"]
