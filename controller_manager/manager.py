@@ -100,6 +100,11 @@ class Manager:
         self._recorders.append(recorder)
         return recorder
 
+    async def flush_events(self, timeout: float = 5.0) -> None:
+        """Write the events recorded so far (tests, and anything that must see them now)."""
+        for recorder in self._recorders:
+            await recorder.flush(timeout)
+
     def add_readyz_check(self, name: str, check: Check) -> None:
         self._checks.readyz[name] = check
 

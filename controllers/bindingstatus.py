@@ -1,0 +1,428 @@
+"""Binding status aggregation: Works' statuses → binding ``status.aggregatedStatus`` → template status.
+
+Two controllers with one reconciler (spec §5): ``resource-binding-status-controller`` for
+ResourceBindings and ``cluster-resource-binding-status-controller`` for
+ClusterResourceBindings.
+
+Triggers (§5.1): a binding create with ``status.lastScheduledTime``; a binding update that has
+it and changed ``spec.resource.resourceVersion``; a Work status change or a Work delete,
+mapped to its binding through the ``resourcebinding.karmada.io/namespace|name`` (or
+``clusterresourcebinding.karmada.io/name``) annotations. Binding deletes and Work creates are
+ignored.
+
+Reconcile (§5.2 to §5.4): inside one conflict-retry loop, read the latest binding from the API
+server, list its Works from the cache (index on the permanent-id label), assemble one item
+per cluster, set ``aggregatedStatus`` and the ``FullyApplied`` condition, and write the status
+subresource only when it differs (a PUT carrying the resourceVersion just read, so a
+concurrent writer makes it a 409 and the whole computation runs again on fresh data, the
+lesson of karmada#7320 and #4986). Then fold the items into the resource template's status
+with the kind's interpreter (template read from the API server, #5285), written the same way.
+Events are recorded only when something was written (#2334): ``AggregateStatusSucceed`` on
+the binding and on the template, ``AggregateStatusFailed`` when a write fails.
+
+Beyond Karmada: the ``binding_status_aggregations_total{result}`` counter (``updated`` when
+the binding or template status was written, ``unchanged``, ``error``); a template reference
+with an empty apiVersion, kind or name is a terminal error instead of an endless retry.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from prometheus_client import Counter
+
+from controller_manager.cache import Indexer, IndexFunc, Obj
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.controller import Controller, FuncPredicate, MapFunc, Request, Result, TerminalError
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.manager import Manager
+from karmada_api.conditions import find_condition, set_condition
+from karmada_api.labels import (
+    CRB_NAME_ANNOTATION,
+    CRB_PERMANENT_ID,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+    RB_PERMANENT_ID,
+)
+from karmada_api.names import EXECUTION_SPACE_PREFIX
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+
+from .interpreters import aggregate_status, template_resource
+
+log = structlog.get_logger(__name__)
+
+RB_CONTROLLER = "resource-binding-status-controller"
+CRB_CONTROLLER = "cluster-resource-binding-status-controller"
+
+# pkg/util/indexregistry: indexes of the Work informer by the binding's permanent id.
+WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
+WORK_INDEX_BY_CRB_ID = "WorkIndexByLabelClusterResourceBindingID"
+
+WORK_APPLIED = "Applied"
+FULLY_APPLIED = "FullyApplied"
+FULLY_APPLIED_SUCCESS = "FullyAppliedSuccess"
+FULLY_APPLIED_FAILED = "FullyAppliedFailed"
+FULLY_APPLIED_SUCCESS_MESSAGE = "All works have been successfully applied"
+FULLY_APPLIED_FAILED_MESSAGE = "Failed to apply all works, see status.aggregatedStatus for details"
+HEALTH_UNKNOWN = "Unknown"
+PURGE_MODE_DIRECTLY = "Directly"
+
+AGGREGATE_STATUS_SUCCEED = "AggregateStatusSucceed"
+AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
+TEMPLATE_UPDATED_MESSAGE = "Update Resource with AggregatedStatus successfully."
+
+AGGREGATIONS = Counter("binding_status_aggregations_total",
+                       "Binding status aggregations by result: updated (binding or template status written), "
+                       "unchanged, error.", ["result"])
+
+
+class AssembleError(Exception):
+    """A Work does not describe the binding's resource as expected: retried with backoff."""
+
+
+# ----------------------------------------------------------------------------- pure rules
+
+
+def manifest_index(manifests: list[Any], ref: dict[str, Any]) -> int:
+    """Index of the first manifest with the reference's apiVersion, kind, namespace and name (GetManifestIndex)."""
+    for index, manifest in enumerate(manifests):
+        if not isinstance(manifest, dict):
+            raise AssembleError(f"failed to unmarshal work manifest {index}: not a JSON object")
+        meta = manifest.get("metadata") or {}
+        if (manifest.get("apiVersion") == ref.get("apiVersion") and manifest.get("kind") == ref.get("kind")
+                and (meta.get("namespace") or "") == (ref.get("namespace") or "")
+                and meta.get("name") == ref.get("name")):
+            return index
+    raise AssembleError("no such manifest exist")
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def equal_identifier(identifier: dict[str, Any], index: int, ref: dict[str, Any]) -> bool:
+    """Whether a manifestStatus identifier names the reference at ``index`` (``resource`` is not compared)."""
+    group, version = _group_version(str(ref.get("apiVersion") or ""))
+    return bool(identifier.get("ordinal", 0) == index and (identifier.get("group") or "") == group
+                and (identifier.get("version") or "") == version and identifier.get("kind") == ref.get("kind")
+                and (identifier.get("namespace") or "") == (ref.get("namespace") or "")
+                and identifier.get("name") == ref.get("name"))
+
+
+def _item(cluster: str, *, applied: bool, message: str = "", health: str = "",
+          status: Any = None) -> dict[str, Any]:
+    """An AggregatedStatusItem as Go serializes it: zero values omitted (``omitempty``)."""
+    item: dict[str, Any] = {"clusterName": cluster}
+    if status is not None:
+        item["status"] = copy.deepcopy(status)
+    if applied:
+        item["applied"] = True
+    if message:
+        item["appliedMessage"] = message
+    if health:
+        item["health"] = health
+    return item
+
+
+def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """One aggregatedStatus item per Work not being deleted, sorted by cluster name (§5.2 ``assemble``)."""
+    items: list[dict[str, Any]] = []
+    for work in works:
+        meta = work.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            continue
+        manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+        index = manifest_index(manifests, ref)
+        namespace = str(meta.get("namespace") or "")
+        if not namespace.startswith(EXECUTION_SPACE_PREFIX):
+            raise AssembleError(f"the execution space name is in wrong format: {namespace!r}")
+        cluster = namespace[len(EXECUTION_SPACE_PREFIX):]
+        status = work.get("status") or {}
+        applied = find_condition(status.get("conditions"), WORK_APPLIED)
+        if applied is None or applied.get("status") != "True":
+            message = str(applied.get("message") or "") if applied else ""
+            items.append(_item(cluster, applied=False, message=message, health=HEALTH_UNKNOWN))
+            continue
+        item = _item(cluster, applied=True, health=HEALTH_UNKNOWN)
+        for manifest_status in status.get("manifestStatuses") or []:
+            if equal_identifier(manifest_status.get("identifier") or {}, index, ref):
+                item = _item(cluster, applied=True, health=str(manifest_status.get("health") or ""),
+                             status=manifest_status.get("status"))
+                break
+        items.append(item)
+    items.sort(key=lambda i: str(i["clusterName"]))
+    return items
+
+
+def target_clusters(spec: dict[str, Any]) -> set[str]:
+    """Clusters expected to hold the resource: scheduled, required by dependants, or still being evicted."""
+    names = {str(c.get("name")) for c in spec.get("clusters") or []}
+    for required in spec.get("requiredBy") or []:
+        names.update(str(c.get("name")) for c in required.get("clusters") or [])
+    for task in spec.get("gracefulEvictionTasks") or []:
+        if task.get("purgeMode") != PURGE_MODE_DIRECTLY:
+            names.add(str(task.get("fromCluster")))
+    return names
+
+
+def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
+    """Every target has exactly one applied item (health does not matter)."""
+    if not targets or len(items) != len(targets):
+        return False
+    return all(item.get("applied") and item.get("clusterName") in targets for item in items)
+
+
+def fully_applied_condition(spec: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``FullyApplied`` condition (§5.3); no observedGeneration, as ``util.NewCondition``."""
+    if works_fully_applied(items, target_clusters(spec)):
+        return {"type": FULLY_APPLIED, "status": "True", "reason": FULLY_APPLIED_SUCCESS,
+                "message": FULLY_APPLIED_SUCCESS_MESSAGE}
+    return {"type": FULLY_APPLIED, "status": "False", "reason": FULLY_APPLIED_FAILED,
+            "message": FULLY_APPLIED_FAILED_MESSAGE}
+
+
+def binding_status_with(binding: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The binding's status with ``items`` and the FullyApplied condition; the binding is not modified."""
+    status = copy.deepcopy(binding.get("status") or {})
+    if items:
+        status["aggregatedStatus"] = items
+    else:
+        status.pop("aggregatedStatus", None)  # an empty list is omitted (omitempty)
+    condition = fully_applied_condition(binding.get("spec") or {}, items)
+    status["conditions"] = set_condition(status.get("conditions") or [], condition)
+    return status
+
+
+# ----------------------------------------------------------------------------- triggers
+
+
+def _last_scheduled(binding: Obj) -> bool:
+    return bool((binding.get("status") or {}).get("lastScheduledTime"))
+
+
+def _resource_version(binding: Obj) -> Any:
+    return ((binding.get("spec") or {}).get("resource") or {}).get("resourceVersion")
+
+
+def binding_created(binding: Obj) -> bool:
+    """A created binding is reconciled only once scheduled (mostly: everything, after a restart)."""
+    return _last_scheduled(binding)
+
+
+def binding_updated(old: Obj, new: Obj) -> bool:
+    """Only a template change (``spec.resource.resourceVersion``) of a scheduled binding."""
+    return _last_scheduled(new) and _resource_version(old) != _resource_version(new)
+
+
+def work_status_changed(old: Obj, new: Obj) -> bool:
+    return old.get("status") != new.get("status")
+
+
+def work_to_resource_binding(work: Obj) -> list[Request]:
+    annotations = (work.get("metadata") or {}).get("annotations") or {}
+    namespace, name = annotations.get(RB_NAMESPACE_ANNOTATION), annotations.get(RB_NAME_ANNOTATION)
+    return [Request(namespace, name)] if namespace and name else []
+
+
+def work_to_cluster_resource_binding(work: Obj) -> list[Request]:
+    name = ((work.get("metadata") or {}).get("annotations") or {}).get(CRB_NAME_ANNOTATION)
+    return [Request("", name)] if name else []
+
+
+BINDING_PREDICATE = FuncPredicate(on_create=binding_created, on_update=binding_updated,
+                                  on_delete=lambda _obj: False)
+WORK_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=work_status_changed)
+
+
+def work_index(label: str) -> IndexFunc:
+    """Index function: a Work's binding permanent id (``label``), when it has one."""
+
+    def index(work: Obj) -> list[str]:
+        value = ((work.get("metadata") or {}).get("labels") or {}).get(label)
+        return [value] if value else []
+
+    return index
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+@dataclass(frozen=True)
+class BindingKind:
+    """What differs between the RB and the CRB controller."""
+
+    controller: str
+    resource: Resource
+    id_label: str
+    work_index: str
+
+    def describe(self, binding: Obj) -> str:
+        meta = binding.get("metadata") or {}
+        if self.resource.namespaced:
+            return f"{self.resource.kind}({meta.get('namespace')}/{meta.get('name')})"
+        return f"{self.resource.kind}({meta.get('name')})"
+
+
+RB_KIND = BindingKind(RB_CONTROLLER, RESOURCE_BINDINGS, RB_PERMANENT_ID, WORK_INDEX_BY_RB_ID)
+CRB_KIND = BindingKind(CRB_CONTROLLER, CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, WORK_INDEX_BY_CRB_ID)
+
+
+def _typed(obj: Obj, resource: Resource) -> Obj:
+    """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    return {**obj, "kind": resource.kind, "apiVersion": resource.api_version}
+
+
+@dataclass
+class _BindingResult:
+    binding: Obj | None = None  # None: gone or being deleted
+    items: list[dict[str, Any]] | None = None
+    written: bool = False
+
+
+class BindingStatusReconciler:
+    """Aggregates one binding's Works into its status, then its template's status."""
+
+    def __init__(self, client: KubeClient, kind: BindingKind, bindings: Indexer, works: Indexer,
+                 events: EventRecorder) -> None:
+        self.client = client
+        self.kind = kind
+        self.bindings = bindings
+        self.works = works
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        cached = self.bindings.get(str(request))
+        if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()
+        try:
+            outcome = await self._sync_binding(request, cached)
+            template_written = False
+            if outcome.binding is not None and outcome.items is not None:
+                ref = (outcome.binding.get("spec") or {}).get("resource") or {}
+                template_written = await self._sync_template(ref, outcome.items)
+        except Exception:
+            AGGREGATIONS.labels("error").inc()
+            raise
+        written = outcome.written or template_written
+        AGGREGATIONS.labels("updated" if written else "unchanged").inc()
+        return Result()
+
+    def _works_of(self, binding: Obj) -> list[Obj]:
+        permanent_id = ((binding.get("metadata") or {}).get("labels") or {}).get(self.kind.id_label)
+        return self.works.by_index(self.kind.work_index, permanent_id) if permanent_id else []
+
+    async def _sync_binding(self, request: Request, cached: Obj) -> _BindingResult:
+        """Write aggregatedStatus + FullyApplied, recomputed from fresh data on every conflict retry."""
+        resource = self.kind.resource
+
+        async def attempt() -> _BindingResult:
+            try:
+                latest = await self.client.get(resource, request.name, request.namespace)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return _BindingResult()
+                raise
+            if (latest.get("metadata") or {}).get("deletionTimestamp"):
+                return _BindingResult()
+            ref = (latest.get("spec") or {}).get("resource") or {}
+            items = assemble_work_status(self._works_of(latest), ref)
+            status = binding_status_with(latest, items)
+            if status == (latest.get("status") or {}):
+                return _BindingResult(latest, items, written=False)
+            written = await self.client.update_status(resource, {**latest, "status": status})
+            return _BindingResult(written, items, written=True)
+
+        try:
+            outcome = await retry_on_conflict(attempt)
+        except AssembleError:
+            raise  # Karmada: an error, retried, with no event
+        except ApiError as exc:
+            if exc.is_not_found:  # deleted between the read and the write
+                return _BindingResult()
+            self.events.event(_typed(cached, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            raise
+        if outcome.written and outcome.binding is not None:
+            log.debug("binding status aggregated", controller=self.kind.controller, binding=str(request))
+            self.events.event(_typed(outcome.binding, resource), NORMAL, AGGREGATE_STATUS_SUCCEED,
+                              f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
+        return outcome
+
+    async def _sync_template(self, ref: dict[str, Any], items: list[dict[str, Any]]) -> bool:
+        """Fold ``items`` into the template's status (§5.4); whether it was written."""
+        api_version, kind, name = (str(ref.get(k) or "") for k in ("apiVersion", "kind", "name"))
+        namespace = str(ref.get("namespace") or "")
+        if not (api_version and kind and name):
+            raise TerminalError(f"resource reference {api_version!r} {kind!r} {name!r} cannot be mapped")
+        resource = template_resource(api_version, kind)
+        if resource is None:
+            return False  # no AggregateStatus interpreter for this kind (ConfigMap, ClusterRole, CRs...)
+        fetched: Obj | None = None
+
+        async def attempt() -> bool:
+            nonlocal fetched
+            try:
+                template = await self.client.get(resource, name, namespace)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return False
+                raise
+            fetched = template
+            status = aggregate_status(template, items)
+            if status is None or status == (template.get("status") or {}):
+                return False
+            await self.client.update_status(resource, {**template, "status": status})
+            return True
+
+        try:
+            written = await retry_on_conflict(attempt)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return False
+            if fetched is not None:
+                self.events.event(_typed(fetched, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            raise
+        except ValueError as exc:  # a member status the interpreter cannot read
+            if fetched is not None:
+                self.events.event(_typed(fetched, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            raise
+        if written and fetched is not None:
+            self.events.event(_typed(fetched, resource), NORMAL, AGGREGATE_STATUS_SUCCEED, TEMPLATE_UPDATED_MESSAGE)
+        return written
+
+
+# ----------------------------------------------------------------------------- wiring
+
+
+def _setup(manager: Manager, kind: BindingKind, map_func: MapFunc, *, workers: int,
+           **controller_options: Any) -> Controller:
+    bindings = manager.informer(kind.resource)
+    works = manager.informer(WORKS)
+    try:
+        works.store.index_values(kind.work_index)
+    except KeyError:
+        works.add_indexers({kind.work_index: work_index(kind.id_label)})
+    reconciler = BindingStatusReconciler(manager.client, kind, bindings.store, works.store,
+                                         manager.event_recorder(kind.controller))
+    controller = Controller(kind.controller, reconciler, workers=workers, **controller_options)
+    controller.watches(bindings, predicates=[BINDING_PREDICATE])
+    controller.watches(works, map_func=map_func, predicates=[WORK_PREDICATE])
+    manager.add_controller(controller)
+    return controller
+
+
+def setup_resource_binding_status(manager: Manager, *, workers: int = 5, **controller_options: Any) -> Controller:
+    """Register ``resource-binding-status-controller`` (``--concurrent-resourcebinding-syncs`` workers)."""
+    return _setup(manager, RB_KIND, work_to_resource_binding, workers=workers, **controller_options)
+
+
+def setup_cluster_resource_binding_status(manager: Manager, *, workers: int = 5,
+                                          **controller_options: Any) -> Controller:
+    """Register ``cluster-resource-binding-status-controller`` (``--concurrent-clusterresourcebinding-syncs``)."""
+    return _setup(manager, CRB_KIND, work_to_cluster_resource_binding, workers=workers, **controller_options)
