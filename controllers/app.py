@@ -1,0 +1,138 @@
+"""``karmada-controller-manager``: the workloadRebalancer, ttlCleaner and bindingStatus controllers.
+
+Flags keep Karmada's names and defaults (``karmada-controller-manager --help``); flags of
+Karmada controllers not implemented here are accepted so that an existing deployment's
+arguments keep working.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import structlog
+
+from controller_manager.app import ConfigError, default_identity, run_component
+from controller_manager.client import KubeClient
+from controller_manager.leaderelection import LeaderElectionConfig
+from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.options import (
+    CommonOptions,
+    add_common_flags,
+    add_rate_limiter_flags,
+    duration,
+    positive_int,
+    rate_limiter_options,
+)
+
+from . import ttlcleaner, workloadrebalancer
+from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
+
+log = structlog.get_logger("karmada-controller-manager")
+
+COMPONENT = "karmada-controller-manager"
+HEALTH_PORT = 10357
+REBALANCER_WORKERS = 5  # Karmada runs one worker and has no flag; the rebalancer benchmark needs more
+
+
+def _rebalancer(manager: Manager, ctx: Context) -> None:
+    workloadrebalancer.setup(manager, workers=REBALANCER_WORKERS, rate_limiter_options=ctx.rate_limiter)
+
+
+def _ttl_cleaner(manager: Manager, ctx: Context) -> None:
+    ttlcleaner.setup(manager, workers=REBALANCER_WORKERS, rate_limiter_options=ctx.rate_limiter)
+
+
+def _binding_status(manager: Manager, ctx: Context) -> None:
+    from . import bindingstatus  # noqa: PLC0415  (imported only when the controller is enabled)
+
+    bindingstatus.setup_resource_binding_status(manager, workers=ctx.args.concurrent_resourcebinding_syncs,
+                                                rate_limiter_options=ctx.rate_limiter)
+    bindingstatus.setup_cluster_resource_binding_status(
+        manager, workers=ctx.args.concurrent_clusterresourcebinding_syncs, rate_limiter_options=ctx.rate_limiter)
+
+
+CONTROLLERS = (
+    ControllerEntry("workloadRebalancer", _rebalancer),
+    ControllerEntry("ttlCleaner", _ttl_cleaner),
+    ControllerEntry("bindingStatus", _binding_status),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=COMPONENT, description=(__doc__ or "").splitlines()[0])
+    add_common_flags(parser, health_port=HEALTH_PORT)
+    add_rate_limiter_flags(parser)
+    add = parser.add_argument
+    add("--master", default="", help="The address of the Karmada API server (overrides the kubeconfig's).")
+    add("--controllers", type=parse_selection, default=["*"],
+        help="A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the "
+             "controller named 'foo', '-foo' disables the controller named 'foo'. Implemented here: "
+             + ", ".join(c.name for c in CONTROLLERS) + ". (default [*])")
+    add("--concurrent-resourcebinding-syncs", type=positive_int, default=5,
+        help="The number of ResourceBindings that are allowed to sync concurrently. (default 5)")
+    add("--concurrent-clusterresourcebinding-syncs", type=positive_int, default=5,
+        help="The number of ClusterResourceBindings that are allowed to sync concurrently. (default 5)")
+    add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
+        help="Timeout period waiting for caches to sync. (default 2m0s)")
+    add("--leader-elect-resource-name", default=COMPONENT, help=argparse.SUPPRESS)
+    # Accepted for compatibility with Karmada's deployments; they configure controllers not built here.
+    for flag in ("--concurrent-work-syncs", "--concurrent-cluster-syncs", "--concurrent-namespace-syncs",
+                 "--concurrent-resource-template-syncs", "--concurrent-propagation-policy-syncs",
+                 "--concurrent-cluster-propagation-policy-syncs", "--concurrent-dependent-resource-syncs"):
+        add(flag, type=positive_int, default=None, help=argparse.SUPPRESS)
+    for flag in ("--graceful-eviction-timeout", "--cluster-status-update-frequency", "--cluster-monitor-period",
+                 "--cluster-monitor-grace-period", "--cluster-startup-grace-period", "--cluster-failure-threshold",
+                 "--cluster-success-threshold", "--resync-period"):
+        add(flag, type=duration, default=None, help=argparse.SUPPRESS)
+    for flag in ("--feature-gates", "--skipped-propagating-namespaces", "--no-execute-taint-eviction-purge-mode",
+                 "--profiling-bind-address", "--resource-eviction-rate", "--cluster-api-qps", "--cluster-api-burst",
+                 "--enable-taint-manager", "--enable-no-execute-taint-eviction", "--enable-cluster-resource-modeling",
+                 "--enable-pprof"):
+        add(flag, default=None, nargs="?", const="true", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    options = CommonOptions.from_args(args)
+    selected = [c for c in CONTROLLERS if is_enabled(c.name, args.controllers, enabled_by_default=c.enabled_by_default)]
+
+    async def build() -> Manager:
+        unknown = unknown_names(args.controllers, [c.name for c in CONTROLLERS])
+        for name in unknown:
+            why = "not implemented by this controller-manager" if name in KARMADA_CONTROLLERS else "unknown"
+            log.warning("--controllers names a controller that is ignored", controller=name, reason=why)
+        try:
+            client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
+                                                      burst=options.kube_api_burst)
+        except Exception as exc:
+            raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
+        if args.master:
+            client.api_client.configuration.host = args.master
+        election = LeaderElectionConfig(
+            lease_name=args.leader_elect_resource_name, namespace=options.leader_namespace,
+            identity=default_identity(), lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline, retry_period=options.retry_period,
+        ) if options.leader_elect else None
+        if election is not None:
+            try:
+                election.validate()
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc
+        manager = Manager(client, ManagerOptions(
+            name=COMPONENT, metrics_bind_address=options.metrics_bind_address,
+            health_probe_bind_address=options.health_probe_bind_address, leader_election=election,
+            cache_sync_timeout=args.cluster_cache_sync_timeout))
+        ctx = Context(args, rate_limiter_options(args))
+        for entry in selected:
+            entry.setup(manager, ctx)
+        log.info("controllers enabled", controllers=[c.name for c in selected])
+        return manager
+
+    return run_component(COMPONENT, options, build)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

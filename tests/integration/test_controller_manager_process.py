@@ -1,0 +1,153 @@
+"""The karmada-controller-manager process: leader election, outages, missing CRDs.
+
+The API server runs in the test process (so faults can be injected); the controller-managers
+are real subprocesses started as users start them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devplane.apiserver.server import ApiServer
+from devplane.kubeconfig import write_kubeconfig
+from tests.conftest import eventually
+from tests.integration.test_manager_process import free_port
+from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
+
+FAST_ELECTION = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
+                 "--leader-elect-retry-period=500ms")
+
+
+@dataclass
+class Process:
+    proc: asyncio.subprocess.Process
+    metrics_port: int
+    log: Path
+
+    async def metric(self, metric: str, **labels: str) -> float:
+        try:
+            async with aiohttp.ClientSession() as h, h.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as r:
+                body = await r.text()
+        except aiohttp.ClientError:
+            return -1.0
+        for family in text_string_to_metric_families(body):
+            for sample in family.samples:
+                if sample.name == metric and all(sample.labels.get(k) == v for k, v in labels.items()):
+                    return float(sample.value)
+        return 0.0
+
+    async def leads(self) -> bool:
+        return await self.metric("leader_election_master_status", name="karmada-controller-manager") == 1
+
+
+@pytest.fixture
+async def launch(tmp_path: Path) -> AsyncIterator[Any]:
+    started: list[Process] = []
+
+    async def start(server_url: str, *extra: str) -> Process:
+        kubeconfig = tmp_path / f"kubeconfig-{len(started)}"
+        write_kubeconfig(kubeconfig, {"karmada-apiserver": server_url}, "karmada-apiserver")
+        metrics = free_port()
+        log = tmp_path / f"cm-{len(started)}.log"
+        with log.open("wb") as out:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "controller_manager", "--kubeconfig", str(kubeconfig),
+                "--metrics-bind-address", f"127.0.0.1:{metrics}", "--health-probe-bind-address", "0",
+                "--rate-limiter-max-delay=2s", *extra, stdout=out, stderr=out, env=dict(os.environ))
+        process = Process(proc, metrics, log)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.proc.returncode is None:
+            process.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.proc.wait(), 10)
+            except TimeoutError:
+                process.proc.kill()
+                await process.proc.wait()
+
+
+async def karmada_system(http: aiohttp.ClientSession) -> None:
+    async with http.post("/api/v1/namespaces", json={"metadata": {"name": "karmada-system"}}) as r:
+        assert r.status in (201, 409)
+
+
+async def done(http: aiohttp.ClientSession, name: str) -> bool:
+    async with http.get(f"{WR}/{name}") as r:
+        wr = await r.json()
+    return bool((wr.get("status") or {}).get("finishTime"))
+
+
+async def test_only_the_leader_writes_and_a_standby_finishes_pending_work(
+        server: ApiServer, http: aiohttp.ClientSession, launch: Any) -> None:
+    await karmada_system(http)
+    first = await launch(server.url, *FAST_ELECTION)
+    await eventually(first.leads, timeout=20)
+    second = await launch(server.url, *FAST_ELECTION)
+    await eventually(lambda: _serving(second), timeout=20)
+
+    await make_binding(http, "Deployment", "foo")
+    await create_rebalancer(http, "one", [deploy_ref("foo")])
+    await eventually(lambda: done(http, "one"), timeout=20)
+    assert await second.metric("controller_runtime_reconcile_total", controller="workload-rebalancer",
+                               result="success") == 0  # the standby did nothing
+
+    # Kill the leader while a rebalancer is pending (its binding write keeps failing), then let it go.
+    await make_binding(http, "Deployment", "bar")
+    fault = server.inject_fault("PUT", "/resourcebindings/bar-deployment", code=500, times=10_000)
+    await create_rebalancer(http, "two", [deploy_ref("bar")])
+    await eventually(lambda: _failed_a_few(fault), timeout=20)
+    first.proc.kill()
+    await first.proc.wait()
+    fault.times = 0
+    await eventually(second.leads, timeout=20)
+    await eventually(lambda: done(http, "two"), timeout=20)
+
+
+async def _failed_a_few(fault: Any) -> bool:
+    return bool(fault.times <= 10_000 - 2)
+
+
+async def _serving(process: Process) -> bool:
+    return await process.metric("leader_election_master_status", name="karmada-controller-manager") == 0
+
+
+async def test_survives_the_api_server_going_away_for_30s(tmp_path: Path, launch: Any) -> None:
+    data = tmp_path / "data"
+    first = ApiServer(data_dir=data)
+    await first.start()
+    port = first.port
+    second: ApiServer | None = None
+    try:
+        async with aiohttp.ClientSession(base_url=first.url) as http:
+            await make_binding(http, "Deployment", "foo")
+            cm = await launch(first.url, "--leader-elect=false")
+            fault = first.inject_fault("PUT", "/resourcebindings/foo-deployment", code=503,
+                                       reason="ServiceUnavailable", times=10_000)
+            await create_rebalancer(http, "pending", [deploy_ref("foo")])
+            await eventually(lambda: _failed_a_few(fault), timeout=20)
+        await first.stop()
+        await asyncio.sleep(30)  # the outage itself is what is being tested
+        assert cm.proc.returncode is None, cm.log.read_text()
+        second = ApiServer(data_dir=data, port=port)
+        await second.start()
+        async with aiohttp.ClientSession(base_url=second.url) as http:
+            await eventually(lambda: done(http, "pending"), timeout=90)
+        assert cm.proc.returncode is None
+    finally:
+        if second is not None:
+            await second.stop()
+        await first.stop()
