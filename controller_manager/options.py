@@ -21,7 +21,8 @@ def parse_duration(text: str) -> float:
     """Go's time.ParseDuration, in seconds: ``2m0s`` → 120.0; a bare ``0`` is allowed."""
     value = text.strip()
     sign = -1.0 if value.startswith("-") else 1.0
-    value = value.lstrip("+-")
+    if value[:1] in ("+", "-"):
+        value = value[1:]
     if value == "0":
         return 0.0
     total, pos = 0.0, 0

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
+from tests.integration.test_bindingstatus import applied_work, create_binding, create_deployment, wait_fully_applied
 from tests.integration.test_manager_process import free_port
 from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
 
@@ -151,3 +152,22 @@ async def test_survives_the_api_server_going_away_for_30s(tmp_path: Path, launch
         if second is not None:
             await second.stop()
         await first.stop()
+
+
+async def test_a_missing_crd_is_reported_and_the_other_controllers_keep_working(
+        server: ApiServer, http: aiohttp.ClientSession, launch: Any) -> None:
+    async with http.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                           "workloadrebalancers.apps.karmada.io") as r:
+        assert r.status == 200
+    cm = await launch(server.url, "--leader-elect=false", "--cluster-cache-sync-timeout=2s")
+    await create_deployment(http)
+    binding = await create_binding(http, "binding-1", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    await wait_fully_applied(http, binding, "True", items=1)  # bindingStatus works
+
+    async def reported() -> bool:
+        text = cm.log.read_text()
+        return "workloadrebalancers.apps.karmada.io" in text and "CustomResourceDefinition" in text
+
+    await eventually(reported, timeout=20)
+    assert cm.proc.returncode is None

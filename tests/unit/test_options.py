@@ -1,0 +1,85 @@
+"""Flag parsing with Karmada's names and Go's formats; --controllers selection."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from controller_manager.options import bind_address, format_duration, parse_duration, split_bind_address
+from controllers.app import build_parser
+from controllers.registry import is_enabled, parse_selection, unknown_names
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("2m0s", 120.0), ("5ms", 0.005), ("16m40s", 1000.0), ("1h30m", 5400.0), ("0", 0.0), ("1.5s", 1.5),
+    ("300us", 0.0003), ("10s", 10.0),
+])
+def test_go_durations(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "5", "2m0", "1x", "s", "2mm", "--1s"])
+def test_bad_durations_are_rejected(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_duration(text)
+
+
+def test_duration_formatting_round_trips() -> None:
+    for text in ("2m0s", "5ms", "16m40s", "15s"):
+        assert format_duration(parse_duration(text)) == text
+
+
+def test_bind_addresses() -> None:
+    assert split_bind_address(":8080") == ("0.0.0.0", 8080)
+    assert split_bind_address("127.0.0.1:10357") == ("127.0.0.1", 10357)
+    assert split_bind_address("0") is None
+    with pytest.raises(argparse.ArgumentTypeError):
+        bind_address("8080")
+
+
+@pytest.mark.parametrize(("selection", "name", "default", "enabled"), [
+    (["*"], "workloadRebalancer", True, True),
+    (["*", "-workloadRebalancer"], "workloadRebalancer", True, False),
+    (["-workloadRebalancer", "*"], "workloadRebalancer", True, False),
+    (["workloadRebalancer", "-workloadRebalancer"], "workloadRebalancer", True, True),  # first entry decides
+    (["bindingStatus"], "workloadRebalancer", True, False),
+    (["*"], "hpaScaleTargetMarker", False, False),  # disabled by default: * does not enable it
+    (["*", "hpaScaleTargetMarker"], "hpaScaleTargetMarker", False, True),
+    ([], "workloadRebalancer", True, False),
+])
+def test_controllers_selection(selection: list[str], name: str, default: bool, enabled: bool) -> None:
+    assert is_enabled(name, selection, enabled_by_default=default) is enabled
+
+
+def test_selection_parsing_and_unknown_names() -> None:
+    assert parse_selection("*,-foo, bar ,") == ["*", "-foo", "bar"]
+    assert unknown_names(["*", "-binding", "workloadRebalancer"], ["workloadRebalancer"]) == ["binding"]
+
+
+def test_controller_manager_defaults_are_karmadas() -> None:
+    args = build_parser().parse_args([])
+    assert args.controllers == ["*"]
+    assert args.kube_api_qps == 40 and args.kube_api_burst == 60
+    assert args.leader_elect is True
+    assert (args.leader_elect_lease_duration, args.leader_elect_renew_deadline,
+            args.leader_elect_retry_period) == (15.0, 10.0, 2.0)
+    assert args.leader_elect_resource_namespace == "karmada-system"
+    assert args.metrics_bind_address == ":8080" and args.health_probe_bind_address == ":10357"
+    assert (args.rate_limiter_base_delay, args.rate_limiter_max_delay) == (0.005, 1000.0)
+    assert (args.rate_limiter_qps, args.rate_limiter_bucket_size) == (10, 100)
+    assert args.concurrent_resourcebinding_syncs == 5 and args.concurrent_clusterresourcebinding_syncs == 5
+    assert args.cluster_cache_sync_timeout == 120.0
+
+
+def test_karmada_flags_of_other_controllers_are_accepted() -> None:
+    args = build_parser().parse_args(["--concurrent-work-syncs=10", "--enable-taint-manager=false",
+                                      "--feature-gates=Failover=true", "--graceful-eviction-timeout=10m0s"])
+    assert args.concurrent_work_syncs == 10
+
+
+def test_bad_flag_value_is_an_argparse_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["--leader-elect-lease-duration=soon"])
+    assert exit_info.value.code == 2
+    assert 'invalid duration "soon"' in capsys.readouterr().err
