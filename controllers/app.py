@@ -26,7 +26,7 @@ from controller_manager.options import (
     rate_limiter_options,
 )
 
-from . import ttlcleaner, workloadrebalancer
+from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
 
 log = structlog.get_logger("karmada-controller-manager")
@@ -45,8 +45,6 @@ def _ttl_cleaner(manager: Manager, ctx: Context) -> None:
 
 
 def _binding_status(manager: Manager, ctx: Context) -> None:
-    from . import bindingstatus  # noqa: PLC0415  (imported only when the controller is enabled)
-
     bindingstatus.setup_resource_binding_status(manager, workers=ctx.args.concurrent_resourcebinding_syncs,
                                                 rate_limiter_options=ctx.rate_limiter)
     bindingstatus.setup_cluster_resource_binding_status(
