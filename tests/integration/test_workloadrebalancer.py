@@ -321,3 +321,48 @@ def test_trigger_time_rule() -> None:
         parse_time("2024-05-25T09:49:52Z")
     later = parse_time("2024-05-25T09:50:10Z")
     assert trigger_time(created, later, created) == parse_time("2024-05-25T09:50:11Z")
+
+
+# ----------------------------------------------------------------------------- §2.7 (rebalancer's part)
+
+
+async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """Karmada's e2e steps 3-5 as far as the rebalancer is concerned (the rescheduling itself is the
+    scheduler's, simulated by the dev plane): exact status lists, triggers, a workload update, TTL."""
+    async with http.post("/api/v1/namespaces", json={"metadata": {"name": "testns"}}) as r:
+        assert r.status == 201
+    await make_binding(http, "Deployment", "deploy", ns="testns")
+    await make_binding(http, "Deployment", "newadded", ns="testns")
+    await make_binding(http, "ClusterRole", "clusterrole", ns="", api_version="rbac.authorization.k8s.io/v1")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "clusterrole"}
+    wr = await create_rebalancer(http, "e2e", [deploy_ref("deploy", "testns"), role,
+                                               deploy_ref("notexist", "testns")])
+    first = await finished(http, "e2e")
+    assert observed(first) == [("deploy", "Successful", ""), ("notexist", "Failed", "ReferencedBindingNotFound"),
+                               ("clusterrole", "Successful", "")]
+    created = wr["metadata"]["creationTimestamp"]
+    rb = await get(http, RB.format(ns="testns") + "/deploy-deployment")
+    crb = await get(http, f"{CRB}/clusterrole-clusterrole")
+    assert rb is not None and crb is not None
+    assert rb["spec"]["rescheduleTriggeredAt"] == crb["spec"]["rescheduleTriggeredAt"] == created
+
+    async with http.patch(f"{WR}/e2e", json={"spec": {"workloads": [role, deploy_ref("newadded", "testns")]}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+
+    async def second() -> dict[str, Any] | None:
+        current = await get(http, f"{WR}/e2e")
+        return current if current and current["status"].get("observedGeneration") == 2 else None
+
+    updated = await eventually(second)
+    assert observed(updated) == [("deploy", "Successful", ""), ("newadded", "Successful", ""),
+                                 ("clusterrole", "Successful", "")]
+
+    async with http.patch(f"{WR}/e2e", json={"spec": {"ttlSecondsAfterFinished": 1}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+
+    async def gone() -> bool:
+        return await get(http, f"{WR}/e2e") is None
+
+    await eventually(gone, timeout=10)
