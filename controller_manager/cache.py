@@ -62,7 +62,7 @@ def _share_new(text: str) -> str:
 def share_strings(value: Any) -> Any:
     """An equal copy of parsed JSON whose dict keys (and apiVersion/kind/namespace values) are shared.
 
-    Only the identity of those strings changes (same keys, values and order), which roughly halves
+    Only the identity of those strings changes (same keys, values and order), which takes about 40% off
     the memory of an object decoded on its own. Non-JSON types (and dict subclasses) are returned as is.
     """
     if type(value) is dict:
@@ -80,6 +80,26 @@ def share_strings(value: Any) -> Any:
     if type(value) is list:
         return [share_strings(item) if type(item) is dict or type(item) is list else item for item in value]
     return value
+
+
+def share_item_strings(obj: Any) -> None:
+    """For an item of a LIST page, in place: share its apiVersion, kind and metadata.namespace values.
+
+    json.loads already shares dict keys within a page, so this leaves a LIST-filled object as small
+    as :func:`share_strings` would, for a tenth of its time (no copy).
+    """
+    if type(obj) is not dict:
+        return
+    shared = _shared_strings
+    for key in ("apiVersion", "kind"):
+        value = obj.get(key)
+        if type(value) is str:
+            obj[key] = shared.get(value) or _share_new(value)
+    meta = obj.get("metadata")
+    if type(meta) is dict:
+        value = meta.get("namespace")
+        if type(value) is str:
+            meta["namespace"] = shared.get(value) or _share_new(value)
 
 
 @dataclass(frozen=True, slots=True)

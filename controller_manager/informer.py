@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from .cache import Delta, Indexer, IndexFunc, Obj, resource_version, share_strings
+from .cache import Delta, Indexer, IndexFunc, Obj, resource_version, share_item_strings, share_strings
 from .client import ApiError, KubeClient, Resource
 
 log = structlog.get_logger(__name__)
@@ -163,7 +163,10 @@ class SharedInformer:
             meta = page.get("metadata") or {}
             if not list_rv:
                 list_rv = str(meta.get("resourceVersion") or "")
-            items.extend(share_strings(item) for item in page.get("items") or [])
+            page_items = page.get("items") or []
+            for item in page_items:
+                share_item_strings(item)
+            items.extend(page_items)
             token = meta.get("continue") or ""
             if not token:
                 break
