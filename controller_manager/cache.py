@@ -7,6 +7,7 @@ before changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch).
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ IndexFunc = Callable[[Obj], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
 log = structlog.get_logger(__name__)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -114,8 +116,11 @@ class Delta:
 class Indexer:
     """Objects by key plus named indexes; every mutation returns the delta it made."""
 
-    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
-        self._items: dict[str, Obj] = {}
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None, *, compact: bool = False) -> None:
+        # compact: keep each object as its JSON bytes (about 1.1x the JSON size instead of ~3.6x for
+        # parsed dicts) and decode on every read; readers then get private copies.
+        self.compact = compact
+        self._items: dict[str, Any] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index}
         self._indexers.update(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
@@ -132,11 +137,22 @@ class Indexer:
 
     # ----------------------------------------------------------------- reads
 
+    def _load(self, stored: Any) -> Obj:
+        if self.compact:
+            loaded: Obj = json.loads(stored)
+            return loaded
+        obj: Obj = stored
+        return obj
+
+    def _dump(self, obj: Obj) -> Any:
+        return _ENCODER.encode(obj).encode("utf-8") if self.compact else obj
+
     def get(self, key: str) -> Obj | None:
-        return self._items.get(key)
+        stored = self._items.get(key)
+        return None if stored is None else self._load(stored)
 
     def list(self) -> builtins.list[Obj]:
-        return list(self._items.values())
+        return [self._load(stored) for stored in self._items.values()]
 
     def keys(self) -> builtins.list[str]:
         return list(self._items)
@@ -149,7 +165,7 @@ class Indexer:
 
     def by_index(self, index: str, value: str) -> builtins.list[Obj]:
         keys = self._index(index).get(value, ())
-        return [self._items[k] for k in keys]
+        return [self._load(self._items[k]) for k in keys]
 
     def index_keys(self, index: str, value: str) -> builtins.list[str]:
         return sorted(self._index(index).get(value, ()))
@@ -168,16 +184,18 @@ class Indexer:
     def upsert(self, obj: Obj) -> Delta:
         key = object_key(obj)
         values = self._index_values(obj)  # first: a failing index function must leave the store as it was
-        old = self._items.get(key)
-        self._items[key] = obj
+        stored = self._items.get(key)
+        old = self._load(stored) if stored is not None else None
+        self._items[key] = self._dump(obj)
         self._reindex(key, self._index_values(old) if old is not None else None, values)
         return Delta("added", obj) if old is None else Delta("updated", obj, old)
 
     def delete(self, obj: Obj) -> Delta | None:
         key = object_key(obj)
-        old = self._items.get(key)
-        if old is None:
+        stored = self._items.get(key)
+        if stored is None:
             return None
+        old = self._load(stored)
         values = self._index_values(old)
         del self._items[key]
         self._reindex(key, values, None)
@@ -193,7 +211,8 @@ class Indexer:
         seen: set[str] = set()
         for obj in objects:
             key = object_key(obj)
-            old = self._items.get(key)
+            stored = self._items.get(key)
+            old = self._load(stored) if stored is not None else None
             if old is not None and resource_version(old) == resource_version(obj):
                 seen.add(key)
                 continue
@@ -204,7 +223,7 @@ class Indexer:
                 continue
             seen.add(key)
         for key in [k for k in self._items if k not in seen]:
-            gone = self._items[key]
+            gone = self._load(self._items[key])
             delta = self.delete(gone)
             if delta is not None:
                 deltas.append(delta)

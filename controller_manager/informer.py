@@ -87,11 +87,12 @@ class SharedInformer:
 
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str = "",
                  indexers: Mapping[str, IndexFunc] | None = None, label_selector: str = "",
-                 page_size: int = LIST_PAGE_SIZE, watch_timeout: int = WATCH_TIMEOUT_MIN) -> None:
+                 page_size: int = LIST_PAGE_SIZE, watch_timeout: int = WATCH_TIMEOUT_MIN,
+                 compact: bool = False) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
-        self.store = Indexer(indexers)
+        self.store = Indexer(indexers, compact=compact)
         self.label_selector = label_selector
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
@@ -210,7 +211,7 @@ class SharedInformer:
             return
         if etype in ("ADDED", "MODIFIED"):
             try:
-                delta = self.store.upsert(share_strings(obj))
+                delta = self.store.upsert(obj if self.store.compact else share_strings(obj))
             except Exception:  # an index function failed: skip this version, keep watching
                 log.exception("object left out of the cache: an index function failed on it",
                               resource=self.resource.key, rv=rv)
@@ -254,12 +255,13 @@ class InformerFactory:
         self._tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
         self._watch_timeout = watch_timeout
 
-    def informer(self, resource: Resource, namespace: str = "") -> SharedInformer:
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool = False) -> SharedInformer:
+        """The shared informer; ``compact`` (decided by whoever asks first) keeps objects as JSON bytes."""
         key = (resource, namespace)
         informer = self._informers.get(key)
         if informer is None:
             informer = SharedInformer(self.client, resource, namespace=namespace,
-                                      watch_timeout=self._watch_timeout)
+                                      watch_timeout=self._watch_timeout, compact=compact)
             self._informers[key] = informer
         return informer
 

@@ -83,9 +83,9 @@ class Manager:
 
     # ----------------------------------------------------------------- building
 
-    def informer(self, resource: Resource, namespace: str = "") -> SharedInformer:
-        """The process-wide shared informer of a resource."""
-        return self.informers.informer(resource, namespace)
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool = False) -> SharedInformer:
+        """The process-wide shared informer of a resource (``compact``: see Indexer)."""
+        return self.informers.informer(resource, namespace, compact=compact)
 
     def add_controller(self, controller: Controller) -> None:
         if any(c.name == controller.name for c in self.controllers):

@@ -247,3 +247,33 @@ async def test_a_failing_index_function_neither_corrupts_the_store_nor_kills_the
     await eventually(good_is_cached)
     assert "default/bad" not in informer.store  # never half-inserted
     assert informer.store.index_keys("by-value", "1") == ["default/good"]
+
+
+async def test_compact_cache_behaves_the_same_and_hands_out_private_copies(
+        server: ApiServer, http: aiohttp.ClientSession) -> None:
+    kube = kube_client(server)
+    informers = InformerFactory(kube)
+    informer = informers.informer(CONFIGMAPS, "default", compact=True)
+    informer.add_indexers({"by-value": lambda o: [o.get("data", {}).get("v", "")]})
+    seen = Recorder()
+    informer.add_event_handler(seen.handler())
+    try:
+        await _cm(http, "a", "1")
+        informers.start()
+        await informers.wait_for_sync(timeout=10)
+        await _set(http, "a", "2")
+        await _cm(http, "b", "2")
+
+        async def converged() -> bool:
+            return sorted(informer.store.index_keys("by-value", "2")) == ["default/a", "default/b"]
+
+        await eventually(converged)
+        assert ("default/a", "2") in seen.updates
+        copy = informer.store.get("default/a")
+        assert copy is not None and copy["data"]["v"] == "2"
+        copy["data"]["v"] = "mutated"
+        again = informer.store.get("default/a")
+        assert again is not None and again["data"]["v"] == "2"  # the cache is not affected
+    finally:
+        await informers.stop()
+        await kube.close()
