@@ -1,0 +1,353 @@
+"""The descheduler's decisions, free of I/O (Karmada ``pkg/descheduler/core`` and the worker arithmetic).
+
+Bindings are parsed JSON dicts as the API server returns them. The flow per binding is::
+
+    rows = rows_for(binding)                  # one Row per spec.clusters entry, same order
+    if undesired(rows):                        # ready < spec (unknown ready counts as undesired)
+        await fill_unschedulable(rows, estimate)
+        p = plan(binding, rows, cool_down)     # None: nothing to do, no write, no event
+        if p: PUT p.apply(binding); event p.message; cool_down.record_plan(key, p)
+
+Two deliberate departures from Karmada (both documented where they happen):
+
+* Estimator answers are kept per cluster: a cluster that failed to answer is "unknown"
+  (treated as 0 unschedulable) instead of discarding every answer (Karmada #6815).
+* A per-binding, per-cluster cool-down stops the same cluster of the same binding from being
+  descheduled again right after it was, so replicas cannot ping-pong every cycle.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+
+log = structlog.get_logger(__name__)
+
+Binding = dict[str, Any]
+Estimate = Callable[[list[str]], Awaitable[dict[str, int]]]
+
+MAX_INT32 = 2**31 - 1
+#: Estimator sentinel for "cannot calculate" (``estimatorclient.UnauthenticReplica``); also the
+#: ready count of a cluster that reported no ``readyReplicas``.
+UNAUTHENTIC_REPLICA = -1
+
+DESCHEDULE_SUCCESS_MESSAGE = "Binding has been descheduled"
+EVENT_REASON_DESCHEDULE_SUCCEED = "DescheduleBindingSucceed"
+EVENT_REASON_DESCHEDULE_FAILED = "DescheduleBindingFailed"
+
+#: Karmada's ``--descheduling-interval`` default (2m), in seconds.
+DEFAULT_DESCHEDULING_INTERVAL = 120.0
+#: The cool-down defaults to this many descheduling intervals; see ``default_cool_down``.
+COOL_DOWN_INTERVALS = 2
+
+# Karmada hard-codes the supported kinds (with a "make it an option" TODO); the estimator
+# only knows how to find the pods of a Deployment.
+_SUPPORTED_GVKS = frozenset({("apps/v1", "Deployment")})
+
+
+# --------------------------------------------------------------------------------------------
+# Filter (core/filter.go)
+
+
+def is_deployment(resource_ref: Any) -> bool:
+    """``spec.resource`` is exactly ``apps/v1`` ``Deployment`` (case-sensitive, like Go's GVK equality)."""
+    if not isinstance(resource_ref, dict):
+        return False
+    return (resource_ref.get("apiVersion"), resource_ref.get("kind")) in _SUPPORTED_GVKS
+
+
+def _placement_annotation(binding: Binding) -> Any:
+    meta = binding.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations.get(APPLIED_PLACEMENT_ANNOTATION) if isinstance(annotations, dict) else None
+
+
+def placement_of(binding: Binding) -> dict[str, Any] | None:
+    """The placement of the binding's last successful schedule (the applied-placement annotation).
+
+    The descheduler must judge the placement the current ``spec.clusters`` was computed with,
+    not the policy's latest one. None when the annotation is missing or not a JSON object;
+    JSON ``null`` yields ``{}`` (Go unmarshals it to the zero placement, i.e. Duplicated).
+    """
+    raw = _placement_annotation(binding)
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if value is None:
+        return {}
+    return value if isinstance(value, dict) else None
+
+
+def is_dynamic_divided(placement: Any) -> bool:
+    """Divided + (Weighted with a dynamicWeight, or Aggregated) (``helper.IsReplicaDynamicDivided``).
+
+    Only these strategies let the scheduler move descheduled replicas elsewhere: static
+    weights would put them straight back, and Duplicated has nothing to divide. A missing
+    ``replicaScheduling`` means Duplicated.
+    """
+    if not isinstance(placement, dict):
+        return False
+    strategy = placement.get("replicaScheduling")
+    if not isinstance(strategy, dict) or strategy.get("replicaSchedulingType") != "Divided":
+        return False
+    preference = strategy.get("replicaDivisionPreference")
+    if preference == "Aggregated":
+        return True
+    if preference == "Weighted":
+        weights = strategy.get("weightPreference")
+        dynamic = weights.get("dynamicWeight") if isinstance(weights, dict) else None
+        return isinstance(dynamic, str) and dynamic != ""
+    return False
+
+
+def binding_key(binding: Binding) -> str:
+    """``namespace/name``: the work-queue key, also used to key the cool-down."""
+    meta = binding.get("metadata") or {}
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
+    """The bindings the descheduler may act on: a Deployment with a dynamic-divided applied placement."""
+    result = []
+    for binding in bindings:
+        if not is_deployment((binding.get("spec") or {}).get("resource")):
+            continue
+        placement = placement_of(binding)
+        if placement is None:
+            if _placement_annotation(binding) is not None:
+                log.warning("Failed to get applied placement when validating", binding=binding_key(binding))
+            continue
+        if is_dynamic_divided(placement):
+            result.append(binding)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Scheduling-result helper (core/helper.go)
+
+
+def ready_replicas(binding: Binding) -> dict[str, int]:
+    """Ready replicas per member cluster, from ``status.aggregatedStatus[*].status.readyReplicas``.
+
+    Items whose status is missing, not an object or lacks a numeric ``readyReplicas`` are
+    left out, so their cluster counts as "unknown" rather than "0 ready".
+    """
+    result: dict[str, int] = {}
+    for item in (binding.get("status") or {}).get("aggregatedStatus") or []:
+        if not isinstance(item, dict):
+            continue
+        status = item.get("status")
+        if not isinstance(status, dict):
+            continue
+        value = status.get("readyReplicas")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        result[str(item.get("clusterName") or "")] = int(value)
+    return result
+
+
+@dataclass
+class Row:
+    """One target cluster: assigned (``spec``), ``ready`` (-1 unknown) and ``unschedulable`` replicas."""
+
+    name: str
+    spec: int
+    ready: int
+    unschedulable: int = 0
+
+
+def rows_for(binding: Binding) -> list[Row]:
+    """One row per ``spec.clusters`` entry, in that order (``plan`` matches rows to entries by index)."""
+    ready = ready_replicas(binding)
+    rows = []
+    for target in (binding.get("spec") or {}).get("clusters") or []:
+        name = str(target.get("name") or "")
+        rows.append(Row(name, int(target.get("replicas") or 0), ready.get(name, UNAUTHENTIC_REPLICA)))
+    return rows
+
+
+def undesired(rows: Iterable[Row]) -> list[Row]:
+    """Rows with fewer ready than assigned replicas; an unknown ready count (-1) is undesired too."""
+    return [row for row in rows if row.ready < row.spec]
+
+
+async def fill_unschedulable(rows: list[Row], estimate: Estimate) -> None:
+    """Set ``unschedulable`` on the undesired rows from the estimator (rows are changed in place).
+
+    ``estimate(names)`` returns unschedulable counts for the clusters that answered. A cluster
+    missing from the answer or answering -1 is unknown and ends at 0 (= leave it alone).
+    Unlike Karmada (#6815) the answers of the clusters that did reply are kept when others
+    failed; only an exception from ``estimate`` itself makes every row 0.
+    """
+    targets = undesired(rows)
+    if not targets:
+        return
+    for row in targets:
+        row.unschedulable = MAX_INT32
+    try:
+        answers = await estimate([row.name for row in targets])
+    except Exception as err:
+        log.error(f"Max cluster unschedulable replicas error: {err}")
+        answers = {}
+    for row in targets:
+        value = answers.get(row.name)
+        # Only -1 is the sentinel, but no negative count can mean anything else.
+        if value is not None and value >= 0 and value < row.unschedulable:
+            row.unschedulable = value
+    for row in targets:
+        if row.unschedulable == MAX_INT32:
+            row.unschedulable = 0
+    log.debug("Target undesired cluster of unschedulable replica result", rows=targets)
+
+
+# --------------------------------------------------------------------------------------------
+# Cool-down (beyond Karmada)
+
+
+def default_cool_down(descheduling_interval: float = DEFAULT_DESCHEDULING_INTERVAL) -> float:
+    """Two descheduling intervals (4 min with the default 2 min interval).
+
+    After a deschedule the lowered assignment must reach the member cluster (binding → Work →
+    member Deployment) and the estimator and aggregated status must observe the result. The
+    cycle right after the write can still see the old pending pods and would take the same
+    replicas away a second time; waiting two intervals guarantees that the next decision for
+    that cluster is based on data observed after the change, and it damps replicas bouncing
+    back and forth when the scheduler puts them back on the same cluster.
+    """
+    return COOL_DOWN_INTERVALS * descheduling_interval
+
+
+class CoolDown:
+    """Remembers when a cluster was last descheduled for a binding and forbids repeating it too soon.
+
+    ``seconds <= 0`` disables it. ``clock`` returns seconds on a monotonic scale (tests pass a
+    fake one). Entries expire by themselves, so the memory stays bounded by the recent
+    deschedules; ``forget`` drops a deleted binding early.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._last: dict[tuple[str, str], float] = {}
+        self._last_prune = clock()
+
+    def allows(self, binding_key: str, cluster: str) -> bool:
+        """True when ``cluster`` of ``binding_key`` may be descheduled now."""
+        if self.seconds <= 0:
+            return True
+        at = self._last.get((binding_key, cluster))
+        if at is None:
+            return True
+        if self._clock() - at >= self.seconds:
+            del self._last[(binding_key, cluster)]
+            return True
+        return False
+
+    def remaining(self, binding_key: str, cluster: str) -> float:
+        """Seconds until ``allows`` turns true again (0 when it already is); for log lines."""
+        at = self._last.get((binding_key, cluster))
+        if self.seconds <= 0 or at is None:
+            return 0.0
+        return max(0.0, at + self.seconds - self._clock())
+
+    def record(self, binding_key: str, cluster: str) -> None:
+        """Note that ``cluster`` of ``binding_key`` was just descheduled (call after the write succeeded)."""
+        if self.seconds <= 0:
+            return
+        now = self._clock()
+        if now - self._last_prune >= self.seconds:
+            self._last = {key: at for key, at in self._last.items() if now - at < self.seconds}
+            self._last_prune = now
+        self._last[(binding_key, cluster)] = now
+
+    def record_plan(self, binding_key: str, plan: Plan) -> None:
+        """``record`` every cluster the applied ``plan`` took replicas from."""
+        for cluster in plan.descheduled:
+            self.record(binding_key, cluster)
+
+    def forget(self, binding_key: str) -> None:
+        """Drop every entry of a binding (e.g. when it is deleted)."""
+        self._last = {key: at for key, at in self._last.items() if key[0] != binding_key}
+
+    def __len__(self) -> int:
+        return len(self._last)
+
+
+# --------------------------------------------------------------------------------------------
+# Update (descheduler.go updateScheduleResult)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The result of one descheduling decision for a binding.
+
+    ``clusters`` is the complete new ``spec.clusters`` (same entries and order, some with lower
+    ``replicas``, possibly 0); ``descheduled`` maps each cluster that lost replicas to how many;
+    ``message`` is the event message; ``total`` the sum of ``descheduled``.
+    """
+
+    clusters: list[dict[str, Any]]
+    message: str
+    descheduled: dict[str, int]
+    total: int
+
+    def apply(self, binding: Binding) -> Binding:
+        """A deep copy of ``binding`` with the new ``spec.clusters``; everything else (``spec.replicas``,
+        ``metadata.resourceVersion`` for the conditional PUT, status) is left as it was."""
+        updated = copy.deepcopy(binding)
+        updated.setdefault("spec", {})["clusters"] = copy.deepcopy(self.clusters)
+        return updated
+
+
+def plan(binding: Binding, rows: list[Row], cool_down: CoolDown | None = None) -> Plan | None:
+    """Lower each cluster's assignment by its unschedulable replicas, never below its ready ones.
+
+    A row changes only when ``0 < unschedulable <= spec`` (a count above the assignment is
+    inconsistent data and is left alone) and, with a ``cool_down``, when that cluster was not
+    descheduled for this binding too recently. Entries are never removed from
+    ``spec.clusters`` and ``spec.replicas`` is never touched: the scheduler sees the shortfall
+    and places the missing replicas elsewhere. None when nothing would change.
+    ``rows`` must come from ``rows_for(binding)``: they are matched to entries by index.
+    """
+    clusters: list[dict[str, Any]] = copy.deepcopy((binding.get("spec") or {}).get("clusters") or [])
+    if len(rows) != len(clusters):
+        raise ValueError(f"{len(rows)} rows for {len(clusters)} spec.clusters entries")
+    key = binding_key(binding)
+    message = DESCHEDULE_SUCCESS_MESSAGE
+    total = 0
+    descheduled: dict[str, int] = {}
+    for entry, row in zip(clusters, rows, strict=True):
+        if entry.get("name") != row.name:
+            raise ValueError(f"row {row.name!r} does not match spec.clusters entry {entry.get('name')!r}")
+        if not (row.unschedulable > 0 and row.spec >= row.unschedulable):
+            continue
+        if cool_down is not None and not cool_down.allows(key, row.name):
+            log.info("Skip descheduling cluster in cool-down", binding=key, cluster=row.name,
+                     unschedulable=row.unschedulable, remaining_seconds=round(cool_down.remaining(key, row.name), 1))
+            continue
+        target = row.spec - row.unschedulable
+        if target < row.ready <= row.spec:
+            # Ready replicas are serving: never take away more than the ones that are not.
+            target = row.ready
+        entry["replicas"] = target
+        count = row.spec - target
+        total += count
+        message += f", {count} replica(s) in cluster({row.name})"
+        if count > 0:
+            descheduled[row.name] = descheduled.get(row.name, 0) + count
+    if total == 0:
+        return None
+    message += f", {total} total descheduled replica(s)"
+    return Plan(clusters=clusters, message=message, descheduled=descheduled, total=total)
