@@ -1,0 +1,29 @@
+"""Karmada's replica estimators, as pure functions over parsed JSON objects.
+
+* :mod:`estimator.general` — the client-side ``general-estimator`` (Cluster ``resourceSummary``).
+* :mod:`estimator.accurate` — the scheduler-estimator's NodeResourceEstimator over member Nodes and
+  Pods, with :class:`~estimator.accurate.NodeUsage`, an incrementally maintained snapshot.
+* :mod:`estimator.unschedulable` — GetUnschedulableReplicas for the descheduler.
+* :mod:`estimator.merge` — plugin-result merging (server) and per-cluster combination (client).
+
+No I/O here: the gRPC server, the informers and the scheduler/descheduler wire these in.
+"""
+
+from __future__ import annotations
+
+from estimator.accurate import NodeUsage
+from estimator.general import GeneralEstimator
+from estimator.merge import MAX_INT32, UNAUTHENTIC, Code, EstimateError, PluginResult
+from estimator.unschedulable import UnsupportedWorkloadError, get_unschedulable_replicas
+
+__all__ = [
+    "MAX_INT32",
+    "UNAUTHENTIC",
+    "Code",
+    "EstimateError",
+    "GeneralEstimator",
+    "NodeUsage",
+    "PluginResult",
+    "UnsupportedWorkloadError",
+    "get_unschedulable_replicas",
+]

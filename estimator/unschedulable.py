@@ -1,0 +1,183 @@
+"""GetUnschedulableReplicas: how many of a member Deployment's pods have been unschedulable too long.
+
+The descheduler asks every member's estimator this for each dynamic-divided Deployment binding and
+moves those replicas elsewhere. Karmada only counts the pods of the Deployment's *new* ReplicaSet:
+the oldest ReplicaSet controlled by the Deployment (listed by the Deployment's selector) whose pod
+template equals the Deployment's, ignoring the ``pod-template-hash`` label; pending pods of an older
+ReplicaSet in a rollout are not seen. A pod counts when its ``PodScheduled`` condition is
+``False``/``Unschedulable`` and ``lastTransitionTime + threshold`` is strictly before now.
+Only Deployments are supported.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from karmada_api.quantity import parse_quantity
+from karmada_api.timeutil import parse_time
+from karmada_api.tolerations import compile_label_selector
+
+Obj = Mapping[str, Any]
+
+DEPLOYMENT_KIND = "Deployment"
+DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY = "pod-template-hash"
+POD_SCHEDULED = "PodScheduled"
+POD_REASON_UNSCHEDULABLE = "Unschedulable"
+DEFAULT_UNSCHEDULABLE_THRESHOLD = timedelta(minutes=5)
+"""The descheduler's ``--unschedulable-threshold`` default."""
+
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+_QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
+
+
+class UnsupportedWorkloadError(ValueError):
+    """The workload kind has no unschedulable-replica estimation (anything but Deployment)."""
+
+
+def _time(text: Any) -> datetime:
+    """A metav1.Time; missing or unparsable is Go's zero time (earlier than everything)."""
+    if not text:
+        return _ZERO_TIME
+    try:
+        return parse_time(str(text))
+    except ValueError:
+        return _ZERO_TIME
+
+
+def threshold_from_nanoseconds(nanoseconds: int) -> timedelta:
+    """The RPC's ``unschedulableThreshold`` (an int64 of nanoseconds) as a timedelta (µs resolution)."""
+    return timedelta(microseconds=nanoseconds // 1000)
+
+
+def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = None) -> bool:
+    """``PodScheduled`` is False/Unschedulable and ``lastTransitionTime + threshold < now``."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    condition = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
+    if condition is None or condition.get("status") != "False" or condition.get("reason") != POD_REASON_UNSCHEDULABLE:
+        return False
+    now = now or datetime.now(UTC)
+    try:
+        return _time(condition.get("lastTransitionTime")) + threshold < now
+    except OverflowError:
+        return False
+
+
+def controller_ref(obj: Obj) -> Obj | None:
+    """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
+    references: list[Obj] = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((reference for reference in references if reference.get("controller")), None)
+
+
+def _is_controlled_by(obj: Obj, owner_uid: str) -> bool:
+    reference = controller_ref(obj)
+    return reference is not None and bool(owner_uid) and reference.get("uid") == owner_uid
+
+
+def _meta(obj: Obj) -> Obj:
+    return obj.get("metadata") or {}
+
+
+def _in_scope(obj: Obj, namespace: str, selector: Any) -> bool:
+    meta = _meta(obj)
+    return (meta.get("namespace") or "") == namespace and bool(selector(meta.get("labels") or {}))
+
+
+def list_replica_sets_by_deployment(deployment: Obj, replica_sets: Iterable[Obj]) -> list[Obj]:
+    """ReplicaSets in the Deployment's namespace whose labels match its selector and that it controls."""
+    meta = _meta(deployment)
+    selector = compile_label_selector((deployment.get("spec") or {}).get("selector"))
+    namespace, uid = meta.get("namespace") or "", meta.get("uid") or ""
+    return [rs for rs in replica_sets if _in_scope(rs, namespace, selector) and _is_controlled_by(rs, uid)]
+
+
+def _semantic(value: Any, key: str = "") -> Any:
+    """Normalise JSON for ``equality.Semantic.DeepEqual``: empty == absent, quantities by value."""
+    if isinstance(value, Mapping):
+        result = {}
+        for item_key, item in value.items():
+            if key in _QUANTITY_MAPS and isinstance(item, str | int | float):
+                try:
+                    result[item_key] = parse_quantity(item)
+                    continue
+                except ValueError:
+                    pass
+            normalised = _semantic(item, item_key)
+            if normalised is not None:
+                result[item_key] = normalised
+        return result or None
+    if isinstance(value, list):
+        items = [_semantic(item) for item in value]
+        return items or None
+    return value
+
+
+def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
+    """Pod templates equal once the ``pod-template-hash`` label is removed from both."""
+    def strip(template: Obj | None) -> Any:
+        copied = copy.deepcopy(dict(template or {}))
+        labels = (copied.get("metadata") or {}).get("labels")
+        if isinstance(labels, dict):
+            labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
+        return _semantic(copied)
+
+    return bool(strip(template1) == strip(template2))
+
+
+def find_new_replica_set(deployment: Obj, replica_sets: Iterable[Obj]) -> Obj | None:
+    """The oldest ReplicaSet (creationTimestamp, then name) whose template matches the Deployment's."""
+    template = (deployment.get("spec") or {}).get("template")
+    ordered = sorted(replica_sets, key=lambda rs: (_time(_meta(rs).get("creationTimestamp")),
+                                                   _meta(rs).get("name") or ""))
+    for rs in ordered:
+        if equal_ignore_hash((rs.get("spec") or {}).get("template"), template):
+            return rs
+    return None
+
+
+def list_pods_by_replica_sets(deployment: Obj, replica_sets: Iterable[Obj | None], pods: Iterable[Obj]) -> list[Obj]:
+    """Pods in the Deployment's namespace matching its selector whose controller is one of ``replica_sets``."""
+    meta = _meta(deployment)
+    selector = compile_label_selector((deployment.get("spec") or {}).get("selector"))
+    namespace = meta.get("namespace") or ""
+    owners = {_meta(rs).get("uid") for rs in replica_sets if rs is not None}
+    owners.discard(None)
+    result = []
+    for pod in pods:
+        if not _in_scope(pod, namespace, selector):
+            continue
+        reference = controller_ref(pod)
+        if reference is not None and reference.get("uid") in owners:
+            result.append(pod)
+    return result
+
+
+def _object_name(obj: Obj) -> str:
+    """``klog.KObj(obj).String()``: ``namespace/name``, or ``name`` when cluster-scoped."""
+    meta = _meta(obj)
+    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods: Iterable[Obj],
+                               threshold: timedelta, now: datetime | None = None) -> int:
+    """``GetUnschedulablePodsOfWorkload`` over member ReplicaSet and Pod dicts (any namespaces).
+
+    A negative threshold counts as 0. Terminal pods are ignored (the estimator's pod informer
+    never sees them). :class:`UnsupportedWorkloadError` for a kind other than Deployment;
+    ``ValueError`` for an invalid Deployment selector.
+    """
+    threshold = max(threshold, timedelta(0))
+    kind = workload.get("kind") or ""
+    if kind != DEPLOYMENT_KIND:
+        raise UnsupportedWorkloadError(f"kind({kind}) of workload({_object_name(workload)}) is not supported")
+    new_rs = find_new_replica_set(workload, list_replica_sets_by_deployment(workload, replica_sets))
+    if new_rs is None:
+        return 0
+    live = (pod for pod in pods if (pod.get("status") or {}).get("phase") not in _TERMINAL_PHASES)
+    now = now or datetime.now(UTC)
+    return sum(1 for pod in list_pods_by_replica_sets(workload, [new_rs], live)
+               if pod_unschedulable(pod, threshold, now))
