@@ -1,0 +1,139 @@
+"""The estimator client: per-cluster answers from the member caches, keeping whoever answered.
+
+Karmada's ``SchedulerEstimator`` client asks each member's gRPC estimator concurrently within
+``--scheduler-estimator-timeout`` and, when any one cluster fails, returns an aggregated error
+that makes the caller discard every answer (#6815): one broken member blinds the descheduler
+to all the others. Here each cluster is answered on its own from :mod:`estimator.members`
+caches; a cluster whose member is missing, not synced within the timeout, unreachable or whose
+estimate raises is simply left out of the result, and the caller treats it as unknown
+(:func:`estimator.merge.combine_unschedulable_replicas` turns it into 0, the scheduler into
+``spec.replicas``).
+
+A ready member is answered at once (its caches are in memory: no task, no wait), so a
+descheduling cycle over thousands of bindings costs what the estimates cost; only members still
+starting are awaited, concurrently, each for at most ``timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import structlog
+from prometheus_client import Histogram
+
+from estimator.members import NEED_CAPACITY, NEED_WORKLOADS, MemberCluster
+from estimator.unschedulable import DEPLOYMENT_KIND
+
+log = structlog.get_logger(__name__)
+
+ESTIMATOR_ACCURATE = "accurate"
+ESTIMATOR_UNSCHEDULABLE = "unschedulable"
+
+REQUEST_DURATION = Histogram("estimator_request_duration_seconds",
+                             "Time to answer one estimator request for one member cluster, waiting for its caches "
+                             "included.", ["estimator", "cluster"])
+
+
+class Members(Protocol):
+    """Where members come from (:class:`estimator.members.MemberRegistry`, or a test double)."""
+
+    def get(self, name: str) -> MemberCluster | None: ...
+
+
+class EstimatorClient:
+    """Max-available and unschedulable replicas per member cluster, omitting the clusters that cannot answer."""
+
+    def __init__(self, registry: Members, *, timeout: float) -> None:
+        self.registry = registry
+        self.timeout = timeout
+        self._histograms: dict[tuple[str, str], Any] = {}
+
+    async def unschedulable_replicas(self, clusters: list[str], resource: Mapping[str, Any],
+                                     threshold: timedelta) -> dict[str, int]:
+        """Pods of the workload's newest ReplicaSet unschedulable for longer than ``threshold``, per cluster.
+
+        ``resource`` is an ObjectReference (``binding.spec.resource``). Only Deployments are supported
+        (Karmada's estimator answers an error for any other kind, i.e. every cluster is unknown).
+        """
+        kind = str(resource.get("kind") or "")
+        namespace, name = str(resource.get("namespace") or ""), str(resource.get("name") or "")
+        if kind != DEPLOYMENT_KIND:
+            log.debug("unschedulable replicas not supported for this kind", kind=kind, namespace=namespace,
+                      name=name)
+            return {}
+        now = datetime.now(UTC)
+
+        def estimate(member: MemberCluster) -> int:
+            return member.unschedulable_replicas(namespace, name, threshold, now)
+
+        return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, NEED_WORKLOADS, estimate)
+
+    async def max_available_replicas(self, clusters: list[str],
+                                     requirements: Mapping[str, Any] | None) -> dict[str, int]:
+        """How many more replicas of ``requirements`` (binding ``spec.replicaRequirements``) fit, per cluster."""
+        def estimate(member: MemberCluster) -> int:
+            return member.max_available_replicas(requirements)
+
+        return await self._ask(ESTIMATOR_ACCURATE, clusters, NEED_CAPACITY, estimate)
+
+    # ------------------------------------------------------------------------------------------
+
+    async def _ask(self, estimator: str, clusters: Iterable[str], need: tuple[str, ...],
+                   estimate: Callable[[MemberCluster], int]) -> dict[str, int]:
+        call = _Call(estimator, need, estimate)
+        waiting: list[tuple[MemberCluster, float]] = []
+        names = list(dict.fromkeys(clusters))
+        for name in names:
+            member = self.registry.get(name)
+            if member is None:
+                continue
+            started = time.perf_counter()
+            state = member.state(need)
+            if state == "ready":
+                self._answer(call, member, started)
+            elif state == "pending":
+                waiting.append((member, started))
+            else:
+                self._observe(estimator, name, started)
+        if waiting:
+            await asyncio.gather(*(self._wait_and_answer(call, member, started) for member, started in waiting))
+        return {name: call.results[name] for name in names if name in call.results}
+
+    async def _wait_and_answer(self, call: _Call, member: MemberCluster, started: float) -> None:
+        if await member.wait_ready(call.need, self.timeout):
+            self._answer(call, member, started)
+        else:
+            log.debug("member cluster caches not ready in time, its answer is unknown", cluster=member.name,
+                      estimator=call.estimator, timeout=self.timeout, errors=member.errors())
+            self._observe(call.estimator, member.name, started)
+
+    def _answer(self, call: _Call, member: MemberCluster, started: float) -> None:
+        try:
+            call.results[member.name] = call.estimate(member)
+        except Exception as exc:  # one member's failure must not cost the others their answers
+            log.debug("estimate failed, the member's answer is unknown", cluster=member.name,
+                      estimator=call.estimator, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._observe(call.estimator, member.name, started)
+
+    def _observe(self, estimator: str, cluster: str, started: float) -> None:
+        key = (estimator, cluster)
+        child = self._histograms.get(key)
+        if child is None:
+            child = self._histograms[key] = REQUEST_DURATION.labels(estimator, cluster)
+        child.observe(time.perf_counter() - started)
+
+
+@dataclass(slots=True)
+class _Call:
+    """One client call: which estimator, the caches it needs, how to estimate, and the answers so far."""
+
+    estimator: str
+    need: tuple[str, ...]
+    estimate: Callable[[MemberCluster], int]
+    results: dict[str, int] = field(default_factory=dict)
