@@ -1,0 +1,7 @@
+"""``python -m descheduler`` is ``karmada-descheduler``."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())

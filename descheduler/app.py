@@ -1,0 +1,131 @@
+"""``karmada-descheduler``: every ``--descheduling-interval``, move replicas stuck unschedulable.
+
+Flags keep Karmada's names and defaults (``karmada-descheduler --help``). The estimator is
+ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets and Deployments
+through the Cluster's ``apiEndpoint`` and ``secretRef``, so the gRPC estimator flags are
+accepted (existing configurations keep working) and ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import structlog
+
+from controller_manager.app import ConfigError, default_identity, run_component
+from controller_manager.client import KubeClient
+from controller_manager.leaderelection import LeaderElectionConfig
+from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, non_negative_int
+from estimator.client import EstimatorClient
+from estimator.members import MemberRegistry
+from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
+
+from .core import CoolDown, default_cool_down
+from .loop import Descheduler
+
+log = structlog.get_logger("karmada-descheduler")
+
+COMPONENT = "karmada-descheduler"
+HEALTH_PORT = 10358
+GRPC_ONLY_FLAGS = ("--scheduler-estimator-port", "--scheduler-estimator-service-namespace",
+                   "--scheduler-estimator-service-prefix", "--scheduler-estimator-ca-file",
+                   "--scheduler-estimator-cert-file", "--scheduler-estimator-key-file",
+                   "--insecure-skip-estimator-verify")
+
+
+def _port(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=COMPONENT, description=(__doc__ or "").splitlines()[0])
+    add_common_flags(parser, health_port=HEALTH_PORT)
+    add = parser.add_argument
+    add("--master", default="", help="The address of the Karmada API server (overrides the kubeconfig's).")
+    add("--descheduling-interval", type=duration, default=120.0, metavar="DURATION",
+        help="Time interval between two consecutive descheduler executions. (default 2m0s)")
+    add("--unschedulable-threshold", type=duration, default=300.0, metavar="DURATION",
+        help="The period of pod unschedulable condition; pods pending longer are descheduled. (default 5m0s)")
+    add("--scheduler-estimator-timeout", type=duration, default=3.0, metavar="DURATION",
+        help="Specifies the timeout period of calling the scheduler estimator service. (default 3s)")
+    add("--dry-run", type=boolean, nargs="?", const=True, default=False,
+        help="Compute and log what would be descheduled, write nothing. (default false)")
+    add("--descheduling-cool-down", type=duration, default=None, metavar="DURATION",
+        help="After descheduling replicas of a binding from a cluster, leave that pair alone this long "
+             "(default: twice --descheduling-interval; 0 disables).")
+    add("--leader-elect-resource-name", default=COMPONENT, help=argparse.SUPPRESS)
+    add("--scheduler-estimator-port", type=_port, default=None,
+        help="Accepted for compatibility; the built-in estimator reads member clusters directly.")
+    for flag in GRPC_ONLY_FLAGS[1:]:
+        add(flag, default=None, nargs="?", const="true",
+            help="Accepted for compatibility; the built-in estimator reads member clusters directly.")
+    for flag in ("--enable-pprof", "--profiling-bind-address"):
+        add(flag, default=None, nargs="?", const="true", help=argparse.SUPPRESS)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    options = CommonOptions.from_args(args)
+
+    async def build() -> Manager:
+        for flag in GRPC_ONLY_FLAGS:
+            if getattr(args, flag.lstrip("-").replace("-", "_")) is not None:
+                log.warning("flag ignored: the estimator reads member clusters directly, not over gRPC", flag=flag)
+        try:
+            client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
+                                                      burst=options.kube_api_burst)
+        except Exception as exc:
+            raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
+        if args.master:
+            client.api_client.configuration.host = args.master
+        election = LeaderElectionConfig(
+            lease_name=args.leader_elect_resource_name, namespace=options.leader_namespace,
+            identity=default_identity(), lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline, retry_period=options.retry_period,
+        ) if options.leader_elect else None
+        if election is not None:
+            try:
+                election.validate()
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc
+        manager = Manager(client, ManagerOptions(
+            name=COMPONENT, metrics_bind_address=options.metrics_bind_address,
+            health_probe_bind_address=options.health_probe_bind_address, leader_election=election))
+        bindings = manager.informer(RESOURCE_BINDINGS, compact=True)  # read once per cycle: keep it lean
+        registry = MemberRegistry(client, manager.informer(CLUSTERS))
+        estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout)
+        cool_down_seconds = (args.descheduling_cool_down if args.descheduling_cool_down is not None
+                             else default_cool_down(args.descheduling_interval))
+        descheduler = Descheduler(client, bindings.store, estimator.unschedulable_replicas,
+                                  manager.event_recorder(COMPONENT), interval=args.descheduling_interval,
+                                  threshold=args.unschedulable_threshold, dry_run=args.dry_run,
+                                  cool_down=CoolDown(cool_down_seconds) if cool_down_seconds > 0 else None)
+        manager.add_runnable("member clusters", registry.run, needs_leader=False)  # warm in standbys too
+        manager.add_runnable("descheduler", _after_sync(manager, descheduler))
+        log.info("descheduler configured", interval=args.descheduling_interval,
+                 threshold=args.unschedulable_threshold, dry_run=args.dry_run, cool_down=cool_down_seconds)
+        return manager
+
+    return run_component(COMPONENT, options, build)
+
+
+def _after_sync(manager: Manager, descheduler: Descheduler) -> Callable[[], Coroutine[Any, Any, None]]:
+    """Karmada starts its loop once the informer caches synced."""
+
+    async def run() -> None:
+        await manager.informers.wait_for_sync(timeout=float("inf"))
+        await descheduler.run()
+
+    return run
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The descheduling cycle: every ``--descheduling-interval``, shrink bindings' stuck replicas.
+
+Karmada's loop (spec §6.2-6.3) over the ResourceBindings cache: filter (Deployments with a
+dynamically divided applied placement), then one binding at a time (a single worker, as
+Karmada's queue) ask the estimator for unschedulable replicas of the undesired clusters,
+plan the new ``spec.clusters`` and write it with the binding's resourceVersion; events
+``DescheduleBindingSucceed``/``DescheduleBindingFailed`` go on the binding and its template.
+Beyond Karmada: ``dry_run`` computes and logs but writes nothing; a per-binding, per-cluster
+cool-down; the ``descheduler_*`` metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+from prometheus_client import Counter, Histogram
+
+from controller_manager.cache import Indexer, Obj, object_key
+from controller_manager.client import ApiError, KubeClient
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from karmada_api.resources import RESOURCE_BINDINGS
+
+from .core import (
+    EVENT_REASON_DESCHEDULE_FAILED,
+    EVENT_REASON_DESCHEDULE_SUCCEED,
+    CoolDown,
+    Plan,
+    fill_unschedulable,
+    filter_bindings,
+    plan,
+    rows_for,
+    undesired,
+)
+
+log = structlog.get_logger(__name__)
+
+DESCHEDULED = Counter("descheduler_descheduled_replicas_total",
+                      "Replicas the descheduler removed from a member cluster's assignment.", ["cluster"])
+CYCLE_DURATION = Histogram("descheduler_cycle_duration_seconds", "Duration of one descheduling cycle.",
+                           buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
+
+# (clusters, workload reference, threshold) -> unschedulable replicas of the clusters that answered
+UnschedulableEstimate = Callable[[list[str], dict[str, Any], timedelta], Awaitable[dict[str, int]]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    binding: str
+    plan: Plan
+    written: bool
+
+
+class Descheduler:
+    """One descheduling pass per interval while leading; owned by the manager as a runnable."""
+
+    def __init__(self, client: KubeClient, bindings: Indexer, estimate: UnschedulableEstimate,
+                 events: EventRecorder, *, interval: float, threshold: float, dry_run: bool = False,
+                 cool_down: CoolDown | None = None) -> None:
+        self.client = client
+        self.bindings = bindings
+        self.estimate = estimate
+        self.events = events
+        self.interval = interval
+        self.threshold = timedelta(seconds=threshold)
+        self.dry_run = dry_run
+        self.cool_down = cool_down
+
+    async def run(self) -> None:
+        """Karmada's ``wait.Until``: a cycle at once, then one every interval after the previous ends."""
+        while True:
+            await self.cycle()
+            await asyncio.sleep(self.interval)
+
+    async def cycle(self) -> list[Outcome]:
+        started = time.perf_counter()
+        outcomes: list[Outcome] = []
+        try:
+            keys = sorted(object_key(b) for b in filter_bindings(self.bindings.list()))
+            for key in keys:
+                outcome = await self._deschedule(key)
+                if outcome is not None:
+                    outcomes.append(outcome)
+        finally:
+            CYCLE_DURATION.observe(time.perf_counter() - started)
+        if outcomes:
+            log.info("descheduling cycle", bindings=len(outcomes), dry_run=self.dry_run,
+                     replicas=sum(o.plan.total for o in outcomes))
+        return outcomes
+
+    async def _deschedule(self, key: str) -> Outcome | None:
+        binding = self.bindings.get(key)
+        if binding is None or binding["metadata"].get("deletionTimestamp"):
+            return None
+        rows = rows_for(binding)
+        if not undesired(rows):
+            return None
+        resource = binding["spec"]["resource"]
+
+        async def estimate(clusters: list[str]) -> dict[str, int]:
+            return await self.estimate(clusters, resource, self.threshold)
+
+        await fill_unschedulable(rows, estimate)
+        new = plan(binding, rows, self.cool_down)
+        if new is None:
+            return None
+        if self.dry_run:
+            log.info("would deschedule (dry run)", binding=key, message=new.message)
+            return Outcome(key, new, written=False)
+        try:
+            await self.client.update(RESOURCE_BINDINGS, new.apply(binding))
+        except ApiError as exc:
+            self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, exc.message or str(exc))
+            log.warning("deschedule failed, next cycle retries", binding=key, error=str(exc))
+            return None
+        self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, new.message)
+        for cluster, replicas in new.descheduled.items():
+            DESCHEDULED.labels(cluster).inc(replicas)
+        if self.cool_down is not None:
+            self.cool_down.record_plan(key, new)
+        log.info("descheduled", binding=key, message=new.message)
+        return Outcome(key, new, written=True)
+
+    def _record(self, binding: Obj, event_type: str, reason: str, message: str) -> None:
+        """Karmada records the result on the binding and on its resource template."""
+        self.events.event(binding, event_type, reason, message)
+        ref = binding["spec"]["resource"]
+        template = {"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""),
+                    "metadata": {"name": ref.get("name", ""), "namespace": ref.get("namespace", ""),
+                                 "uid": ref.get("uid", "")}}
+        self.events.event(template, event_type, reason, message)
