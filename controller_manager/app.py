@@ -14,15 +14,16 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from .leaderelection import LeaderElectionLost, default_identity
+from .client import KubeClient
+from .leaderelection import LeaderElectionConfig, LeaderElectionLost, default_identity
 from .logging import configure_logging
-from .manager import ComponentFailed, Manager
+from .manager import ComponentFailed, Manager, ManagerOptions
 from .options import CommonOptions
 
 log = structlog.get_logger(__name__)
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_LEASE_LOST", "EXIT_OK", "ConfigError", "default_identity",
-           "run_component"]
+           "new_manager", "run_component"]
 
 EXIT_OK = 0
 EXIT_LEASE_LOST = 1
@@ -32,6 +33,38 @@ EXIT_FAILED = 1
 
 class ConfigError(Exception):
     """A problem with the configuration found at start (bad kubeconfig...): exit code 2."""
+
+
+async def new_manager(component: str, options: CommonOptions, *, lease_name: str = "", master: str = "",
+                      cache_sync_timeout: float = 120.0) -> Manager:
+    """The API client, leader election and manager a component starts from.
+
+    ``master`` overrides the kubeconfig's server (Karmada's ``--master``); the Lease is named
+    ``lease_name`` (default: the component) in ``--leader-elect-resource-namespace``.
+    Raises ConfigError (exit code 2) for an unusable kubeconfig or election timings.
+    """
+    try:
+        client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
+                                                  burst=options.kube_api_burst)
+    except Exception as exc:
+        raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
+    if master:
+        client.api_client.configuration.host = master
+    election = None
+    if options.leader_elect:
+        election = LeaderElectionConfig(
+            lease_name=lease_name or component, namespace=options.leader_namespace, identity=default_identity(),
+            lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period)
+        try:
+            election.validate()
+        except ValueError as exc:
+            await client.close()
+            raise ConfigError(str(exc)) from exc
+    return Manager(client, ManagerOptions(
+        name=component, metrics_bind_address=options.metrics_bind_address,
+        health_probe_bind_address=options.health_probe_bind_address, leader_election=election,
+        cache_sync_timeout=cache_sync_timeout))
 
 
 def run_component(name: str, options: CommonOptions, build: Callable[[], Awaitable[Manager]]) -> int:

@@ -13,10 +13,8 @@ from collections.abc import Sequence
 
 import structlog
 
-from controller_manager.app import ConfigError, default_identity, run_component
-from controller_manager.client import KubeClient
-from controller_manager.leaderelection import LeaderElectionConfig
-from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.app import new_manager, run_component
+from controller_manager.manager import Manager
 from controller_manager.options import (
     CommonOptions,
     add_common_flags,
@@ -102,27 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in unknown:
             why = "not implemented by this controller-manager" if name in KARMADA_CONTROLLERS else "unknown"
             log.warning("--controllers names a controller that is ignored", controller=name, reason=why)
-        try:
-            client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
-                                                      burst=options.kube_api_burst)
-        except Exception as exc:
-            raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
-        if args.master:
-            client.api_client.configuration.host = args.master
-        election = LeaderElectionConfig(
-            lease_name=args.leader_elect_resource_name, namespace=options.leader_namespace,
-            identity=default_identity(), lease_duration=options.lease_duration,
-            renew_deadline=options.renew_deadline, retry_period=options.retry_period,
-        ) if options.leader_elect else None
-        if election is not None:
-            try:
-                election.validate()
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from exc
-        manager = Manager(client, ManagerOptions(
-            name=COMPONENT, metrics_bind_address=options.metrics_bind_address,
-            health_probe_bind_address=options.health_probe_bind_address, leader_election=election,
-            cache_sync_timeout=args.cluster_cache_sync_timeout))
+        manager = await new_manager(COMPONENT, options, lease_name=args.leader_elect_resource_name,
+                                    master=args.master, cache_sync_timeout=args.cluster_cache_sync_timeout)
         ctx = Context(args, rate_limiter_options(args))
         for entry in selected:
             entry.setup(manager, ctx)

@@ -15,10 +15,8 @@ from typing import Any
 
 import structlog
 
-from controller_manager.app import ConfigError, default_identity, run_component
-from controller_manager.client import KubeClient
-from controller_manager.leaderelection import LeaderElectionConfig
-from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.app import new_manager, run_component
+from controller_manager.manager import Manager
 from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, non_negative_int
 from estimator.client import EstimatorClient
 from estimator.members import MemberRegistry
@@ -79,26 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for flag in GRPC_ONLY_FLAGS:
             if getattr(args, flag.lstrip("-").replace("-", "_")) is not None:
                 log.warning("flag ignored: the estimator reads member clusters directly, not over gRPC", flag=flag)
-        try:
-            client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
-                                                      burst=options.kube_api_burst)
-        except Exception as exc:
-            raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
-        if args.master:
-            client.api_client.configuration.host = args.master
-        election = LeaderElectionConfig(
-            lease_name=args.leader_elect_resource_name, namespace=options.leader_namespace,
-            identity=default_identity(), lease_duration=options.lease_duration,
-            renew_deadline=options.renew_deadline, retry_period=options.retry_period,
-        ) if options.leader_elect else None
-        if election is not None:
-            try:
-                election.validate()
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from exc
-        manager = Manager(client, ManagerOptions(
-            name=COMPONENT, metrics_bind_address=options.metrics_bind_address,
-            health_probe_bind_address=options.health_probe_bind_address, leader_election=election))
+        manager = await new_manager(COMPONENT, options, lease_name=args.leader_elect_resource_name,
+                                    master=args.master)
+        client = manager.client
         bindings = manager.informer(RESOURCE_BINDINGS, compact=True)  # read once per cycle: keep it lean
         registry = MemberRegistry(client, manager.informer(CLUSTERS))
         estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout)

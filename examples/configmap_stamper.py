@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from controller_manager.app import ConfigError, default_identity, run_component
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.app import new_manager, run_component
+from controller_manager.client import ApiError, Resource
 from controller_manager.controller import Controller, Request, Result
-from controller_manager.leaderelection import LeaderElectionConfig
-from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.manager import Manager
 from controller_manager.options import CommonOptions, add_common_flags, add_rate_limiter_flags, rate_limiter_options
 
 NAME = "configmap-stamper"
@@ -62,18 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     options = CommonOptions.from_args(args)
 
     async def build() -> Manager:
-        try:
-            client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
-                                                      burst=options.kube_api_burst)
-        except Exception as exc:
-            raise ConfigError(f"cannot load kubeconfig: {exc}") from exc
-        election = LeaderElectionConfig(
-            lease_name=args.leader_elect_resource_name, namespace=options.leader_namespace,
-            identity=default_identity(), lease_duration=options.lease_duration,
-            renew_deadline=options.renew_deadline, retry_period=options.retry_period) if options.leader_elect else None
-        manager = Manager(client, ManagerOptions(name=NAME, metrics_bind_address=options.metrics_bind_address,
-                                                 health_probe_bind_address=options.health_probe_bind_address,
-                                                 leader_election=election))
+        manager = await new_manager(NAME, options, lease_name=args.leader_elect_resource_name)
         controller = Controller(NAME, Stamper(manager), workers=args.concurrent_syncs,
                                 rate_limiter_options=rate_limiter_options(args))
         controller.watches(manager.informer(CONFIGMAPS))
