@@ -81,9 +81,9 @@ class Descheduler:
         started = time.perf_counter()
         outcomes: list[Outcome] = []
         try:
-            keys = sorted(object_key(b) for b in filter_bindings(self.bindings.list()))
-            for key in keys:
-                outcome = await self._deschedule(key)
+            # One read of the cache per cycle (a compact cache decodes on every read).
+            for binding in sorted(filter_bindings(self.bindings.list()), key=object_key):
+                outcome = await self._deschedule(binding)
                 if outcome is not None:
                     outcomes.append(outcome)
         finally:
@@ -93,9 +93,9 @@ class Descheduler:
                      replicas=sum(o.plan.total for o in outcomes))
         return outcomes
 
-    async def _deschedule(self, key: str) -> Outcome | None:
-        binding = self.bindings.get(key)
-        if binding is None or binding["metadata"].get("deletionTimestamp"):
+    async def _deschedule(self, binding: Obj) -> Outcome | None:
+        key = object_key(binding)
+        if binding["metadata"].get("deletionTimestamp"):
             return None
         rows = rows_for(binding)
         if not undesired(rows):
