@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from .metrics import REST_CLIENT_REQUESTS
 from .ratelimiter import TokenBucket
@@ -128,6 +129,8 @@ class KubeClient:
         self._timeout = timeout
         host = urlsplit(api_client.configuration.host)
         self._host = host.netloc or api_client.configuration.host
+        self._env_checked_for = ""  # the server URL whose netrc/proxy environment was last checked
+        self._session_trusts_env: bool | None = None  # as kubernetes_asyncio created the session
 
     @classmethod
     async def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None, *,
@@ -157,6 +160,8 @@ class KubeClient:
                     content_type: str = "application/json",
                     timeout: float | aiohttp.ClientTimeout | None = None) -> aiohttp.ClientResponse:
         await self._limiter.wait()
+        if self.api_client.configuration.host != self._env_checked_for:
+            await self._skip_needless_env_lookups()
         params = [(k, v) for k, v in (query or {}).items() if v not in (None, "")]
         try:
             response: aiohttp.ClientResponse = await self.api_client.call_api(
@@ -169,6 +174,29 @@ class KubeClient:
             raise
         REST_CLIENT_REQUESTS.labels(str(response.status), method, self._host).inc()
         return response
+
+    async def _skip_needless_env_lookups(self) -> None:
+        """Turn off the per-request netrc and proxy look-ups of kubernetes_asyncio's session when they find nothing.
+
+        Its aiohttp session has ``trust_env=True``: before *every* request aiohttp reads ~/.netrc in a
+        worker thread and resolves the proxy variables in another (about 40% of a busy controller's CPU).
+        The answer only depends on the environment and the server URL, so it is checked once per URL
+        (again if the host is changed, e.g. by ``--master``): when neither a netrc entry nor an
+        environment proxy applies, the session stops looking; otherwise it keeps aiohttp's handling.
+        """
+        url = str(self.api_client.configuration.host)
+        self._env_checked_for = url
+        session = getattr(getattr(self.api_client, "rest_client", None), "pool_manager", None)
+        if not isinstance(session, aiohttp.ClientSession) or not hasattr(session, "_trust_env"):
+            return
+        if self._session_trusts_env is None:
+            self._session_trusts_env = session.trust_env
+        if self._session_trusts_env:
+            try:
+                applies = await asyncio.to_thread(_env_applies, url)
+            except Exception:  # a URL it cannot parse...: keep aiohttp's handling, let the request report it
+                applies = True
+            session._trust_env = applies
 
     async def request(self, method: str, path: str, *, query: dict[str, Any] | None = None, body: Any = None,
                       content_type: str = "application/json") -> Any:
@@ -263,6 +291,28 @@ class KubeClient:
                     raise ApiError(int(status.get("code") or 500), str(status.get("reason") or ""),
                                    str(status.get("message") or ""), status)
                 yield event
+
+
+def _env_applies(url: str) -> bool:
+    """Whether aiohttp's ``trust_env`` changes a request to ``url``: a netrc entry for its host, or a proxy
+    from the environment (``HTTPS_PROXY``... not bypassed by ``NO_PROXY``). Reads ~/.netrc: call off the loop."""
+    try:
+        from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env  # noqa: PLC0415
+    except ImportError:  # an aiohttp without these helpers: keep its own handling
+        return True
+    parsed = URL(url)
+    if parsed.host is None:
+        return True  # cannot tell: keep aiohttp's own handling
+    try:
+        basicauth_from_netrc(netrc_from_env(), parsed.host)
+        return True
+    except LookupError:
+        pass
+    try:
+        get_env_proxy_for_url(parsed)
+    except LookupError:
+        return False
+    return True
 
 
 async def retry_on_conflict(operation: Callable[[], Awaitable[T]], *, steps: int = 5,

@@ -162,9 +162,9 @@ class WorkloadRebalancerReconciler:
         existing = (binding.get("spec") or {}).get("rescheduleTriggeredAt")
         if existing and parse_time(existing) >= trigger:
             return  # a trigger at least as new is already there: never overwrite it
-        updated = copy.deepcopy(binding)
-        updated.setdefault("spec", {})["rescheduleTriggeredAt"] = format_time(trigger)
-        await self.client.update(resource, updated)
+        # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
+        spec = {**(binding.get("spec") or {}), "rescheduleTriggeredAt": format_time(trigger)}
+        await self.client.update(resource, {**binding, "spec": spec})
 
     async def _write_status(self, name: str, status: dict[str, Any]) -> None:
         async def patch() -> None:

@@ -1,0 +1,719 @@
+"""WorkloadRebalancer throughput: the controller-manager against the minimal API work it must do.
+
+For each ``--sizes`` N (default 100 and 1,000 rebalancers of ``--workloads`` = 10 workloads each):
+
+1. controller   a fresh dev API server (``python -m devplane apiserver --port 0``, in-memory storage) in a
+                child process; N x 10 ResourceBindings created in ``--namespaces`` namespaces (POST, then a
+                status PATCH setting ``status.lastScheduledTime`` an hour ago); then
+                ``python -m controller_manager --kubeconfig F --leader-elect=false --kube-api-qps=-1`` (all
+                default controllers, metrics and probes on free 127.0.0.1 ports) in a child process, waited
+                for until ``/readyz`` answers 200 and its work queues are idle. Timed: from the first POST of
+                the N rebalancers (16 connections) until a watch on rebalancers has seen ``status.finishTime``
+                on every one. Then checked (untimed): every binding carries the rebalancer's
+                ``creationTimestamp`` as ``spec.rescheduleTriggeredAt``, every item is ``Successful``.
+                Also: the controller-manager's peak RSS (``VmHWM``) and CPU time, the server's CPU time.
+2. ceiling      another fresh server with the same bindings and the N rebalancers created (untimed); no
+                controller. Timed: the writes the controller must make, issued by this process over 16
+                connections: for each rebalancer, one PUT per binding setting ``spec.rescheduleTriggeredAt``
+                (with the binding's current resourceVersion), then one status merge PATCH of the rebalancer
+                (all items ``Successful``, ``finishTime``).
+
+3. + traffic   (skipped with ``--no-traffic``) the ceiling again on a third fresh server, plus the rest of
+                the API traffic of the controller run: the rebalancer creates inside the timing, watches open on
+                the bindings and (twice) on the rebalancers, and as many Event POSTs as the controller-manager
+                made. controller / (ceiling + traffic) is what is left for the controller-manager's own speed.
+
+The ratio controller/ceiling says how far the controller is from being limited by the API server
+alone (the goal: within 1.3x). Every phase is bounded in count and time, the whole benchmark by
+``--time-limit``; the children are always stopped (and die with us), the temp dir is removed.
+
+    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers (~70-90 s)
+    .venv/bin/python benchmarks/rebalancer.py --no-traffic         # without the third run
+    .venv/bin/python benchmarks/rebalancer.py --sizes 1000 --profile DIR   # py-spy the controller-manager
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+SCRIPT = Path(__file__).resolve()
+REPO = SCRIPT.parent.parent
+if str(REPO) not in sys.path:  # run as a script: make devplane importable without installing
+    sys.path.insert(0, str(REPO))
+
+from devplane.kubeconfig import write_kubeconfig  # noqa: E402
+
+READY_PREFIX = "apiserver ready at "
+STARTUP_TIMEOUT = 30.0
+REQUEST_TIMEOUT = 30.0
+RB_GROUP = "/apis/work.karmada.io/v1alpha2"
+WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORKERS = int(sys.argv[1]); "
+                 "sys.exit(app.main(sys.argv[2:]))")
+
+
+class BenchError(Exception):
+    """A phase failed or ran out of time."""
+
+
+# ------------------------------------------------------------------------------------------ processes
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL it if the benchmark dies (Linux prctl PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), 10.0)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await asyncio.wait_for(proc.wait(), 5.0)
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return float("nan")
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kib(pid: int, key: str) -> int:
+    """A ``VmHWM``/``VmRSS`` line of /proc/<pid>/status, in KiB (0 if unavailable)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (the child binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@dataclass
+class ServerProcess:
+    proc: asyncio.subprocess.Process
+    url: str
+
+
+@contextlib.asynccontextmanager
+async def run_server(log_path: Path) -> AsyncIterator[ServerProcess]:
+    cmd = [sys.executable, "-m", "devplane", "apiserver", "--port", "0"]  # in-memory storage
+    with log_path.open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=_child_env(),
+                                                    preexec_fn=_die_with_parent)
+    try:
+        assert proc.stdout is not None
+        url = ""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        for _ in range(100):  # the ready line comes first; bounded anyway
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
+            except TimeoutError:
+                break
+            if not line:
+                break
+            text = line.decode(errors="replace").strip()
+            if text.startswith(READY_PREFIX):
+                url = text[len(READY_PREFIX):].split()[0]
+                break
+        if not url:
+            raise BenchError(f"server did not report ready within {STARTUP_TIMEOUT:.0f}s:\n{log_tail(log_path)}")
+        yield ServerProcess(proc, url)
+    finally:
+        await _stop(proc)
+
+
+@dataclass
+class ControllerProcess:
+    proc: asyncio.subprocess.Process
+    health: str
+    metrics: str
+    log_path: Path
+
+
+@contextlib.asynccontextmanager
+async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str],
+                                 workers: int | None) -> AsyncIterator[ControllerProcess]:
+    health, metrics = free_port(), free_port()
+    # python -m controller_manager; with --workers, the same main() with REBALANCER_WORKERS patched
+    program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
+    cmd = [sys.executable, *program, "--kubeconfig", str(kubeconfig), "--leader-elect=false",
+           "--kube-api-qps=-1", f"--metrics-bind-address=127.0.0.1:{metrics}",
+           f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
+    with log_path.open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(*cmd, stdout=log_file, stderr=log_file,
+                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=_child_env(),
+                                                    preexec_fn=_die_with_parent)
+    try:
+        yield ControllerProcess(proc, f"http://127.0.0.1:{health}", f"http://127.0.0.1:{metrics}", log_path)
+    finally:
+        await _stop(proc)
+
+
+def py_spy() -> str:
+    """py-spy next to this Python (a venv's bin/) or on PATH; only needed for --profile."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise BenchError("--profile needs py-spy (pip install py-spy)")
+    return found
+
+
+@contextlib.asynccontextmanager
+async def profiled(pid: int, out: Path | None) -> AsyncIterator[None]:
+    """With --profile: py-spy samples ``pid`` (GIL holder only, collapsed stacks in ``out``)."""
+    if out is None:
+        yield
+        return
+    spy = await asyncio.create_subprocess_exec(
+        py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--gil", "--nonblocking",
+        "--output", str(out), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    await asyncio.sleep(1.0)  # let it attach
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
+        try:
+            await asyncio.wait_for(spy.wait(), 15.0)
+        except TimeoutError:
+            spy.kill()
+            await spy.wait()
+
+
+# ------------------------------------------------------------------------------------------ HTTP helpers
+
+
+async def pool(count: int, concurrency: int, time_limit: float, job: Callable[[int], Awaitable[None]]) -> int:
+    """Run ``job(0..count-1)`` with ``concurrency`` workers; stop taking new ones after ``time_limit``."""
+    next_index = 0
+    done = 0
+    deadline = time.monotonic() + time_limit
+
+    async def worker() -> None:
+        nonlocal next_index, done
+        while next_index < count and time.monotonic() < deadline:
+            i = next_index
+            next_index += 1
+            await job(i)
+            done += 1
+
+    async with asyncio.timeout(time_limit + REQUEST_TIMEOUT):
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done
+
+
+async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> bytes:
+    body = await resp.read()
+    if resp.status not in statuses:
+        raise BenchError(f"{resp.method} {resp.url.path}: HTTP {resp.status}: {body[:300]!r}")
+    return body
+
+
+def session(url: str, connections: int) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
+                                 connector=aiohttp.TCPConnector(limit=connections))
+
+
+def format_time(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime(TIME_FORMAT)
+
+
+# ------------------------------------------------------------------------------------------ the data
+
+
+@dataclass(frozen=True)
+class Layout:
+    """N rebalancers of ``workloads`` Deployments each; Deployment k lives in namespace k % namespaces."""
+
+    rebalancers: int
+    workloads: int
+    namespaces: int
+
+    @property
+    def bindings(self) -> int:
+        return self.rebalancers * self.workloads
+
+    def namespace(self, k: int) -> str:
+        return f"bench-{k % self.namespaces}"
+
+    @staticmethod
+    def deployment(k: int) -> str:
+        return f"app-{k:06d}"
+
+    def binding_path(self, k: int) -> str:
+        return f"{RB_GROUP}/namespaces/{self.namespace(k)}/resourcebindings/{self.deployment(k)}-deployment"
+
+    @staticmethod
+    def rebalancer_name(i: int) -> str:
+        return f"rebalance-{i:05d}"
+
+    def workload_refs(self, i: int) -> list[dict[str, str]]:
+        return [{"apiVersion": "apps/v1", "kind": "Deployment", "name": self.deployment(k),
+                 "namespace": self.namespace(k)} for k in range(i * self.workloads, (i + 1) * self.workloads)]
+
+    def rebalancer(self, i: int) -> dict[str, Any]:
+        return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+                "metadata": {"name": self.rebalancer_name(i)}, "spec": {"workloads": self.workload_refs(i)}}
+
+
+async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int,
+                   time_limit: float) -> list[dict[str, Any]]:
+    """The namespaces and bindings (POST, then status PATCH with lastScheduledTime an hour ago); the bindings."""
+    for n in range(layout.namespaces):
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"bench-{n}"}}
+        async with http.post("/api/v1/namespaces", json=ns) as resp:
+            await expect(resp, 201)
+    hour_ago = format_time(datetime.now(UTC) - timedelta(hours=1))
+    status_patch = json.dumps({"status": {"lastScheduledTime": hour_ago}}).encode()
+    bindings: list[dict[str, Any]] = [{} for _ in range(layout.bindings)]
+
+    async def create(k: int) -> None:
+        name, namespace = layout.deployment(k), layout.namespace(k)
+        body = {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+                "metadata": {"name": f"{name}-deployment", "namespace": namespace},
+                "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                      "namespace": namespace},
+                         "replicas": 2}}
+        async with http.post(f"{RB_GROUP}/namespaces/{namespace}/resourcebindings", json=body) as resp:
+            await expect(resp, 201)
+        async with http.patch(f"{layout.binding_path(k)}/status", data=status_patch, headers=MERGE_PATCH) as resp:
+            bindings[k] = json.loads(await expect(resp, 200))
+
+    done = await pool(layout.bindings, concurrency, time_limit, create)
+    if done < layout.bindings:
+        raise BenchError(f"populate: only {done}/{layout.bindings} bindings within {time_limit:.0f}s")
+    return bindings
+
+
+async def create_rebalancers(http: aiohttp.ClientSession, layout: Layout, concurrency: int,
+                             time_limit: float) -> list[dict[str, Any]]:
+    created: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
+
+    async def create(i: int) -> None:
+        async with http.post(WR_PATH, json=layout.rebalancer(i)) as resp:
+            created[i] = json.loads(await expect(resp, 201))
+
+    done = await pool(layout.rebalancers, concurrency, time_limit, create)
+    if done < layout.rebalancers:
+        raise BenchError(f"only {done}/{layout.rebalancers} rebalancers created within {time_limit:.0f}s")
+    return created
+
+
+async def list_items(http: aiohttp.ClientSession, path: str) -> list[dict[str, Any]]:
+    async with http.get(path) as resp:
+        items: list[dict[str, Any]] = json.loads(await expect(resp, 200))["items"]
+    return items
+
+
+async def check_results(http: aiohttp.ClientSession, layout: Layout) -> None:
+    """Every rebalancer finished with every item Successful; every binding triggered at its creationTimestamp."""
+    rebalancers = await list_items(http, WR_PATH)
+    created: dict[str, str] = {}
+    for wr in rebalancers:
+        items = (wr.get("status") or {}).get("observedWorkloads") or []
+        if len(items) != layout.workloads or any(item.get("result") != "Successful" for item in items):
+            raise BenchError(f"rebalancer {wr['metadata']['name']}: status {wr.get('status')}")
+        for ref in wr["spec"]["workloads"]:
+            created[f"{ref['namespace']}/{ref['name']}-deployment"] = wr["metadata"]["creationTimestamp"]
+    if len(rebalancers) != layout.rebalancers:
+        raise BenchError(f"{len(rebalancers)} rebalancers, wanted {layout.rebalancers}")
+    bindings = await list_items(http, f"{RB_GROUP}/resourcebindings")
+    wrong = [b["metadata"]["name"] for b in bindings
+             if b["spec"].get("rescheduleTriggeredAt") != created.get(f"{b['metadata']['namespace']}/"
+                                                                       f"{b['metadata']['name']}")]
+    if len(bindings) != layout.bindings or wrong:
+        raise BenchError(f"{len(bindings)} bindings, {len(wrong)} without the expected trigger: {wrong[:5]}")
+
+
+# ------------------------------------------------------------------------------------------ phases
+
+
+@dataclass
+class ControllerRun:
+    seconds: float
+    create_seconds: float
+    startup_seconds: float
+    peak_rss_kib: int
+    controller_cpu: float
+    server_cpu: float
+    requests: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class CeilingRun:
+    seconds: float
+    server_cpu: float
+    client_cpu: float
+    requests: dict[str, int]
+
+
+_METRIC = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
+
+
+async def scrape(http: aiohttp.ClientSession, url: str) -> list[tuple[str, str, float]]:
+    async with http.get(url + "/metrics") as resp:
+        text = (await expect(resp, 200)).decode()
+    out = []
+    for line in text.splitlines():
+        match = _METRIC.match(line)
+        if match:
+            out.append((match.group(1), match.group(2), float(match.group(3))))
+    return out
+
+
+async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, time_limit: float) -> float:
+    """Wait for /readyz 200, then until the start-up work is over: work queues empty, no active worker and no
+    request made (events still being written count) over three polls 0.2 s apart. Returns the seconds waited."""
+    t0 = time.monotonic()
+    deadline = t0 + time_limit
+    quiet = 0
+    last_requests = -1.0
+    for _ in range(int(time_limit / 0.2) + 1):
+        if cm.proc.returncode is not None:
+            raise BenchError(f"controller-manager exited ({cm.proc.returncode}):\n{log_tail(cm.log_path)}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"controller-manager not ready and idle within {time_limit:.0f}s:\n"
+                             f"{log_tail(cm.log_path)}")
+        idle = False
+        try:
+            async with http.get(cm.health + "/readyz") as resp:
+                await resp.read()
+            if resp.status == 200:
+                metrics = await scrape(http, cm.metrics)
+                requests = sum(v for n, _, v in metrics if n == "rest_client_requests_total")
+                busy = any(v > 0 for n, _, v in metrics
+                           if n in ("workqueue_depth", "controller_runtime_active_workers"))
+                idle = not busy and requests == last_requests
+                last_requests = requests
+        except aiohttp.ClientError:
+            pass
+        quiet = quiet + 1 if idle else 0
+        if quiet >= 3:
+            return time.monotonic() - t0
+        await asyncio.sleep(0.2)
+    raise BenchError("controller-manager never became idle")
+
+
+async def watch_finished(url: str, resource_version: str, want: int, started: asyncio.Event,
+                         time_limit: float) -> float:
+    """Watch rebalancers from ``resource_version``; the monotonic time when ``want`` of them have a finishTime."""
+    finished: set[str] = set()
+    timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
+    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
+        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(int(time_limit) + 5)}
+        async with watch_http.get(WR_PATH, params=params) as resp:
+            if resp.status != 200:
+                raise BenchError(f"watch: HTTP {resp.status}")
+            started.set()
+            for _ in range(10 * want + 1000):  # a few events per rebalancer; bounded anyway
+                line = await resp.content.readline()
+                if not line:
+                    break
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("status") or {}).get("finishTime"):
+                    finished.add(obj["metadata"]["name"])
+                    if len(finished) >= want:
+                        return time.monotonic()
+    raise BenchError(f"only {len(finished)}/{want} rebalancers finished within {time_limit:.0f}s")
+
+
+async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str) -> ControllerRun:
+    async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
+        await populate(http, layout, args.concurrency, args.phase_time)
+        kubeconfig = tmp / f"kubeconfig-{tag}"
+        write_kubeconfig(kubeconfig, {"karmada-apiserver": server.url}, "karmada-apiserver")
+        extra = [f"--controllers={args.controllers}"] if args.controllers else []
+        async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log", extra,
+                                          args.workers) as cm:
+            startup = await wait_until_idle(http, cm, args.phase_time)
+            async with http.get(WR_PATH, params={"limit": "1"}) as resp:
+                rv = json.loads(await expect(resp, 200))["metadata"]["resourceVersion"]
+            before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics)
+                      if n == "rest_client_requests_total"}
+            watching = asyncio.Event()
+            watcher = asyncio.create_task(watch_finished(server.url, rv, layout.rebalancers, watching,
+                                                         args.phase_time))
+            try:
+                await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
+                out = args.profile / f"controller-manager-{tag}.txt" if args.profile else None
+                async with profiled(cm.proc.pid, out):
+                    cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
+                    t0 = time.monotonic()
+                    await create_rebalancers(http, layout, args.concurrency, args.phase_time)
+                    created = time.monotonic()
+                    finished = await asyncio.wait_for(watcher, args.phase_time)
+                    cm_cpu, server_cpu = cpu_seconds(cm.proc.pid) - cm_cpu0, cpu_seconds(server.proc.pid) - server_cpu0
+            finally:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+            peak = status_kib(cm.proc.pid, "VmHWM")
+            after = await scrape(http, cm.metrics)
+            requests: dict[str, float] = {}
+            for name, labels, value in after:
+                if name == "rest_client_requests_total":
+                    method = re.search(r'method="(\w+)"', labels)
+                    key = method.group(1) if method else "?"
+                    requests[key] = requests.get(key, 0.0) + value - before.get((name, labels), 0.0)
+        await check_results(http, layout)
+    return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests)
+
+
+async def drain_watch(url: str, path: str, opened: asyncio.Event) -> None:
+    """A watch from now, read and dropped until cancelled (the load an informer's watch puts on the server)."""
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http, \
+            watch_http.get(path, params={"watch": "true", "timeoutSeconds": "600"}) as resp:
+        if resp.status != 200:
+            raise BenchError(f"watch {path}: HTTP {resp.status}")
+        opened.set()
+        for _ in range(10_000_000):  # bounded; cancelled long before
+            if not await resp.content.readline():
+                return
+
+
+def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
+    """An Event like the rebalancer's recorder writes for workload ``k`` of rebalancer ``i``."""
+    now = format_time(datetime.now(UTC))
+    ref = {"kind": "WorkloadRebalancer", "name": layout.rebalancer_name(i), "apiVersion": "apps.karmada.io/v1alpha1"}
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{layout.rebalancer_name(i)}.{time.time_ns():x}", "namespace": "default"},
+            "involvedObject": ref, "reason": "RescheduleTriggered", "type": "Normal",
+            "message": f"apps/v1 Deployment {layout.namespace(k)}/{layout.deployment(k)}: rescheduling triggered",
+            "source": {"component": "workload-rebalancer"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "reportingComponent": "workload-rebalancer", "reportingInstance": ""}
+
+
+async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str,
+                        traffic_events: int | None = None) -> CeilingRun:
+    """The controller's minimal writes, issued by this process on a fresh server.
+
+    With ``traffic_events`` (the Events the controller-manager wrote in its run), also the rest of the API
+    traffic of the controller run, to see what that costs the server: the rebalancer creates inside the timing
+    (each just before its writes), watches open on bindings and (twice) on rebalancers, and that many Event
+    POSTs spread evenly over the bindings.
+    """
+    async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
+        bindings = await populate(http, layout, args.concurrency, args.phase_time)
+        rebalancers: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
+        if traffic_events is None:
+            rebalancers = await create_rebalancers(http, layout, args.concurrency, args.phase_time)
+        counts = {"PUT": 0, "PATCH": 0, "POST": 0}
+        events = traffic_events or 0
+
+        async def rebalance(i: int) -> None:
+            if traffic_events is not None:
+                async with http.post(WR_PATH, json=layout.rebalancer(i)) as resp:
+                    rebalancers[i] = json.loads(await expect(resp, 201))
+                counts["POST"] += 1
+            trigger = rebalancers[i]["metadata"]["creationTimestamp"]
+            for k in range(i * layout.workloads, (i + 1) * layout.workloads):
+                binding = bindings[k]  # as the server last returned it: its resourceVersion is current
+                updated = {**binding, "spec": {**binding["spec"], "rescheduleTriggeredAt": trigger}}
+                async with http.put(layout.binding_path(k), json=updated) as resp:
+                    await expect(resp, 200)
+                counts["PUT"] += 1
+                if events and (k + 1) * events // layout.bindings > k * events // layout.bindings:
+                    async with http.post("/api/v1/namespaces/default/events", json=event_for(layout, i, k)) as resp:
+                        await expect(resp, 201)
+                    counts["POST"] += 1
+            observed = [{"workload": ref, "result": "Successful"}
+                        for ref in sorted(layout.workload_refs(i), key=lambda r: (r["namespace"], r["name"]))]
+            status = {"status": {"observedWorkloads": observed, "observedGeneration": 1,
+                                 "finishTime": format_time(datetime.now(UTC))}}
+            async with http.patch(f"{WR_PATH}/{layout.rebalancer_name(i)}/status", data=json.dumps(status),
+                                  headers=MERGE_PATCH) as resp:
+                await expect(resp, 200)
+            counts["PATCH"] += 1
+
+        watches: list[asyncio.Task[None]] = []
+        try:
+            if traffic_events is not None:
+                opened = [asyncio.Event() for _ in range(3)]
+                paths = (f"{RB_GROUP}/resourcebindings", WR_PATH, WR_PATH)
+                watches = [asyncio.create_task(drain_watch(server.url, path, event))
+                           for path, event in zip(paths, opened, strict=True)]
+                await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), REQUEST_TIMEOUT)
+            server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+            t0 = time.monotonic()
+            done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
+            seconds = time.monotonic() - t0
+            server_cpu, client_cpu = cpu_seconds(server.proc.pid) - server_cpu0, time.process_time() - client_cpu0
+        finally:
+            for watch in watches:
+                watch.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
+        if done < layout.rebalancers:
+            raise BenchError(f"ceiling: only {done}/{layout.rebalancers} rebalancers within {args.phase_time:.0f}s")
+        await check_results(http, layout)
+    return CeilingRun(seconds, server_cpu, client_cpu, counts)
+
+
+# ------------------------------------------------------------------------------------------ report
+
+
+def describe(requests: dict[str, int] | dict[str, float]) -> str:
+    return ", ".join(f"{count:,.0f} {method}" for method, count in sorted(requests.items()) if count)
+
+
+def report(layout: Layout, ctl: ControllerRun, ceiling: CeilingRun, traffic: CeilingRun | None) -> None:
+    n, b = layout.rebalancers, layout.bindings
+    ratio = ctl.seconds / ceiling.seconds
+    print(f"\n{n:,} rebalancers x {layout.workloads} workloads ({b:,} ResourceBindings in "
+          f"{layout.namespaces} namespaces):")
+    print(f"  controller  all finished in {ctl.seconds:6.2f} s  ({b / ctl.seconds:,.0f} bindings/s; its "
+          f"{n:,} POSTs took {ctl.create_seconds:.2f} s)")
+    print(f"              controller-manager CPU {ctl.controller_cpu:.2f} s ({ctl.controller_cpu / b * 1e6:.0f} µs "
+          f"per binding), server CPU {ctl.server_cpu:.2f} s; controller-manager peak RSS (VmHWM) "
+          f"{ctl.peak_rss_kib / 1024:.0f} MiB")
+    print(f"              requests of the controller-manager: {describe(ctl.requests)}; "
+          f"its start-up (ready, then idle) took {ctl.startup_seconds:.1f} s")
+    print(f"  ceiling     {describe(ceiling.requests)} in {ceiling.seconds:6.2f} s "
+          f"({sum(ceiling.requests.values()) / ceiling.seconds:,.0f} writes/s); server CPU "
+          f"{ceiling.server_cpu:.2f} s, client CPU {ceiling.client_cpu:.2f} s")
+    if traffic is not None:
+        print(f"  + traffic   {describe(traffic.requests)}, 3 watches, in {traffic.seconds:6.2f} s; server CPU "
+              f"{traffic.server_cpu:.2f} s, client CPU {traffic.client_cpu:.2f} s")
+    print(f"  ratio       controller / ceiling = {ratio:.2f}x  ({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)"
+          + (f"; controller / ceiling with its traffic = {ctl.seconds / traffic.seconds:.2f}x" if traffic else ""),
+          flush=True)
+
+
+async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    # SIGTERM unwinds like Ctrl-C: the children are stopped and the temp dir removed.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        async with asyncio.timeout(args.time_limit):
+            for size in args.sizes:
+                layout = Layout(size, args.workloads, args.namespaces)
+                print(f"--- {size:,} rebalancers, load average {os.getloadavg()[0]:.2f}", flush=True)
+                ctl = await controller_phase(args, layout, tmp, f"{size}")
+                ceiling = await ceiling_phase(args, layout, tmp, f"{size}-ceiling")
+                traffic = None
+                if args.with_traffic:
+                    events = int(ctl.requests.get("POST", 0))
+                    traffic = await ceiling_phase(args, layout, tmp, f"{size}-traffic", traffic_events=events)
+                report(layout, ctl, ceiling, traffic)
+    except TimeoutError:
+        raise BenchError(f"the benchmark passed --time-limit {args.time_limit:.0f}s") from None
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--sizes", default="100,1000", help="rebalancer counts, comma-separated (default 100,1000)")
+    p.add_argument("--workloads", type=int, default=10, help="workloads (bindings) per rebalancer")
+    p.add_argument("--namespaces", type=int, default=4, help="namespaces the bindings are spread over")
+    p.add_argument("--concurrency", type=int, default=16, help="connections of this process (setup and ceiling)")
+    p.add_argument("--controllers", default="", help="--controllers of the controller-manager (default: its own)")
+    p.add_argument("--no-traffic", dest="with_traffic", action="store_false",
+                   help="skip the third run: the ceiling with the rest of the controller run's API traffic (the "
+                        "rebalancer creates, 3 watches, as many Event POSTs as the controller-manager made)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="an experiment: run the controller-manager's main() with REBALANCER_WORKERS set to this "
+                        "(default: python -m controller_manager as it is)")
+    p.add_argument("--phase-time", type=float, default=60.0, help="time limit of each phase, seconds")
+    p.add_argument("--time-limit", type=float, default=170.0, help="time limit of the whole benchmark, seconds")
+    p.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                   help="sample the controller-manager with py-spy (GIL holder) during each timed controller "
+                        "phase: collapsed stacks in DIR/controller-manager-<N>.txt (slows the figures)")
+    p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
+    args = p.parse_args()
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    except ValueError:
+        p.error("--sizes takes comma-separated integers")
+    if not args.sizes or any(s < 1 for s in args.sizes):
+        p.error("--sizes must be positive")
+    for name in ("workloads", "namespaces", "concurrency"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    return args
+
+
+def main() -> int:
+    args = parse_args()
+    if args.profile is not None:
+        try:
+            py_spy()
+        except BenchError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        args.profile.mkdir(parents=True, exist_ok=True)
+    print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
+          f"dev API server in a child process, in-memory storage")
+    tmp = Path(tempfile.mkdtemp(prefix="rebalancer-bench-"))
+    try:
+        asyncio.run(bench_all(args, tmp))
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if args.keep_logs is not None:
+            args.keep_logs.mkdir(parents=True, exist_ok=True)
+            for path in tmp.glob("*.log"):
+                shutil.copy(path, args.keep_logs / path.name)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
