@@ -26,7 +26,9 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import Histogram
 
+from estimator.general import GeneralEstimator
 from estimator.members import NEED_CAPACITY, NEED_WORKLOADS, MemberCluster
+from estimator.merge import combine_available_replicas
 from estimator.unschedulable import DEPLOYMENT_KIND
 
 log = structlog.get_logger(__name__)
@@ -82,6 +84,22 @@ class EstimatorClient:
         return await self._ask(ESTIMATOR_ACCURATE, clusters, NEED_CAPACITY, estimate)
 
     # ------------------------------------------------------------------------------------------
+
+    async def available_replicas(self, clusters: list[Mapping[str, Any]], requirements: Mapping[str, Any] | None,
+                                 replicas: int, *, accurate: bool = True) -> dict[str, int]:
+        """Every estimator per cluster, combined by minimum (the scheduler's ``calAvailableReplicas``).
+
+        The general estimator answers from each Cluster's ``status.resourceSummary``; with
+        ``accurate`` (``--enable-scheduler-estimator``) the member caches answer too, each member on
+        its own (a member that cannot answer just leaves the general estimate). A cluster no
+        estimator could judge gets ``replicas``.
+        """
+        names = [str(c["metadata"]["name"]) for c in clusters]
+        answers: list[Mapping[str, int] | None] = [
+            GeneralEstimator().estimate([dict(c) for c in clusters], dict(requirements) if requirements else None)]
+        if accurate:
+            answers.append(await self.max_available_replicas(names, requirements))
+        return combine_available_replicas(names, answers, replicas)
 
     async def _ask(self, estimator: str, clusters: Iterable[str], need: tuple[str, ...],
                    estimate: Callable[[MemberCluster], int]) -> dict[str, int]:

@@ -675,3 +675,25 @@ async def _equals(answer: Any, expected: Any) -> bool:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_every_estimator_is_asked_and_combined_by_minimum() -> None:
+    """General (resourceSummary) and accurate (member caches) estimates per cluster, minimum wins;
+    a cluster that no estimator can judge gets spec.replicas."""
+    async with control_plane() as plane:
+        await add_node(plane.clients["member1"], "node-a")  # accurate: 4 cpu → 4 replicas of REQUEST
+        await add_node(plane.clients["member2"], "node-a")
+        await plane.wait_synced(*ALL)
+        summary = {"allocatable": {"cpu": "2", "memory": "16Gi", "pods": "110"}}  # general: 2 replicas
+        clusters = []
+        for name in ("member1", "member2"):
+            cluster = await plane.host_client.get(CLUSTERS, name)
+            cluster["status"] = {"resourceSummary": summary}
+            clusters.append(await plane.host_client.update_status(CLUSTERS, cluster))
+        estimator = EstimatorClient(plane.registry, timeout=3)
+        await eventually(lambda: _equals(estimator.max_available_replicas(["member1"], REQUEST), {"member1": 4}))
+        assert await estimator.available_replicas(clusters, REQUEST, replicas=7) == {"member1": 2, "member2": 2}
+        await plane.members["member2"].stop()  # accurate cannot answer for member2: general still does
+        assert await estimator.available_replicas(clusters, REQUEST, replicas=7) == {"member1": 2, "member2": 2}
+        no_summary = [{**c, "status": {}} for c in clusters]  # general says 0 without a summary (Karmada)
+        assert await estimator.available_replicas(no_summary, REQUEST, replicas=7) == {"member1": 0, "member2": 0}
