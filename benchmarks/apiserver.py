@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import functools
 import json
 import os
@@ -41,114 +40,16 @@ from typing import Any
 
 import aiohttp
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.support
+
+from benchmarks.support import BenchError, ServerProcess, run_server
+
 NAMESPACE = "bench"
 CM_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
-READY_PREFIX = "apiserver ready at "
-STARTUP_TIMEOUT = 30.0
 REQUEST_TIMEOUT = 30.0
-REPO = Path(__file__).resolve().parent.parent
 
 
-class BenchError(Exception):
-    """A phase failed or ran out of time."""
-
-
-# ------------------------------------------------------------------------------------------ server process
-
-
-@dataclass
-class ServerProcess:
-    proc: asyncio.subprocess.Process
-    url: str
-    log_path: Path
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def cpu_seconds(self) -> float:
-        """utime + stime of the server process (all its threads), from /proc/<pid>/stat."""
-        try:
-            text = Path(f"/proc/{self.pid}/stat").read_text()
-        except OSError:
-            return float("nan")
-        fields = text.rsplit(")", 1)[1].split()
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks  # fields 14 and 15 of proc(5)
-
-    def status_kib(self, key: str) -> int | None:
-        """A ``VmHWM``/``VmRSS`` line of /proc/<pid>/status, in KiB."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-        except OSError:
-            return None
-        return None
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-
-@contextlib.asynccontextmanager
-async def run_server(data_dir: Path | None, log_path: Path, karmada: bool) -> AsyncIterator[ServerProcess]:
-    cmd = [sys.executable, "-m", "devplane", "apiserver", "--port", "0"]
-    if data_dir is not None:
-        cmd += ["--data-dir", str(data_dir)]
-    if not karmada:
-        cmd.append("--no-karmada")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-    with log_path.open("wb") as log_file:
-        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=env,
-                                                    preexec_fn=_die_with_parent)
-    server: ServerProcess | None = None
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        url = ""
-        for _ in range(100):  # the ready line comes first; bounded anyway
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
-            except TimeoutError:
-                break
-            if not line:
-                break
-            text = line.decode(errors="replace").strip()
-            if text.startswith(READY_PREFIX):
-                url = text[len(READY_PREFIX):].split()[0]
-                break
-        server = ServerProcess(proc, url, log_path)
-        if not url:
-            raise BenchError(f"server did not report ready within {STARTUP_TIMEOUT:.0f}s:\n{server.log_tail()}")
-        yield server
-    finally:
-        await _stop(proc)
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL it if the benchmark dies (Linux prctl PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
-    try:
-        await asyncio.wait_for(proc.wait(), 5.0)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await asyncio.wait_for(proc.wait(), 5.0)
+# ------------------------------------------------------------------------------------------ profiling
 
 
 def py_spy() -> str:
@@ -470,7 +371,9 @@ def report_summary(runs: list[Run], args: argparse.Namespace) -> None:
 
 
 async def bench(args: argparse.Namespace, data_dir: Path | None, log_path: Path, storage: str) -> Run:
-    async with run_server(data_dir, log_path, not args.no_karmada) as server:
+    server_args = [*(["--data-dir", str(data_dir)] if data_dir is not None else []),
+                   *([] if not args.no_karmada else ["--no-karmada"])]
+    async with run_server(log_path, *server_args) as server:
         print(f"server pid {server.pid} at {server.url} ({storage})", flush=True)
         timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
         connector = aiohttp.TCPConnector(limit=args.concurrency)

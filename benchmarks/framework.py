@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
-import ctypes
 import gc
 import json
 import logging
@@ -61,6 +60,16 @@ if str(REPO) not in sys.path:  # run as a script: make controller_manager import
 
 from kubernetes_asyncio import client as k8s  # noqa: E402
 
+from benchmarks.support import (  # noqa: E402
+    STARTUP_TIMEOUT,
+    BenchError,
+    ServerProcess,
+    child_env,
+    die_with_parent,
+    run_server,
+    status_kib,
+    stop_process,
+)
 from controller_manager.cache import Indexer, Obj, share_item_strings  # noqa: E402
 from controller_manager.client import KubeClient, Resource  # noqa: E402
 from controller_manager.controller import Controller, Request, Result  # noqa: E402
@@ -72,14 +81,8 @@ from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
 NAMESPACE = "bench"
 CTL_NAMESPACE = "bench-ctl"
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-READY_PREFIX = "apiserver ready at "
-STARTUP_TIMEOUT = 30.0
 REQUEST_TIMEOUT = 30.0
 WRITER_CONCURRENCY = 32
-
-
-class BenchError(Exception):
-    """A phase failed or ran out of time."""
 
 
 def configmap(namespace: str, i: int) -> dict[str, Any]:
@@ -103,99 +106,6 @@ def configmap(namespace: str, i: int) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------ processes
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL it if the benchmark dies (Linux prctl PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
-def _child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
-    try:
-        await asyncio.wait_for(proc.wait(), 5.0)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await asyncio.wait_for(proc.wait(), 5.0)
-
-
-def proc_cpu_seconds(pid: int | str = "self") -> float:
-    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return float("nan")
-    fields = text.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def status_kib(key: str, pid: int | str = "self") -> int:
-    """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status, in KiB (0 if unavailable)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
-@dataclass
-class ServerProcess:
-    proc: asyncio.subprocess.Process
-    url: str
-    log_path: Path
-
-    def cpu_seconds(self) -> float:
-        return proc_cpu_seconds(self.proc.pid)
-
-    def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-
-@contextlib.asynccontextmanager
-async def run_server(data_dir: Path | None, log_path: Path) -> AsyncIterator[ServerProcess]:
-    cmd = [sys.executable, "-m", "devplane", "apiserver", "--port", "0", "--no-karmada"]
-    if data_dir is not None:
-        cmd += ["--data-dir", str(data_dir)]
-    with log_path.open("wb") as log_file:
-        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=_child_env(),
-                                                    preexec_fn=_die_with_parent)
-    try:
-        assert proc.stdout is not None
-        url = ""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        for _ in range(100):  # the ready line comes first; bounded anyway
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
-            except TimeoutError:
-                break
-            if not line:
-                break
-            text = line.decode(errors="replace").strip()
-            if text.startswith(READY_PREFIX):
-                url = text[len(READY_PREFIX):].split()[0]
-                break
-        server = ServerProcess(proc, url, log_path)
-        if not url:
-            raise BenchError(f"server did not report ready within {STARTUP_TIMEOUT:.0f}s:\n{server.log_tail()}")
-        yield server
-    finally:
-        await _stop(proc)
-
-
 class Child:
     """This script in another process (``--child ROLE``), talking JSON lines over stdin/stdout."""
 
@@ -210,11 +120,11 @@ class Child:
         with stderr_path.open("ab") as err:
             proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,
                                                         stdout=asyncio.subprocess.PIPE, stderr=err, cwd=REPO,
-                                                        env=_child_env(), preexec_fn=_die_with_parent)
+                                                        env=child_env(), preexec_fn=die_with_parent)
         try:
             yield cls(proc, role)
         finally:
-            await _stop(proc)
+            await stop_process(proc)
 
     async def read(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -840,7 +750,8 @@ async def bench(args: argparse.Namespace, tmp: Path) -> None:
     storage = f"SQLite in {args.data_dir}" if args.data_dir else "in-memory storage"
     print(f"framework benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f}, API server: child process, {storage}", flush=True)
-    async with run_server(args.data_dir, tmp / "server.log") as server:
+    data = ["--data-dir", str(args.data_dir)] if args.data_dir is not None else []
+    async with run_server(tmp / "server.log", "--no-karmada", *data) as server:
         print(f"server pid {server.proc.pid} at {server.url}", flush=True)
 
         # -- preload, untimed, from the writer child

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import platform
@@ -61,10 +60,18 @@ REPO = SCRIPT.parent.parent
 if str(REPO) not in sys.path:  # run as a script: make devplane importable without installing
     sys.path.insert(0, str(REPO))
 
+from benchmarks.support import (  # noqa: E402
+    BenchError,
+    child_env,
+    cpu_seconds,
+    die_with_parent,
+    log_tail,
+    run_server,
+    status_kib,
+    stop_process,
+)
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 
-READY_PREFIX = "apiserver ready at "
-STARTUP_TIMEOUT = 30.0
 REQUEST_TIMEOUT = 30.0
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
@@ -74,53 +81,7 @@ WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORK
                  "sys.exit(app.main(sys.argv[2:]))")
 
 
-class BenchError(Exception):
-    """A phase failed or ran out of time."""
-
-
 # ------------------------------------------------------------------------------------------ processes
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL it if the benchmark dies (Linux prctl PR_SET_PDEATHSIG)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-
-
-def _child_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.terminate()
-    try:
-        await asyncio.wait_for(proc.wait(), 10.0)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await asyncio.wait_for(proc.wait(), 5.0)
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return float("nan")
-    fields = text.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def status_kib(pid: int, key: str) -> int:
-    """A ``VmHWM``/``VmRSS`` line of /proc/<pid>/status, in KiB (0 if unavailable)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def free_port() -> int:
@@ -129,51 +90,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def log_tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-@dataclass
-class ServerProcess:
-    proc: asyncio.subprocess.Process
-    url: str
-
-
-@contextlib.asynccontextmanager
-async def run_server(log_path: Path) -> AsyncIterator[ServerProcess]:
-    cmd = [sys.executable, "-m", "devplane", "apiserver", "--port", "0"]  # in-memory storage
-    with log_path.open("wb") as log_file:
-        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=log_file,
-                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=_child_env(),
-                                                    preexec_fn=_die_with_parent)
-    try:
-        assert proc.stdout is not None
-        url = ""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        for _ in range(100):  # the ready line comes first; bounded anyway
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            try:
-                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
-            except TimeoutError:
-                break
-            if not line:
-                break
-            text = line.decode(errors="replace").strip()
-            if text.startswith(READY_PREFIX):
-                url = text[len(READY_PREFIX):].split()[0]
-                break
-        if not url:
-            raise BenchError(f"server did not report ready within {STARTUP_TIMEOUT:.0f}s:\n{log_tail(log_path)}")
-        yield ServerProcess(proc, url)
-    finally:
-        await _stop(proc)
 
 
 @dataclass
@@ -195,12 +111,12 @@ async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[s
            f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
     with log_path.open("wb") as log_file:
         proc = await asyncio.create_subprocess_exec(*cmd, stdout=log_file, stderr=log_file,
-                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=_child_env(),
-                                                    preexec_fn=_die_with_parent)
+                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=child_env(),
+                                                    preexec_fn=die_with_parent)
     try:
         yield ControllerProcess(proc, f"http://127.0.0.1:{health}", f"http://127.0.0.1:{metrics}", log_path)
     finally:
-        await _stop(proc)
+        await stop_process(proc, grace=10.0)
 
 
 def py_spy() -> str:
@@ -501,7 +417,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
             finally:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
-            peak = status_kib(cm.proc.pid, "VmHWM")
+            peak = status_kib("VmHWM", cm.proc.pid)
             after = await scrape(http, cm.metrics)
             requests: dict[str, float] = {}
             for name, labels, value in after:

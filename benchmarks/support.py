@@ -1,0 +1,132 @@
+"""What the benchmarks share: child processes that die with them, the dev API server as one, /proc readings.
+
+Imported as ``benchmarks.support`` (each benchmark puts the repository root on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+READY_PREFIX = "apiserver ready at "
+STARTUP_TIMEOUT = 30.0
+
+
+class BenchError(Exception):
+    """A phase failed or ran out of time."""
+
+
+def die_with_parent() -> None:
+    """In the child, before exec: SIGKILL it if the benchmark dies (Linux prctl PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a child: this checkout importable without installing it."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace: float = 5.0) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        await asyncio.wait_for(proc.wait(), grace)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await asyncio.wait_for(proc.wait(), 5.0)
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """utime + stime of a process (all its threads), from /proc/<pid>/stat."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return float("nan")
+    fields = text.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # fields 14 and 15 of proc(5)
+
+
+def status_kib(key: str, pid: int | str = "self") -> int:
+    """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status, in KiB (0 if unavailable)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@dataclass
+class ServerProcess:
+    """A running ``karmada-devplane apiserver`` child."""
+
+    proc: asyncio.subprocess.Process
+    url: str
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu_seconds(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def status_kib(self, key: str) -> int:
+        return status_kib(key, self.pid)
+
+    def log_tail(self, lines: int = 20) -> str:
+        return log_tail(self.log_path, lines)
+
+
+@contextlib.asynccontextmanager
+async def run_server(log_path: Path, *args: str) -> AsyncIterator[ServerProcess]:
+    """``python -m devplane apiserver --port 0 ARGS...`` until the block ends; waits for its ready line."""
+    cmd = [sys.executable, "-m", "devplane", "apiserver", "--port", "0", *args]
+    with log_path.open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE, stderr=log_file,
+                                                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=child_env(),
+                                                    preexec_fn=die_with_parent)
+    try:
+        assert proc.stdout is not None
+        url = ""
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        for _ in range(100):  # the ready line comes first; bounded anyway
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
+            except TimeoutError:
+                break
+            if not line:
+                break
+            text = line.decode(errors="replace").strip()
+            if text.startswith(READY_PREFIX):
+                url = text[len(READY_PREFIX):].split()[0]
+                break
+        server = ServerProcess(proc, url, log_path)
+        if not url:
+            raise BenchError(f"server did not report ready within {STARTUP_TIMEOUT:.0f}s:\n{server.log_tail()}")
+        yield server
+    finally:
+        await stop_process(proc)
