@@ -75,6 +75,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def port(text: str) -> int:
+    """A TCP port, 0-65535 (0: any free port, where a command allows it)."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
+    return value
+
+
 def non_negative_float(text: str) -> float:
     try:
         value = float(text)

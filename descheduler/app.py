@@ -17,7 +17,7 @@ import structlog
 
 from controller_manager.app import new_manager, run_component
 from controller_manager.manager import Manager
-from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, non_negative_int
+from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, port
 from estimator.client import EstimatorClient
 from estimator.members import MemberRegistry
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
@@ -33,13 +33,6 @@ GRPC_ONLY_FLAGS = ("--scheduler-estimator-port", "--scheduler-estimator-service-
                    "--scheduler-estimator-service-prefix", "--scheduler-estimator-ca-file",
                    "--scheduler-estimator-cert-file", "--scheduler-estimator-key-file",
                    "--insecure-skip-estimator-verify")
-
-
-def _port(text: str) -> int:
-    value = non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="After descheduling replicas of a binding from a cluster, leave that pair alone this long "
              "(default: twice --descheduling-interval; 0 disables).")
     add("--leader-elect-resource-name", default=COMPONENT, help=argparse.SUPPRESS)
-    add("--scheduler-estimator-port", type=_port, default=None,
+    add("--scheduler-estimator-port", type=port, default=None,
         help="Accepted for compatibility; the built-in estimator reads member clusters directly.")
     for flag in GRPC_ONLY_FLAGS[1:]:
         add(flag, default=None, nargs="?", const="true",

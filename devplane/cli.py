@@ -17,6 +17,7 @@ import anyio
 import structlog
 
 from controller_manager.logging import configure_logging
+from controller_manager.options import port, positive_int
 
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .kubeconfig import write_kubeconfig
@@ -26,26 +27,6 @@ log = structlog.get_logger("karmada-devplane")
 HOST_CONTEXT = "karmada-apiserver"
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer value: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karmada-devplane", description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--logging-format", choices=("text", "json"), default="text")
@@ -53,18 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     api = sub.add_parser("apiserver", help="serve one API server with Karmada's CRDs installed")
-    api.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (0 = any free port)")
+    api.add_argument("--port", type=port, default=0, help="port on 127.0.0.1 (0 = any free port)")
     api.add_argument("--data-dir", type=Path, default=None, help="SQLite storage folder (default: in memory)")
     api.add_argument("--kubeconfig", type=Path, default=None, help="write a kubeconfig for it here")
-    api.add_argument("--watch-history", type=_positive, default=DEFAULT_WATCH_HISTORY,
+    api.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY,
                      help="watch events kept per resource type; older resourceVersions get 410 Expired")
     api.add_argument("--no-karmada", action="store_true", help="serve a plain Kubernetes API (no Karmada CRDs)")
 
     up = sub.add_parser("up", help="serve the host and member API servers until interrupted")
-    up.add_argument("--members", type=_positive, default=3)
+    up.add_argument("--members", type=positive_int, default=3)
     up.add_argument("--kubeconfig-dir", type=Path, default=Path(".devplane/kube"))
     up.add_argument("--data-dir", type=Path, default=None, help="SQLite storage root (default: in memory)")
-    up.add_argument("--watch-history", type=_positive, default=DEFAULT_WATCH_HISTORY)
+    up.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY)
     return parser
 
 
