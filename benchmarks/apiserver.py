@@ -42,23 +42,10 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.support
 
-from benchmarks.support import BenchError, ServerProcess, run_server
+from benchmarks.support import REQUEST_TIMEOUT, BenchError, ServerProcess, expect, py_spy, run_server
 
 NAMESPACE = "bench"
 CM_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
-REQUEST_TIMEOUT = 30.0
-
-
-# ------------------------------------------------------------------------------------------ profiling
-
-
-def py_spy() -> str:
-    """py-spy next to this Python (a venv's bin/) or on PATH; only needed for --profile."""
-    beside = Path(sys.executable).parent / "py-spy"
-    found = str(beside) if beside.exists() else shutil.which("py-spy")
-    if found is None:
-        raise BenchError("--profile needs py-spy (pip install py-spy)")
-    return found
 
 
 # ------------------------------------------------------------------------------------------ client helpers
@@ -95,13 +82,6 @@ async def run_pool(jobs: list[Callable[[], Awaitable[None]]], concurrency: int, 
     async with asyncio.timeout(time_limit + REQUEST_TIMEOUT):
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return done
-
-
-async def expect(resp: aiohttp.ClientResponse, status: int) -> bytes:
-    body = await resp.read()
-    if resp.status != status:
-        raise BenchError(f"{resp.method} {resp.url.path}: HTTP {resp.status} (wanted {status}): {body[:300]!r}")
-    return body
 
 
 def list_metadata(body: bytes) -> dict[str, Any]:

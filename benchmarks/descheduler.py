@@ -56,7 +56,7 @@ from typing import Any, cast
 # The repository root goes first: this script's own name would otherwise shadow the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.estimator import make_node, make_pod
+from benchmarks.estimator import make_node, make_pod, median_ms
 from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.events import EventRecorder
@@ -252,16 +252,6 @@ def build_federation(binding_count: int, member_count: int, stuck_every: int, se
 
 
 # ------------------------------------------------------------------------------------------ timing
-
-
-def median_ms(action: Callable[[], object], repeats: int) -> tuple[float, object]:
-    times = []
-    result: object = None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = action()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), result
 
 
 class GcClock:

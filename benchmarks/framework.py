@@ -61,11 +61,14 @@ if str(REPO) not in sys.path:  # run as a script: make controller_manager import
 from kubernetes_asyncio import client as k8s  # noqa: E402
 
 from benchmarks.support import (  # noqa: E402
+    REQUEST_TIMEOUT,
     STARTUP_TIMEOUT,
     BenchError,
     ServerProcess,
     child_env,
     die_with_parent,
+    expect,
+    pool,
     run_server,
     status_kib,
     stop_process,
@@ -81,7 +84,6 @@ from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
 NAMESPACE = "bench"
 CTL_NAMESPACE = "bench-ctl"
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-REQUEST_TIMEOUT = 30.0
 WRITER_CONCURRENCY = 32
 
 
@@ -153,33 +155,6 @@ def _emit(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-async def _pool(count: int, concurrency: int, time_limit: float,
-                job: Callable[[int], Any]) -> int:
-    """Run ``job(0..count-1)`` with ``concurrency`` workers; stop taking new ones after ``time_limit``."""
-    next_index = 0
-    done = 0
-    deadline = time.monotonic() + time_limit
-
-    async def worker() -> None:
-        nonlocal next_index, done
-        while next_index < count and time.monotonic() < deadline:
-            i = next_index
-            next_index += 1
-            await job(i)
-            done += 1
-
-    async with asyncio.timeout(time_limit + REQUEST_TIMEOUT):
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return done
-
-
-async def _expect(resp: aiohttp.ClientResponse, *statuses: int) -> bytes:
-    body = await resp.read()
-    if resp.status not in statuses:
-        raise BenchError(f"{resp.method} {resp.url.path}: HTTP {resp.status}: {body[:300]!r}")
-    return body
-
-
 async def child_create(url: str, namespace: str, count: int, time_limit: float) -> None:
     """Create the namespace and ``count`` ConfigMaps in it."""
     timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
@@ -187,15 +162,15 @@ async def child_create(url: str, namespace: str, count: int, time_limit: float) 
     async with aiohttp.ClientSession(url, timeout=timeout, connector=connector) as http:
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         async with http.post("/api/v1/namespaces", json=ns) as resp:
-            await _expect(resp, 201, 409)
+            await expect(resp, 201, 409)
         path = f"/api/v1/namespaces/{namespace}/configmaps"
 
         async def create(i: int) -> None:
             async with http.post(path, json=configmap(namespace, i)) as resp:
-                await _expect(resp, 201)
+                await expect(resp, 201)
 
         t0 = time.perf_counter()
-        done = await _pool(count, WRITER_CONCURRENCY, time_limit, create)
+        done = await pool(count, WRITER_CONCURRENCY, time_limit, create)
         _emit({"done": done, "seconds": time.perf_counter() - t0})
 
 
@@ -210,7 +185,7 @@ async def child_update(url: str, namespace: str, *, count: int, tag: str, verb: 
     async with aiohttp.ClientSession(url, timeout=timeout, connector=connector) as http:
         path = f"/api/v1/namespaces/{namespace}/configmaps"
         async with http.get(path, params={"limit": "1"}) as resp:  # warm the pool
-            await _expect(resp, 200)
+            await expect(resp, 200)
         _emit({"ready": True})
         line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         if line.strip() != "go":
@@ -221,15 +196,15 @@ async def child_update(url: str, namespace: str, *, count: int, tag: str, verb: 
         async def update(i: int) -> None:
             if verb == "patch":
                 async with http.patch(f"{path}/cm-{i:06d}", data=patch_body, headers=headers) as resp:
-                    await _expect(resp, 200)
+                    await expect(resp, 200)
                 return
             obj = configmap(namespace, i)
             obj["data"]["rev"] = tag
             async with http.put(f"{path}/cm-{i:06d}", json=obj) as resp:
-                await _expect(resp, 200)
+                await expect(resp, 200)
 
         cpu0, t0 = time.process_time(), time.perf_counter()
-        done = await _pool(count, WRITER_CONCURRENCY, time_limit, update)
+        done = await pool(count, WRITER_CONCURRENCY, time_limit, update)
         _emit({"done": done, "seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu0})
 
 

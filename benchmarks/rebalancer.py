@@ -47,7 +47,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -61,18 +61,21 @@ if str(REPO) not in sys.path:  # run as a script: make devplane importable witho
     sys.path.insert(0, str(REPO))
 
 from benchmarks.support import (  # noqa: E402
+    REQUEST_TIMEOUT,
     BenchError,
     child_env,
     cpu_seconds,
     die_with_parent,
+    expect,
     log_tail,
+    pool,
+    py_spy,
     run_server,
     status_kib,
     stop_process,
 )
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 
-REQUEST_TIMEOUT = 30.0
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
@@ -119,15 +122,6 @@ async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[s
         await stop_process(proc, grace=10.0)
 
 
-def py_spy() -> str:
-    """py-spy next to this Python (a venv's bin/) or on PATH; only needed for --profile."""
-    beside = Path(sys.executable).parent / "py-spy"
-    found = str(beside) if beside.exists() else shutil.which("py-spy")
-    if found is None:
-        raise BenchError("--profile needs py-spy (pip install py-spy)")
-    return found
-
-
 @contextlib.asynccontextmanager
 async def profiled(pid: int, out: Path | None) -> AsyncIterator[None]:
     """With --profile: py-spy samples ``pid`` (GIL holder only, collapsed stacks in ``out``)."""
@@ -151,32 +145,6 @@ async def profiled(pid: int, out: Path | None) -> AsyncIterator[None]:
 
 
 # ------------------------------------------------------------------------------------------ HTTP helpers
-
-
-async def pool(count: int, concurrency: int, time_limit: float, job: Callable[[int], Awaitable[None]]) -> int:
-    """Run ``job(0..count-1)`` with ``concurrency`` workers; stop taking new ones after ``time_limit``."""
-    next_index = 0
-    done = 0
-    deadline = time.monotonic() + time_limit
-
-    async def worker() -> None:
-        nonlocal next_index, done
-        while next_index < count and time.monotonic() < deadline:
-            i = next_index
-            next_index += 1
-            await job(i)
-            done += 1
-
-    async with asyncio.timeout(time_limit + REQUEST_TIMEOUT):
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return done
-
-
-async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> bytes:
-    body = await resp.read()
-    if resp.status not in statuses:
-        raise BenchError(f"{resp.method} {resp.url.path}: HTTP {resp.status}: {body[:300]!r}")
-    return body
 
 
 def session(url: str, connections: int) -> aiohttp.ClientSession:

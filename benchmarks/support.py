@@ -9,16 +9,20 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+import aiohttp
 
 REPO = Path(__file__).resolve().parent.parent
 READY_PREFIX = "apiserver ready at "
 STARTUP_TIMEOUT = 30.0
+REQUEST_TIMEOUT = 30.0
 
 
 class BenchError(Exception):
@@ -130,3 +134,39 @@ async def run_server(log_path: Path, *args: str) -> AsyncIterator[ServerProcess]
         yield server
     finally:
         await stop_process(proc)
+
+
+async def pool(count: int, concurrency: int, time_limit: float, job: Callable[[int], Awaitable[None]]) -> int:
+    """Run ``job(0..count-1)`` with ``concurrency`` workers; stop taking new ones after ``time_limit``."""
+    next_index = 0
+    done = 0
+    deadline = time.monotonic() + time_limit
+
+    async def worker() -> None:
+        nonlocal next_index, done
+        while next_index < count and time.monotonic() < deadline:
+            i = next_index
+            next_index += 1
+            await job(i)
+            done += 1
+
+    async with asyncio.timeout(time_limit + REQUEST_TIMEOUT):
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return done
+
+
+async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> bytes:
+    """The body, or BenchError naming the request when the status is not one of ``statuses``."""
+    body = await resp.read()
+    if resp.status not in statuses:
+        raise BenchError(f"{resp.method} {resp.url.path}: HTTP {resp.status} (wanted {statuses}): {body[:300]!r}")
+    return body
+
+
+def py_spy() -> str:
+    """py-spy next to this Python (a venv's bin/) or on PATH; only needed for --profile."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise BenchError("--profile needs py-spy (pip install py-spy)")
+    return found
