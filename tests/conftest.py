@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import inspect
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -34,14 +35,16 @@ async def http(server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], *, timeout: float = 10.0,
-                     interval: float = 0.05) -> Any:
-    """Poll ``check`` until it returns a truthy value or raises nothing; fail after ``timeout``."""
+async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll ``check`` (a predicate, or a coroutine function) until it returns something truthy without
+    raising AssertionError; fail after ``timeout`` with the last assertion as the cause."""
     last: BaseException | None = None
     with anyio.move_on_after(timeout):
         while True:
             try:
-                result = await check()
+                result = check()
+                if inspect.isawaitable(result):
+                    result = await result
                 if result:
                     return result
                 last = None

@@ -583,12 +583,12 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
                    "lastTransitionTime": now_text()}
     await set_work_status(http, path, [applied_condition(), progressing],
                           [manifest_status(DEPLOY_REF, {"replicas": 3})])
-    await eventually(lambda: _async(aggregations("unchanged") >= unchanged + 1))
+    await eventually(lambda: aggregations("unchanged") >= unchanged + 1)
     await touch_binding(http, binding, "12345")
-    await eventually(lambda: _async(aggregations("unchanged") >= unchanged + 2))
+    await eventually(lambda: aggregations("unchanged") >= unchanged + 2)
     rv = (await get(http, binding.path) or {})["metadata"]["resourceVersion"]
     env.rb.enqueue(binding.request)
-    await eventually(lambda: _async(aggregations("unchanged") >= unchanged + 3))
+    await eventually(lambda: aggregations("unchanged") >= unchanged + 3)
     await env.flush_events()
 
     [binding_event] = await events_about(http, obj)
@@ -602,9 +602,6 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     assert current["metadata"]["resourceVersion"] == rv  # no status write
     assert template["metadata"]["resourceVersion"] == template_rv
 
-
-async def _async(value: bool) -> bool:
-    return value
 
 
 async def test_work_status_change_reaggregates(env: Env, http: aiohttp.ClientSession) -> None:
@@ -732,7 +729,7 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
     racing = RacingClient(kube, race)
     setup.reconciler.client = racing
     try:
-        await eventually(lambda: _async(setup.reconciler.bindings.get("default/racy") is not None))
+        await eventually(lambda: setup.reconciler.bindings.get("default/racy") is not None)
         await setup.reconciler.reconcile(binding.request)
     finally:
         await setup.factory.stop()
@@ -766,7 +763,7 @@ async def test_failed_binding_write_records_a_warning(kube: KubeClient, http: ai
     setup.reconciler.client = FailingClient(kube)
     errors = aggregations("error")
     try:
-        await eventually(lambda: _async(setup.reconciler.bindings.get("default/unlucky") is not None))
+        await eventually(lambda: setup.reconciler.bindings.get("default/unlucky") is not None)
         with pytest.raises(ApiError):
             await setup.reconciler.reconcile(binding.request)
     finally:

@@ -58,6 +58,19 @@ async def _ready(manager: Manager, task: asyncio.Task[None]) -> bool:
     return "health" in manager.bound and "metrics" in manager.bound
 
 
+async def run_noop_controller(kube: KubeClient, name: str) -> tuple[Manager, asyncio.Task[None]]:
+    """A running manager with one controller, ``name``, that reconciles ConfigMaps doing nothing."""
+
+    async def reconcile(request: Request) -> None:
+        return None
+
+    manager = make_manager(kube, name)
+    controller = Controller(name, reconcile)
+    controller.watches(manager.informer(CONFIGMAPS))
+    manager.add_controller(controller)
+    return manager, await run_in_background(manager)
+
+
 async def stop(manager: Manager, task: asyncio.Task[None]) -> None:
     manager.request_shutdown()
     await asyncio.wait_for(task, 10)
@@ -87,14 +100,14 @@ async def test_raising_reconcile_is_retried_with_growing_delay_and_worker_surviv
     try:
         async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "flaky"}}) as r:
             assert r.status == 201
-        await eventually(lambda: _count(attempts, 5), timeout=10)
+        await eventually(lambda: len(attempts) >= 5, timeout=10)
         gaps = [b - a for a, b in itertools.pairwise(attempts)]
         assert all(later > earlier for earlier, later in itertools.pairwise(gaps)), gaps
         assert gaps[0] >= 0.04  # base delay 50 ms, then 100, 200, 400
         # the same single worker still serves other keys
         async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "calm"}}) as r:
             assert r.status == 201
-        await eventually(lambda: _contains(others, "calm"))
+        await eventually(lambda: "calm" in others)
         body = await _scrape(manager)
         assert _sample(body, "controller_runtime_reconcile_errors_total", controller="retry-test") == 4
         assert _sample(body, "controller_runtime_reconcile_total", controller="retry-test", result="error") == 4
@@ -103,12 +116,6 @@ async def test_raising_reconcile_is_retried_with_growing_delay_and_worker_surviv
         await stop(manager, task)
 
 
-async def _count(items: list[float], n: int) -> bool:
-    return len(items) >= n
-
-
-async def _contains(items: list[str], item: str) -> bool:
-    return item in items
 
 
 async def test_requeue_after_and_generation_predicate(kube: KubeClient, http: aiohttp.ClientSession) -> None:
@@ -130,7 +137,7 @@ async def test_requeue_after_and_generation_predicate(kube: KubeClient, http: ai
                                                                                               "image": "x"}]}}}}
         async with http.post("/apis/apps/v1/namespaces/default/deployments", json=deploy) as r:
             assert r.status == 201
-        await eventually(lambda: _count_str(runs, "web", 2))  # once for the add, once after requeue_after
+        await eventually(lambda: runs.count("web") >= 2)  # once for the add, once after requeue_after
         async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/status",
                               json={"status": {"replicas": 1}},
                               headers={"Content-Type": "application/merge-patch+json"}) as r:
@@ -139,7 +146,7 @@ async def test_requeue_after_and_generation_predicate(kube: KubeClient, http: ai
                               json={"spec": {"replicas": 2}},
                               headers={"Content-Type": "application/merge-patch+json"}) as r:
             assert r.status == 200
-        await eventually(lambda: _count_str(runs, "web", 3))
+        await eventually(lambda: runs.count("web") >= 3)
         body = await _scrape(manager)
         assert runs.count("web") == 3  # the status-only write did not trigger a reconcile
         assert _sample(body, "controller_runtime_reconcile_total", controller="requeue-test",
@@ -148,19 +155,9 @@ async def test_requeue_after_and_generation_predicate(kube: KubeClient, http: ai
         await stop(manager, task)
 
 
-async def _count_str(items: list[str], item: str, n: int) -> bool:
-    return items.count(item) >= n
-
 
 async def test_metrics_parse_and_carry_every_architecture_name(kube: KubeClient) -> None:
-    async def reconcile(request: Request) -> None:
-        return None
-
-    manager = make_manager(kube, "metrics-test")
-    controller = Controller("metrics-test", reconcile)
-    controller.watches(manager.informer(CONFIGMAPS))
-    manager.add_controller(controller)
-    task = await run_in_background(manager)
+    manager, task = await run_noop_controller(kube, "metrics-test")
     try:
         body = await _scrape(manager)
         names = {m.name for m in text_string_to_metric_families(body)}
@@ -250,7 +247,7 @@ async def test_a_bad_reconcile_return_value_is_an_error_and_the_worker_survives(
         for name in ("bad", "fine"):
             async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": name}}) as r:
                 assert r.status == 201
-        await eventually(lambda: _contains(seen, "fine"))
+        await eventually(lambda: "fine" in seen)
         body = await _scrape(manager)
         assert _sample(body, "controller_runtime_reconcile_errors_total", controller="bad-return") == 1
     finally:
@@ -273,26 +270,16 @@ async def test_shutdown_drops_the_backlog_and_waits_only_for_running_reconciles(
     controller.watches(manager.informer(CONFIGMAPS, "default"))
     manager.add_controller(controller)
     task = await run_in_background(manager)
-    await eventually(lambda: _count_str_any(running, 2))
+    await eventually(lambda: len(running) >= 2)
     started = time.monotonic()
     await stop(manager, task)
     assert time.monotonic() - started < 1.0  # 60 x 50 ms / 2 workers would take 1.5 s
     assert len(running) < 60
 
 
-async def _count_str_any(items: list[str], n: int) -> bool:
-    return len(items) >= n
-
 
 async def test_metric_types_labels_and_buckets_match_controller_runtime(kube: KubeClient) -> None:
-    async def reconcile(request: Request) -> None:
-        return None
-
-    manager = make_manager(kube, "types-test")
-    controller = Controller("types-test", reconcile)
-    controller.watches(manager.informer(CONFIGMAPS))
-    manager.add_controller(controller)
-    task = await run_in_background(manager)
+    manager, task = await run_noop_controller(kube, "types-test")
     try:
         families = {f.name: f for f in text_string_to_metric_families(await _scrape(manager))}
         expected = {

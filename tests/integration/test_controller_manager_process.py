@@ -110,16 +110,13 @@ async def test_only_the_leader_writes_and_a_standby_finishes_pending_work(
     await make_binding(http, "Deployment", "bar")
     fault = server.inject_fault("PUT", "/resourcebindings/bar-deployment", code=500, times=10_000)
     await create_rebalancer(http, "two", [deploy_ref("bar")])
-    await eventually(lambda: _failed_a_few(fault), timeout=20)
+    await eventually(lambda: fault.times <= 10_000 - 2, timeout=20)
     first.proc.kill()
     await first.proc.wait()
     fault.times = 0
     await eventually(second.leads, timeout=20)
     await eventually(lambda: done(http, "two"), timeout=20)
 
-
-async def _failed_a_few(fault: Any) -> bool:
-    return bool(fault.times <= 10_000 - 2)
 
 
 async def _serving(process: Process) -> bool:
@@ -139,7 +136,7 @@ async def test_survives_the_api_server_going_away_for_30s(tmp_path: Path, launch
             fault = first.inject_fault("PUT", "/resourcebindings/foo-deployment", code=503,
                                        reason="ServiceUnavailable", times=10_000)
             await create_rebalancer(http, "pending", [deploy_ref("foo")])
-            await eventually(lambda: _failed_a_few(fault), timeout=20)
+            await eventually(lambda: fault.times <= 10_000 - 2, timeout=20)
         await first.stop()
         await asyncio.sleep(30)  # the outage itself is what is being tested
         assert cm.proc.returncode is None, cm.log.read_text()

@@ -439,7 +439,7 @@ async def test_unreachable_member_is_omitted_and_the_others_answer() -> None:
         assert reachable_gauge("member2") == 1.0
 
         await plane.members["member2"].stop()
-        await eventually(lambda: _true(reachable_gauge("member2") == 0.0))
+        await eventually(lambda: reachable_gauge("member2") == 0.0)
         started = time.monotonic()
         assert await estimator.unschedulable_replicas(ALL, WEB, THRESHOLD) == {"member1": 2, "member3": 0}
         assert set(await estimator.max_available_replicas(ALL, REQUEST)) == {"member1", "member3"}
@@ -464,12 +464,12 @@ async def test_unreachable_member_is_retried_until_it_answers_again() -> None:
             estimator = EstimatorClient(plane.registry, timeout=3)
             assert await estimator.max_available_replicas(["member1"], REQUEST) == {"member1": 4}
             await relay.__aexit__()
-            await eventually(lambda: _true(reachable_gauge("member1") == 0.0))
+            await eventually(lambda: reachable_gauge("member1") == 0.0)
             assert await estimator.max_available_replicas(["member1"], REQUEST) == {}
             await add_node(m1, "node-b")  # changed while unreachable: seen after the reconnection
             relay = Relay(plane.members["member1"].port, port=port)
             await relay.__aenter__()
-            await eventually(lambda: _true(reachable_gauge("member1") == 1.0), timeout=30)
+            await eventually(lambda: reachable_gauge("member1") == 1.0, timeout=30)
             await eventually(lambda: _equals(estimator.max_available_replicas(["member1"], REQUEST),
                                              {"member1": 8}))
         finally:
@@ -480,12 +480,12 @@ async def test_member_down_from_the_start_costs_nothing() -> None:
     async with control_plane(member_count=1) as plane:
         await register(plane.host_client, "member9", f"http://127.0.0.1:{free_port()}")
         await plane.wait_synced("member1")
-        await eventually(lambda: _true(plane.registry.get("member9") is not None))
+        await eventually(lambda: plane.registry.get("member9") is not None)
         estimator = EstimatorClient(plane.registry, timeout=3)
         started = time.monotonic()
         assert await estimator.max_available_replicas(["member9", "member1"], REQUEST) == {"member1": 0}
         assert time.monotonic() - started < 2.5
-        await eventually(lambda: _true(reachable_gauge("member9") == 0.0))
+        await eventually(lambda: reachable_gauge("member9") == 0.0)
         member9 = plane.registry.get("member9")
         assert member9 is not None and "nodes" in member9.errors()
 
@@ -503,7 +503,7 @@ async def test_one_resource_failing_leaves_the_other_estimate(capsys: pytest.Cap
             await eventually(lambda: _equals(estimator.unschedulable_replicas(["member1"], WEB, THRESHOLD),
                                              {"member1": 1}))
             assert await estimator.max_available_replicas(["member1"], REQUEST) == {}
-            await eventually(lambda: _true(reachable_gauge("member1") == 0.0))
+            await eventually(lambda: reachable_gauge("member1") == 0.0)
         assert any("401" in str(entry.get("error", "")) for entry in logs)
         printed = capsys.readouterr()
         assert token_of("member1") not in repr(logs) + printed.out + printed.err
@@ -518,7 +518,7 @@ async def test_missing_secret_is_retried_and_never_logs_the_token(capsys: pytest
                 "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "member1"},
                 "spec": {"syncMode": "Push", "apiEndpoint": plane.members["member1"].url,
                          "secretRef": {"namespace": SECRET_NAMESPACE, "name": "member1"}}})
-            await eventually(lambda: _true((m := plane.registry.get("member1")) is not None and "not found" in m.error))
+            await eventually(lambda: (m := plane.registry.get("member1")) is not None and "not found" in m.error)
             estimator = EstimatorClient(plane.registry, timeout=1)
             assert await estimator.max_available_replicas(["member1"], REQUEST) == {}
             await plane.host_client.create(SECRETS, {"metadata": {"name": "member1", "namespace": SECRET_NAMESPACE},
@@ -546,8 +546,8 @@ async def test_members_added_and_removed_at_run_time() -> None:
         removed = plane.registry.get("member2")
         assert removed is not None
         await plane.host_client.delete(CLUSTERS, "member2")
-        await eventually(lambda: _true(plane.registry.get("member2") is None and removed.closed
-                                       and not removed.running))
+        await eventually(lambda: plane.registry.get("member2") is None and removed.closed
+                                       and not removed.running)
         assert plane.registry.get_by_uid(removed.uid) is None
         assert reachable_gauge("member2") is None
         assert set(await estimator.max_available_replicas(ALL, REQUEST)) == {"member1", "member3"}
@@ -600,7 +600,7 @@ async def test_endpoint_change_repoints_the_member() -> None:
         previous2 = plane.registry.get("member2")
         await plane.host_client.patch(CLUSTERS, "member1", {"metadata": {"labels": {"env": "prod"}}})
         await plane.host_client.patch(CLUSTERS, "member2", {"spec": {"proxyURL": "http://127.0.0.1:9"}})
-        await eventually(lambda: _true(plane.registry.get("member2") is not previous2))
+        await eventually(lambda: plane.registry.get("member2") is not previous2)
         assert plane.registry.get("member1") is current
 
 
@@ -611,8 +611,8 @@ async def test_rotated_secret_replaces_the_client() -> None:
         assert old is not None
         await plane.host_client.patch(SECRETS, "member1", {"data": {"token": b64("rotated-token")}},
                                       namespace=SECRET_NAMESPACE)
-        await eventually(lambda: _true((m := plane.registry.get("member1")) is not None and m is not old
-                                       and m.reachable))
+        await eventually(lambda: (m := plane.registry.get("member1")) is not None and m is not old
+                                       and m.reachable)
         new = plane.registry.get("member1")
         assert new is not None and new.client is not None
         assert new.client.api_client.configuration.api_key == {"BearerToken": "rotated-token"}
@@ -672,9 +672,6 @@ async def _equals(answer: Any, expected: Any) -> bool:
     assert result == expected, result
     return True
 
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 async def test_every_estimator_is_asked_and_combined_by_minimum() -> None:

@@ -260,7 +260,7 @@ async def test_unset_ttl_never_deletes(manager: Manager, http: aiohttp.ClientSes
     assert await get(http, f"{WR}/keep") is not None
 
 
-async def _idle(queue: Any) -> bool:
+def _idle(queue: Any) -> bool:
     return len(queue) == 0 and queue.processing() == 0
 
 
