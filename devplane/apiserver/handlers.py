@@ -27,7 +27,7 @@ from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector, field_values
-from .store import DeleteOptions, FieldChecks, Store, etcd_key
+from .store import DeleteOptions, FieldChecks, Store, etcd_key, namespace_slice
 from .tables import to_table
 from .watch import Stored, Watcher
 
@@ -526,8 +526,7 @@ class Api:
                                   "created, modified, or deleted between the time the first chunk was returned and "
                                   "now may show up in the list.", extra={"metadata": {"continue": fresh}})
             if target.namespace:  # items are sorted by "namespace/name": a namespace is one slice
-                lo = bisect.bisect_left(items, target.namespace + "/", key=_item_key)
-                items = items[lo:bisect.bisect_left(items, target.namespace + "0", lo, key=_item_key)]
+                items = namespace_slice(items, target.namespace, _item_key)
         else:
             rv = self.store.rv
             start = ""
@@ -625,8 +624,8 @@ class Api:
         try:
             await response.prepare(request)
             await self._stream(response, watcher, rtype, timeout, bookmarks)
-        except (ConnectionResetError, ConnectionError):
-            pass
+        except ConnectionError:
+            pass  # the client went away
         finally:
             store.detach_watcher(key, watcher)
         return response

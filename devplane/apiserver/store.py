@@ -10,12 +10,13 @@ the commit of the resourceVersion they show, and watchers get events in commit o
 from __future__ import annotations
 
 import asyncio
+import bisect
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -30,6 +31,7 @@ from .watch import Event, History, Stored, Watcher
 
 log = structlog.get_logger(__name__)
 
+T = TypeVar("T")
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
 NAMESPACE_KEY = "/namespaces"
 SNAPSHOT_LIMIT = 64
@@ -67,6 +69,17 @@ class FieldChecks:
 def etcd_key(namespace: str, name: str) -> str:
     """The key lists are ordered and paged by: ``kube-system/x`` sorts before ``kube/y``, as in etcd."""
     return f"{namespace}/{name}" if namespace else name
+
+
+def namespace_slice(ordered: Sequence[T], namespace: str, key: Callable[[T], str]) -> list[T]:
+    """The part of a sequence in etcd key order that is in ``namespace`` ("ns/..." keys are contiguous,
+    and "0" follows "/"), found by bisection."""
+    lo = bisect.bisect_left(ordered, namespace + "/", key=key)
+    return list(ordered[lo:bisect.bisect_left(ordered, namespace + "0", lo, key=key)])
+
+
+def _etcd_key_of(ident: tuple[str, str]) -> str:
+    return etcd_key(*ident)
 
 
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
@@ -285,10 +298,10 @@ class Store:
         table = self._data.get(storage_key, {})
         keys = self._sorted.get(storage_key)
         if keys is None:
-            keys = sorted(table, key=lambda k: etcd_key(*k))
+            keys = sorted(table, key=_etcd_key_of)
             self._sorted[storage_key] = keys
         if namespace:
-            return [table[k] for k in keys if k[0] == namespace]
+            keys = namespace_slice(keys, namespace, _etcd_key_of)
         return [table[k] for k in keys]
 
     def storage_keys(self) -> list[str]:
@@ -537,9 +550,8 @@ class Store:
         if options.propagation == "Foreground" and not dry_run and self.dependents_of(meta.get("uid", "")):
             finalizers = [*finalizers, "foregroundDeletion"]
         if finalizers or grace > 0:
-            if meta.get("deletionTimestamp") and grace > 0:
-                return current, False
-            if dry_run:
+            # Held by finalizers, or a pod terminating gracefully (its kubelet finishes it with grace 0).
+            if dry_run or (meta.get("deletionTimestamp") and grace > 0):
                 return current, False
             new = decode_json(current.raw)
             new_meta = new["metadata"]
@@ -552,8 +564,6 @@ class Store:
             new_meta["deletionGracePeriodSeconds"] = grace
             if rtype.storage_key == NAMESPACE_KEY:
                 new.setdefault("status", {})["phase"] = "Terminating"
-            if grace > 0 and not finalizers:
-                pass  # graceful pod deletion: the kubelet finishes it with gracePeriodSeconds=0
             if new == current.obj:
                 return current, False
             return self._commit(rtype, "MODIFIED", new, current), False
