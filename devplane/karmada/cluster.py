@@ -1,0 +1,344 @@
+"""The cluster controller (``cluster-controller``): execution spaces, finalizer and condition taints.
+
+Written from Karmada's ``pkg/controllers/cluster/cluster_controller.go``. For every Cluster:
+
+* its execution space, the namespace ``karmada-es-<cluster>`` where its Works live, exists on the
+  host (created with the label ``karmada.io/system=true``; event ``CreateExecutionSpaceSucceed``);
+* its scheduling taints follow its ``Ready`` condition (``taintClusterByCondition``): False →
+  ``cluster.karmada.io/not-ready:NoSchedule``; Unknown → ``cluster.karmada.io/unreachable:NoSchedule``;
+  True → neither; no condition yet (a cluster just joined) → not-ready. The other taints are left
+  alone, added ones get ``timeAdded``, and every change is an event ``TaintClusterSucceed``;
+* the finalizer ``karmada.io/cluster-controller`` is present, so that a deletion first removes the
+  execution space: its Works are deleted (for a Pull cluster that is not ready, their execution
+  finalizer is dropped first, since no agent will ever clean up), then the namespace; the Cluster's
+  finalizer goes once the namespace is gone (re-checked every ``CLEANUP_CHECK_INTERVAL``).
+
+Not simulated: the health monitor of Pull clusters (``--cluster-monitor-period``: Push clusters,
+the only kind the dev plane has, return before it does anything) and the wait for bindings to drop
+the cluster before the finalizer is removed (it needs the taint-manager's terminating taint chain).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.controller import Controller, Request, Result
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.manager import Manager
+from karmada_api.conditions import find_condition
+from karmada_api.names import execution_space
+from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.timeutil import now_text
+
+log = structlog.get_logger(__name__)
+
+CONTROLLER_NAME = "cluster-controller"
+CLUSTER_CONTROLLER_FINALIZER = "karmada.io/cluster-controller"
+EXECUTION_CONTROLLER_FINALIZER = "karmada.io/execution-controller"
+KARMADA_SYSTEM_LABEL = "karmada.io/system"
+KARMADA_SYSTEM_LABEL_VALUE = "true"
+CONDITION_READY = "Ready"
+
+TAINT_NOT_READY = "cluster.karmada.io/not-ready"
+TAINT_UNREACHABLE = "cluster.karmada.io/unreachable"
+NOT_READY_TAINT: dict[str, str] = {"key": TAINT_NOT_READY, "effect": "NoSchedule"}
+UNREACHABLE_TAINT: dict[str, str] = {"key": TAINT_UNREACHABLE, "effect": "NoSchedule"}
+
+CLEANUP_CHECK_INTERVAL = 1.0
+"""Seconds between checks that a deleted cluster's execution space is gone (Karmada's fixed interval)."""
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+
+EVENT_CREATE_EXECUTION_SPACE_SUCCEED = "CreateExecutionSpaceSucceed"
+EVENT_CREATE_EXECUTION_SPACE_FAILED = "CreateExecutionSpaceFailed"
+EVENT_REMOVE_EXECUTION_SPACE_SUCCEED = "RemoveExecutionSpaceSucceed"
+EVENT_REMOVE_EXECUTION_SPACE_FAILED = "RemoveExecutionSpaceFailed"
+EVENT_TAINT_CLUSTER_SUCCEED = "TaintClusterSucceed"
+EVENT_TAINT_CLUSTER_FAILED = "TaintClusterFailed"
+
+
+# ----------------------------------------------------------------------------- pure rules
+
+
+def _match_taint(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """``Taint.MatchTaint``: same key and effect (value and time do not matter)."""
+    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
+
+
+def _taint_exists(taints: list[dict[str, Any]], taint: Mapping[str, Any]) -> bool:
+    return any(_match_taint(existing, taint) for existing in taints)
+
+
+def set_current_cluster_taints(taints: list[dict[str, Any]] | None, to_add: list[dict[str, str]],
+                               to_remove: list[dict[str, str]], now: str | None = None) -> list[dict[str, Any]]:
+    """``helper.SetCurrentClusterTaints``: remove, then append the missing ones with ``timeAdded``.
+
+    Returns the input list itself when nothing changes (so callers can tell by identity).
+    """
+    current = taints or []
+    adding = [t for t in to_add if not _taint_exists(current, t)]
+    removing = [t for t in to_remove if _taint_exists(current, t)]
+    if not adding and not removing:
+        return current
+    result = [dict(t) for t in current if not _taint_exists(removing, t)]
+    stamp = now or now_text()
+    result.extend({**t, "timeAdded": stamp} for t in adding)
+    return result
+
+
+def taints_for_condition(cluster: Obj, now: str | None = None) -> list[dict[str, Any]]:
+    """The taints the cluster should carry given its ``Ready`` condition (``taintClusterByCondition``)."""
+    taints = list((cluster.get("spec") or {}).get("taints") or [])
+    ready = find_condition((cluster.get("status") or {}).get("conditions"), CONDITION_READY)
+    if ready is None:
+        return set_current_cluster_taints(taints, [NOT_READY_TAINT], [], now)
+    status = ready.get("status")
+    if status == "False":
+        return set_current_cluster_taints(taints, [NOT_READY_TAINT], [UNREACHABLE_TAINT], now)
+    if status == "Unknown":
+        return set_current_cluster_taints(taints, [UNREACHABLE_TAINT], [NOT_READY_TAINT], now)
+    if status == "True":
+        return set_current_cluster_taints(taints, [], [NOT_READY_TAINT, UNREACHABLE_TAINT], now)
+    return taints
+
+
+def taints_message(taints: list[dict[str, Any]]) -> str:
+    """``helper.GenerateTaintsMessage``: the text of a ``TaintClusterSucceed`` event."""
+    if not taints:
+        return "cluster now does not have taints"
+    parts = []
+    for taint in taints:
+        if taint.get("value"):
+            parts.append(f"{{Key:{taint.get('key')},Value:{taint.get('value')},Effect:{taint.get('effect')}}}")
+        else:
+            parts.append(f"{{Key:{taint.get('key')},Effect:{taint.get('effect')}}}")
+    return f"cluster now has taints([{','.join(parts)}])"
+
+
+def _typed(obj: Obj) -> Obj:
+    """The Cluster with kind and apiVersion, which an event's involvedObject needs."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    return {**obj, "kind": CLUSTERS.kind, "apiVersion": CLUSTERS.api_version}
+
+
+def _finalizers(obj: Obj) -> list[str]:
+    return list((obj.get("metadata") or {}).get("finalizers") or [])
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+class ClusterReconciler:
+    """One Cluster: execution space, taints by condition and finalizer; cleanup on deletion."""
+
+    def __init__(self, client: KubeClient, clusters: Indexer, events: EventRecorder) -> None:
+        self.client = client
+        self.clusters = clusters
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        cluster = self.clusters.get(request.name)
+        if cluster is None:
+            return Result()
+        if (cluster.get("metadata") or {}).get("deletionTimestamp"):
+            return await self._remove(cluster)
+        await self._create_execution_space(cluster)
+        # The cache says whether a write is due; the write itself works on a fresh read.
+        taints_due = taints_for_condition(cluster) != ((cluster.get("spec") or {}).get("taints") or [])
+        if taints_due and await self._taint_by_condition(request.name) is None:
+            return Result()  # deleted meanwhile
+        if CLUSTER_CONTROLLER_FINALIZER not in _finalizers(cluster):
+            await self._edit_finalizer(request.name, add=True)
+        return Result()
+
+    # ---- sync ------------------------------------------------------------------------------------
+
+    async def _create_execution_space(self, cluster: Obj) -> None:
+        name = str(cluster["metadata"]["name"])
+        namespace = execution_space(name)
+        try:
+            await self.client.get(NAMESPACES, namespace)
+            return
+        except ApiError as exc:
+            if not exc.is_not_found:
+                self.events.event(_typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+                raise
+        try:
+            await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                "name": namespace, "labels": {KARMADA_SYSTEM_LABEL: KARMADA_SYSTEM_LABEL_VALUE}}})
+        except ApiError as exc:
+            if exc.is_already_exists:
+                return
+            self.events.event(_typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+            raise
+        log.info("created execution space", cluster=name, namespace=namespace)
+        self.events.event(_typed(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
+                          f"Created execution space({namespace}) for cluster({name}).")
+
+    async def _taint_by_condition(self, name: str) -> Obj | None:
+        """Update ``spec.taints`` from the latest Cluster; the Cluster (None once it is gone)."""
+        written: list[dict[str, Any]] | None = None
+
+        async def attempt() -> Obj | None:
+            nonlocal written
+            try:
+                latest = await self.client.get(CLUSTERS, name)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return None
+                raise
+            current = (latest.get("spec") or {}).get("taints") or []
+            taints = taints_for_condition(latest)
+            if taints == current:
+                return latest
+            updated = copy.deepcopy(latest)
+            updated.setdefault("spec", {})["taints"] = taints
+            result = await self.client.update(CLUSTERS, updated)
+            written = taints
+            return result
+
+        try:
+            latest = await retry_on_conflict(attempt)
+        except ApiError as exc:
+            cached = self.clusters.get(name)
+            if cached is not None:
+                self.events.event(_typed(cached), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
+            raise
+        if written is not None and latest is not None:
+            log.info("cluster taints updated", cluster=name, taints=taints_message(written))
+            self.events.event(_typed(latest), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
+                              f"Taint cluster succeed: {taints_message(written)}.")
+        return latest
+
+    async def _edit_finalizer(self, name: str, *, add: bool) -> None:
+        async def attempt() -> None:
+            try:
+                latest = await self.client.get(CLUSTERS, name)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return
+                raise
+            finalizers = _finalizers(latest)
+            if (CLUSTER_CONTROLLER_FINALIZER in finalizers) == add:
+                return
+            if add:
+                finalizers.append(CLUSTER_CONTROLLER_FINALIZER)
+            else:
+                finalizers = [f for f in finalizers if f != CLUSTER_CONTROLLER_FINALIZER]
+            updated = copy.deepcopy(latest)
+            updated["metadata"]["finalizers"] = finalizers
+            await self.client.update(CLUSTERS, updated)
+
+        try:
+            await retry_on_conflict(attempt)
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+
+    # ---- deletion --------------------------------------------------------------------------------
+
+    async def _remove(self, cluster: Obj) -> Result:
+        name = str(cluster["metadata"]["name"])
+        namespace = execution_space(name)
+        try:
+            await self._remove_execution_space(cluster, namespace)
+        except ApiError as exc:
+            self.events.event(_typed(cluster), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
+            raise
+        self.events.event(_typed(cluster), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
+                          f"Removed execution space for cluster({name}).")
+        try:
+            await self.client.get(NAMESPACES, namespace)
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+        else:
+            log.info("waiting for the execution space to be deleted", cluster=name, namespace=namespace)
+            return Result(requeue_after=CLEANUP_CHECK_INTERVAL)
+        await self._edit_finalizer(name, add=False)
+        return Result()
+
+    async def _remove_execution_space(self, cluster: Obj, namespace: str) -> None:
+        """Delete the cluster's Works, then its execution space (NotFound is success)."""
+        try:
+            works = (await self.client.list(WORKS, namespace)).get("items") or []
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+            works = []
+        pull_not_ready = ((cluster.get("spec") or {}).get("syncMode") == "Pull"
+                          and not _is_ready(cluster))
+        for work in works:
+            meta = work.get("metadata") or {}
+            if pull_not_ready and EXECUTION_CONTROLLER_FINALIZER in (meta.get("finalizers") or []):
+                await self._drop_work_finalizer(str(meta.get("name")), namespace)
+            if meta.get("deletionTimestamp"):
+                continue
+            try:
+                await self.client.delete(WORKS, str(meta.get("name")), namespace)
+            except ApiError as exc:
+                if not exc.is_not_found:
+                    raise
+        try:
+            await self.client.delete(NAMESPACES, namespace)
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+
+    async def _drop_work_finalizer(self, name: str, namespace: str) -> None:
+        async def attempt() -> None:
+            try:
+                work = await self.client.get(WORKS, name, namespace)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return
+                raise
+            finalizers = _finalizers(work)
+            if EXECUTION_CONTROLLER_FINALIZER not in finalizers:
+                return
+            updated = copy.deepcopy(work)
+            updated["metadata"]["finalizers"] = [f for f in finalizers if f != EXECUTION_CONTROLLER_FINALIZER]
+            await self.client.update(WORKS, updated)
+
+        await retry_on_conflict(attempt)
+
+
+def _is_ready(cluster: Obj) -> bool:
+    ready = find_condition((cluster.get("status") or {}).get("conditions"), CONDITION_READY)
+    return ready is not None and ready.get("status") == "True"
+
+
+# ----------------------------------------------------------------------------- wiring
+
+
+def setup_cluster_controller(manager: Manager) -> list[Controller]:
+    """Register ``cluster-controller`` (``--concurrent-cluster-syncs`` = 5 workers) on the Clusters informer."""
+    clusters = manager.informer(CLUSTERS)
+    reconciler = ClusterReconciler(manager.client, clusters.store, manager.event_recorder(CONTROLLER_NAME))
+    controller = Controller(CONTROLLER_NAME, reconciler, workers=5)
+    controller.watches(clusters)
+    manager.add_controller(controller)
+    return [controller]
+
+
+__all__ = [
+    "CLEANUP_CHECK_INTERVAL",
+    "CLUSTER_CONTROLLER_FINALIZER",
+    "CONTROLLER_NAME",
+    "NOT_READY_TAINT",
+    "TAINT_NOT_READY",
+    "TAINT_UNREACHABLE",
+    "UNREACHABLE_TAINT",
+    "ClusterReconciler",
+    "set_current_cluster_taints",
+    "setup_cluster_controller",
+    "taints_for_condition",
+    "taints_message",
+]
