@@ -1,0 +1,6 @@
+"""The simulated karmada-scheduler (spec §3): filters, replica division and the scheduling controller."""
+
+from .algorithm import Algorithm, AvailableReplicas
+from .controller import setup_scheduler
+
+__all__ = ["Algorithm", "AvailableReplicas", "setup_scheduler"]

@@ -1,0 +1,549 @@
+"""The simulated karmada-scheduler: bindings in, ``spec.clusters`` and the ``Scheduled`` condition out.
+
+One controller, one worker and one queue for ResourceBindings and ClusterResourceBindings,
+as Karmada's scheduler has (an RB key has a namespace, a CRB key has none):
+
+* §3.1 intake: a binding that carries a policy/managed-by label, names this scheduler and
+  is not suspended; creates, and updates that change ``metadata.generation`` (or make the
+  binding visible). A Cluster whose labels or generation change, or that starts
+  terminating, re-enqueues the bindings its old or new self may concern. Status writes
+  never re-enqueue anything.
+* §3.2 ``doSchedule``: schedule when the placement changed, the replicas changed, a manual
+  reschedule is pending, the workload is Duplicated or not a workload, or a target cluster
+  is being deleted; otherwise only catch ``schedulerObservedGeneration`` up.
+* §3.3 one scheduling: the algorithm (each ``clusterAffinities`` term in turn when there are
+  terms), a merge patch of ``spec.clusters`` + the applied-placement annotation when they
+  differ (a FitError clears ``spec.clusters``), events on the binding and on its template,
+  then the ``Scheduled`` condition, ``schedulerObservedGeneration`` and ``lastScheduledTime``.
+
+The binding is read from the API server at the start of each reconcile (not the cache), so a
+status written by the previous reconcile is always seen: a consumed ``rescheduleTriggeredAt``
+is never mistaken for a pending one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from prometheus_client import Counter, Histogram
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.controller import Controller, FuncPredicate, Request, Result, TerminalError
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.manager import Manager
+from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
+from karmada_api.conditions import set_condition
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
+from karmada_api.placement import (
+    DUPLICATED,
+    applied_placement_text,
+    cluster_matches,
+    is_binding_replicas_changed,
+    is_workload,
+    parse_placement,
+    placement_json,
+    replica_scheduling,
+    replica_scheduling_type,
+    reschedule_required,
+)
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
+from karmada_api.timeutil import now_text
+
+from .algorithm import Algorithm, AvailableReplicas
+from .division import (
+    AggregateError,
+    SchedulingError,
+    UnschedulableError,
+    aggregate,
+    assignment_of,
+    error_text,
+    find_error,
+)
+from .filters import FitError, affinity_index
+
+log = structlog.get_logger(__name__)
+
+CONTROLLER_NAME = "karmada-scheduler"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+SCHEDULER_LABELS = (PP_PERMANENT_ID, CPP_PERMANENT_ID, BINDING_MANAGED_BY)
+
+SCHEDULED = "Scheduled"
+REASON_SUCCESS = "Success"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_NO_CLUSTER_FIT = "NoClusterFit"
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_QUOTA_EXCEEDED = "QuotaExceeded"
+SUCCESS_MESSAGE = "Binding has been scheduled successfully."
+EVENT_SCHEDULE_SUCCEED = "ScheduleBindingSucceed"
+EVENT_SCHEDULE_FAILED = "ScheduleBindingFailed"
+
+RECONCILE_SCHEDULE = "ReconcileSchedule"
+SCALE_SCHEDULE = "ScaleSchedule"
+
+BACKOFF_INITIAL = 1.0
+BACKOFF_MAX = 10.0
+"""The scheduling queue's backoff for failed attempts (Karmada's priority queue: 1 s doubling to 10 s)."""
+
+SCHEDULE_ATTEMPTS = Counter("karmada_scheduler_schedule_attempts_total",
+                            "Number of attempts to schedule a binding.", ["result", "schedule_type"])
+E2E_DURATION = Histogram("karmada_scheduler_e2e_scheduling_duration_seconds",
+                         "E2E scheduling latency in seconds.", ["result", "schedule_type"],
+                         buckets=[0.001 * 2**i for i in range(15)])
+
+
+# ----------------------------------------------------------------------------- pure rules
+
+
+def schedulable(binding: Obj, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:
+    """§3.1 event filter: this scheduler's, not suspended, and labelled by a policy or a manager."""
+    spec = binding.get("spec") or {}
+    if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) != scheduler_name:
+        return False
+    if (spec.get("suspension") or {}).get("scheduling") is True:
+        return False
+    labels = (binding.get("metadata") or {}).get("labels") or {}
+    return any(labels.get(key) for key in SCHEDULER_LABELS)
+
+
+def _generation(obj: Obj) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
+
+
+def binding_predicate(scheduler_name: str) -> FuncPredicate:
+    """Creates of visible bindings; updates that change the generation or make a binding visible."""
+
+    def on_update(old: Obj, new: Obj) -> bool:
+        if not schedulable(new, scheduler_name):
+            return False
+        return not schedulable(old, scheduler_name) or _generation(old) != _generation(new)
+
+    return FuncPredicate(on_create=lambda obj: schedulable(obj, scheduler_name), on_update=on_update,
+                         on_delete=lambda _obj: False)
+
+
+def cluster_changed(old: Obj, new: Obj) -> bool:
+    """Labels or spec (generation) changed, or the cluster started terminating; status never counts."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}):
+        return True
+    if _generation(old) != _generation(new):
+        return True
+    return bool(new_meta.get("deletionTimestamp")) and not old_meta.get("deletionTimestamp")
+
+
+CLUSTER_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=cluster_changed,
+                                  on_delete=lambda _obj: False)
+
+
+def affected_by_cluster(binding: Obj, cluster: Obj) -> bool:
+    """``enqueueAffectedBindings``: the binding's current affinity matches the cluster (or there is none)."""
+    spec = binding.get("spec") or {}
+    placement = spec.get("placement")
+    if placement is None:
+        return False
+    terms = placement.get("clusterAffinities")
+    if terms:
+        status = binding.get("status") or {}
+        if int(status.get("schedulerObservedGeneration") or 0) != _generation(binding):
+            return True  # maybe still queued, or its status not seen yet: do not miss the change
+        affinity = terms[affinity_index(terms, status.get("schedulerObservingAffinityName") or "")]
+    else:
+        affinity = placement.get("clusterAffinity")
+    return affinity is None or cluster_matches(cluster, affinity)
+
+
+def _omit_zero(value: Any) -> Any:
+    """A JSON value with zero-valued object fields dropped, so that "absent" equals "zero" as Go's
+    decoding into structs makes them (``reflect.DeepEqual`` on decoded placements)."""
+    if isinstance(value, Mapping):
+        result = {}
+        for key, item in value.items():
+            normalized = _omit_zero(item)
+            if normalized not in (None, "", 0, False, {}, []):
+                result[key] = normalized
+        return result
+    if isinstance(value, list):
+        return [_omit_zero(item) for item in value]
+    return value
+
+
+def _term(terms: Sequence[Obj] | None, name: str) -> Obj | None:
+    return next((t for t in terms or [] if t.get("affinityName") == name), None)
+
+
+def cluster_affinities_changed(terms: Sequence[Obj] | None, applied_terms: Sequence[Obj] | None,
+                               observed_name: str) -> bool:
+    """Only the observed term matters: changed if unknown on either side or different."""
+    if not observed_name:
+        return True
+    current, applied = _term(terms, observed_name), _term(applied_terms, observed_name)
+    if current is None or applied is None:
+        return True
+    return bool(_omit_zero(current) != _omit_zero(applied))
+
+
+def placement_changed(placement: Obj, applied_text: str, observed_affinity_name: str) -> bool:
+    """``placementChanged``: the binding's placement differs from the one last scheduled with.
+
+    No annotation: changed. Unparseable: unchanged. Otherwise any difference in clusterAffinity,
+    clusterTolerations, spreadConstraints or replicaScheduling; failing that, a change of the
+    observed ``clusterAffinities`` term.
+    """
+    if not applied_text:
+        return True
+    try:
+        applied = parse_placement(applied_text)
+    except ValueError:
+        return False
+    if _omit_zero(dict(placement)) == _omit_zero(applied):
+        return False
+    for key in ("clusterAffinity", "clusterTolerations", "spreadConstraints", "replicaScheduling"):
+        if _omit_zero(placement.get(key)) != _omit_zero(applied.get(key)):
+            return True
+    return cluster_affinities_changed(placement.get("clusterAffinities"), applied.get("clusterAffinities"),
+                                      observed_affinity_name)
+
+
+def schedule_type(binding: Obj, cluster_deleting: Callable[[str], bool]) -> str | None:
+    """§3.2 decision tree: why to schedule (the metric's schedule type), or None when nothing is needed."""
+    spec = binding.get("spec") or {}
+    status = binding.get("status") or {}
+    placement = spec.get("placement") or {}
+    observed = str(status.get("schedulerObservingAffinityName") or "")
+    if placement_changed(placement, applied_placement_text(binding), observed):
+        return RECONCILE_SCHEDULE
+    if is_binding_replicas_changed(spec, replica_scheduling(placement)):
+        return SCALE_SCHEDULE
+    if reschedule_required(spec.get("rescheduleTriggeredAt"), status.get("lastScheduledTime")):
+        return RECONCILE_SCHEDULE
+    if not is_workload(spec) or replica_scheduling_type(placement) == DUPLICATED:
+        return RECONCILE_SCHEDULE
+    if any(cluster_deleting(str(c.get("name") or "")) for c in spec.get("clusters") or []):
+        return RECONCILE_SCHEDULE
+    return None
+
+
+def _condition(status: str, reason: str, message: str) -> dict[str, Any]:
+    """``util.NewCondition``: no observedGeneration."""
+    return {"type": SCHEDULED, "status": status, "reason": reason, "message": message}
+
+
+def condition_for(err: BaseException | None) -> tuple[dict[str, Any], bool]:
+    """``getConditionByError``: the Scheduled condition for a result, and whether not to retry."""
+    if err is None:
+        return _condition("True", REASON_SUCCESS, SUCCESS_MESSAGE), True
+    text = error_text(err)
+    if find_error(err, UnschedulableError) is not None:
+        return _condition("False", REASON_UNSCHEDULABLE, text), False
+    if find_error(err, FitError) is not None:
+        return _condition("False", REASON_NO_CLUSTER_FIT, text), True
+    if isinstance(err, AggregateError):
+        for member in err.errors:
+            if find_error(member, FitError) is not None:
+                return _condition("False", REASON_NO_CLUSTER_FIT, text), False
+            if isinstance(member, ApiError) and member.status == 403 and member.reason == REASON_QUOTA_EXCEEDED:
+                return _condition("False", REASON_QUOTA_EXCEEDED, error_text(member)), False
+    return _condition("False", REASON_SCHEDULER_ERROR, text), False
+
+
+def scheduled_status(status: Obj, condition: Mapping[str, Any], generation: int, now: str,
+                     affinity_name: str | None = None) -> dict[str, Any]:
+    """The binding status after a scheduling attempt (``patchBindingStatusCondition``)."""
+    result = dict(status)
+    result["conditions"] = set_condition(list(status.get("conditions") or []), dict(condition))
+    if condition.get("status") == "True":
+        result["schedulerObservedGeneration"] = generation
+        result["lastScheduledTime"] = now
+    if affinity_name is not None:
+        if affinity_name:
+            result["schedulerObservingAffinityName"] = affinity_name
+        else:
+            result.pop("schedulerObservingAffinityName", None)
+    return result
+
+
+def status_merge_patch(old: Obj, new: Obj) -> dict[str, Any]:
+    """Top-level status fields that differ (removed ones as null): a JSON merge patch of ``status``."""
+    return {key: new.get(key) for key in {*old, *new} if old.get(key) != new.get(key)}
+
+
+def result_message(clusters: Sequence[Mapping[str, Any]] | None, *, cluster_scoped: bool) -> str:
+    """``Binding has been scheduled successfully. Result: {m1:2, m2:1}`` (no colon for CRBs)."""
+    entries = ", ".join(f"{name}:{replicas}" for name, replicas in assignment_of(clusters))
+    return f"{SUCCESS_MESSAGE} Result{'' if cluster_scoped else ':'} {{{entries}}}"
+
+
+def template_reference(binding: Obj) -> dict[str, Any]:
+    """The event target for ``spec.resource`` (an ObjectReference built from the binding, no GET)."""
+    ref = (binding.get("spec") or {}).get("resource") or {}
+    meta = {k: v for k, v in (("name", ref.get("name")), ("namespace", ref.get("namespace")),
+                              ("uid", ref.get("uid"))) if v}
+    return {"apiVersion": ref.get("apiVersion") or "", "kind": ref.get("kind") or "", "metadata": meta}
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+@dataclass(frozen=True)
+class BindingKind:
+    resource: Resource
+    cluster_scoped: bool
+    noun: str  # how Karmada names it in messages
+
+    def describe(self, binding: Obj) -> str:
+        meta = binding.get("metadata") or {}
+        return str(meta.get("name")) if self.cluster_scoped else f"{meta.get('namespace')}/{meta.get('name')}"
+
+
+RB_KIND = BindingKind(RESOURCE_BINDINGS, False, "ResourceBinding")
+CRB_KIND = BindingKind(CLUSTER_RESOURCE_BINDINGS, True, "ClusterResourceBinding")
+
+
+@dataclass
+class _Outcome:
+    """What one scheduling did: its error, the binding as last written, the affinity term used."""
+
+    error: BaseException | None
+    binding: Obj
+    affinity_name: str | None = None
+
+
+class SchedulerReconciler:
+    """Schedules one binding per reconcile (key without namespace: a ClusterResourceBinding)."""
+
+    def __init__(self, client: KubeClient, algorithm: Algorithm, *, bindings: Indexer, cluster_bindings: Indexer,
+                 clusters: Indexer, events: EventRecorder, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> None:
+        self.client = client
+        self.algorithm = algorithm
+        self.bindings = bindings
+        self.cluster_bindings = cluster_bindings
+        self.clusters = clusters
+        self.events = events
+        self.scheduler_name = scheduler_name
+
+    async def reconcile(self, request: Request) -> Result:
+        kind = CRB_KIND if not request.namespace else RB_KIND
+        store = self.cluster_bindings if kind.cluster_scoped else self.bindings
+        if store.get(str(request)) is None:
+            return Result()
+        try:
+            binding = await self.client.get(kind.resource, request.name, request.namespace)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return Result()
+            raise
+        if not schedulable(binding, self.scheduler_name):
+            return Result()
+        if (binding.get("metadata") or {}).get("deletionTimestamp"):
+            self._record(kind, binding, None, SchedulingError(
+                f"skip schedule deleting {kind.noun[0].lower()}{kind.noun[1:]}: {kind.describe(binding)}"))
+            return Result()
+        if (binding.get("spec") or {}).get("placement") is None:
+            raise TerminalError(f"failed to get placement from {kind.noun[0].lower()}{kind.noun[1:]}"
+                                f"({kind.describe(binding)})")
+        reason = schedule_type(binding, self._cluster_deleting)
+        if reason is None:
+            await self._observe_generation(kind, binding)
+            return Result()
+        log.info("scheduling binding", binding=f"{kind.noun}({kind.describe(binding)})", schedule_type=reason)
+        started = time.perf_counter()
+        err = await self._schedule(kind, binding)
+        result = "scheduled" if err is None else "error"
+        SCHEDULE_ATTEMPTS.labels(result, reason).inc()
+        E2E_DURATION.labels(result, reason).observe(time.perf_counter() - started)
+        if err is not None:
+            raise err  # retried with backoff
+        return Result()
+
+    def _cluster_deleting(self, name: str) -> bool:
+        cluster = self.clusters.get(name)
+        return bool(cluster is not None and (cluster.get("metadata") or {}).get("deletionTimestamp"))
+
+    async def _observe_generation(self, kind: BindingKind, binding: Obj) -> None:
+        """Nothing to schedule: only record that this generation was seen."""
+        meta = binding.get("metadata") or {}
+        if _generation(binding) == int((binding.get("status") or {}).get("schedulerObservedGeneration") or 0):
+            return
+        try:
+            await self.client.patch_status(kind.resource, str(meta["name"]),
+                                           {"status": {"schedulerObservedGeneration": _generation(binding)}},
+                                           namespace=str(meta.get("namespace") or ""))
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+
+    # ------------------------------------------------------------------------- one scheduling
+
+    async def _schedule(self, kind: BindingKind, binding: Obj) -> BaseException | None:
+        """Schedule, then write the Scheduled condition; the error to retry with, if any."""
+        if ((binding.get("spec") or {}).get("placement") or {}).get("clusterAffinities"):
+            outcome = await self._schedule_with_affinities(kind, binding)
+        else:
+            outcome = await self._schedule_once(kind, binding)
+        condition, ignore = condition_for(outcome.error)
+        try:
+            await self._write_status(kind, binding, outcome.binding, condition, outcome.affinity_name)
+        except ApiError as exc:
+            return exc
+        return None if ignore else outcome.error
+
+    async def _run_algorithm(self, spec: Obj, status: Obj) -> tuple[list[dict[str, Any]] | None, BaseException | None]:
+        try:
+            return await self.algorithm.schedule(spec, status), None
+        except asyncio.CancelledError:
+            raise
+        except (SchedulingError, FitError) as exc:
+            return None, exc
+        except Exception as exc:  # a bug: reported like any scheduler error, with its traceback in the log
+            log.exception("scheduling algorithm failed")
+            return None, exc
+
+    async def _schedule_once(self, kind: BindingKind, binding: Obj) -> _Outcome:
+        """``scheduleResourceBinding`` without clusterAffinities."""
+        spec, status = binding.get("spec") or {}, binding.get("status") or {}
+        result, err = await self._run_algorithm(spec, status)
+        if err is not None and not isinstance(err, FitError):
+            self._record(kind, binding, None, err)
+            return _Outcome(err, binding)
+        written, patch_err = await self._patch_result(kind, binding, result)
+        if patch_err is not None:
+            err = aggregate([err, patch_err])
+        self._record(kind, binding, result, err)
+        return _Outcome(err, written)
+
+    async def _schedule_with_affinities(self, kind: BindingKind, binding: Obj) -> _Outcome:
+        """Try the ``clusterAffinities`` terms in order, from the observed one (the first on a manual
+        reschedule); the first term that schedules wins and becomes the observed term."""
+        spec, status = binding.get("spec") or {}, binding.get("status") or {}
+        terms = spec["placement"]["clusterAffinities"]
+        observed = str(status.get("schedulerObservingAffinityName") or "")
+        index = affinity_index(terms, observed)
+        if reschedule_required(spec.get("rescheduleTriggeredAt"), status.get("lastScheduledTime")):
+            index = 0
+        first_err: BaseException | None = None
+        for position in range(index, len(terms)):
+            name = str(terms[position].get("affinityName") or "")
+            result, err = await self._run_algorithm(spec, {**status, "schedulerObservingAffinityName": name})
+            if err is None:
+                written, patch_err = await self._patch_result(kind, binding, result)
+                err = aggregate([patch_err])
+                self._record(kind, binding, result, err)
+                return _Outcome(err, written, name)
+            first_err = first_err or err
+            self._record(kind, binding, None, SchedulingError(
+                f"failed to schedule {kind.noun}({kind.describe(binding)}) with clusterAffiliates "
+                f"index({position}): {error_text(err)}"))
+        if not isinstance(first_err, FitError):
+            return _Outcome(first_err, binding)
+        written, patch_err = await self._patch_result(kind, binding, None)
+        err = aggregate([first_err, patch_err])
+        self._record(kind, binding, None, err)
+        return _Outcome(err, written)
+
+    async def _patch_result(self, kind: BindingKind, binding: Obj,
+                            result: list[dict[str, Any]] | None) -> tuple[Obj, ApiError | None]:
+        """Merge-patch ``spec.clusters`` (null when empty) and the applied placement, when they differ."""
+        meta = binding.get("metadata") or {}
+        spec = binding.get("spec") or {}
+        text = placement_json(spec.get("placement"))
+        clusters = result or None
+        patch: dict[str, Any] = {}
+        if applied_placement_text(binding) != text:
+            patch["metadata"] = {"annotations": {APPLIED_PLACEMENT_ANNOTATION: text}}
+        if assignment_of(spec.get("clusters")) != assignment_of(clusters):
+            patch["spec"] = {"clusters": clusters}
+        if not patch:
+            return binding, None
+        try:
+            written = await self.client.patch(kind.resource, str(meta["name"]), patch,
+                                              namespace=str(meta.get("namespace") or ""))
+        except ApiError as exc:
+            return binding, exc
+        return written, None
+
+    async def _write_status(self, kind: BindingKind, scheduled: Obj, latest: Obj, condition: dict[str, Any],
+                            affinity_name: str | None) -> None:
+        """Set the Scheduled condition (and, on success, the observed generation and lastScheduledTime):
+        a merge patch guarded by the resourceVersion, re-read and recomputed on conflict."""
+        generation = _generation(scheduled)
+        meta = scheduled.get("metadata") or {}
+        name, namespace = str(meta["name"]), str(meta.get("namespace") or "")
+        now = now_text()
+        first: Obj | None = latest
+
+        async def attempt() -> None:
+            nonlocal first
+            binding = first if first is not None else await self.client.get(kind.resource, name, namespace)
+            first = None  # a conflict means it changed: read it again
+            old = binding.get("status") or {}
+            new = scheduled_status(old, condition, generation, now, affinity_name)
+            if new == old:
+                return
+            body = {"metadata": {"resourceVersion": (binding.get("metadata") or {}).get("resourceVersion")},
+                    "status": status_merge_patch(old, new)}
+            await self.client.patch_status(kind.resource, name, body, namespace=namespace)
+
+        try:
+            await retry_on_conflict(attempt)
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+
+    def _record(self, kind: BindingKind, binding: Obj, result: list[dict[str, Any]] | None,
+                err: BaseException | None) -> None:
+        """Events on the binding and on its template (``recordScheduleResultEventFor...``)."""
+        template = template_reference(binding)
+        if err is None:
+            message = result_message(result, cluster_scoped=kind.cluster_scoped)
+            self.events.event(binding, NORMAL, EVENT_SCHEDULE_SUCCEED, message)
+            self.events.event(template, NORMAL, EVENT_SCHEDULE_SUCCEED, message)
+        else:
+            self.events.event(binding, WARNING, EVENT_SCHEDULE_FAILED, error_text(err))
+            self.events.event(template, WARNING, EVENT_SCHEDULE_FAILED, error_text(err))
+
+
+# ----------------------------------------------------------------------------- wiring
+
+
+def _binding_mapper(bindings: Indexer, cluster_bindings: Indexer,
+                    scheduler_name: str) -> Callable[[Obj], list[Request]]:
+    """A changed Cluster → the visible bindings whose current affinity concerns it."""
+
+    def map_cluster(cluster: Obj) -> list[Request]:
+        requests: list[Request] = []
+        for store in (bindings, cluster_bindings):
+            for binding in store.list():
+                if schedulable(binding, scheduler_name) and affected_by_cluster(binding, cluster):
+                    requests.append(Request.for_object(binding))
+        return requests
+
+    return map_cluster
+
+
+def setup_scheduler(manager: Manager, *, available_replicas: AvailableReplicas | None = None,
+                    scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> list[Controller]:
+    """Register the scheduler controllers on a host Manager. available_replicas defaults to the
+    general estimator only (estimator.general.GeneralEstimator over the clusters' status)."""
+    bindings = manager.informer(RESOURCE_BINDINGS)
+    cluster_bindings = manager.informer(CLUSTER_RESOURCE_BINDINGS)
+    clusters = manager.informer(CLUSTERS)
+    algorithm = Algorithm(clusters.store.list, available_replicas)
+    reconciler = SchedulerReconciler(manager.client, algorithm, bindings=bindings.store,
+                                     cluster_bindings=cluster_bindings.store, clusters=clusters.store,
+                                     events=manager.event_recorder(scheduler_name), scheduler_name=scheduler_name)
+    name = CONTROLLER_NAME if scheduler_name == DEFAULT_SCHEDULER_NAME else f"{CONTROLLER_NAME}-{scheduler_name}"
+    controller = Controller(name, reconciler, workers=1,
+                            rate_limiter=ItemExponentialFailureRateLimiter[Request](BACKOFF_INITIAL, BACKOFF_MAX))
+    predicate = binding_predicate(scheduler_name)
+    controller.watches(bindings, predicates=[predicate])
+    controller.watches(cluster_bindings, predicates=[predicate])
+    controller.watches(clusters, map_func=_binding_mapper(bindings.store, cluster_bindings.store, scheduler_name),
+                       predicates=[CLUSTER_PREDICATE])
+    manager.add_controller(controller)
+    return [controller]

@@ -1,0 +1,258 @@
+"""Placement knowledge: replica scheduling strategies, the applied-placement annotation, ClusterMatches.
+
+Shared by the scheduler simulation, the taint manager and the descheduler: what a
+``Placement`` means (``pkg/apis/policy/v1alpha1``), how a binding's last scheduling is
+recorded (``policy.karmada.io/applied-placement``) and when a manual reschedule is pending
+(``RescheduleRequired``). Pure functions over parsed JSON dicts; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from .labels import APPLIED_PLACEMENT_ANNOTATION
+from .timeutil import parse_time
+from .tolerations import label_selector_matches, node_selector_matches
+
+Obj = Mapping[str, Any]
+
+# ReplicaSchedulingType / ReplicaDivisionPreference values.
+DUPLICATED = "Duplicated"
+DIVIDED = "Divided"
+AGGREGATED = "Aggregated"
+WEIGHTED = "Weighted"
+
+# The scheduler's strategy names (pkg/scheduler/core/assignment.go).
+STRATEGY_DUPLICATED = "Duplicated"
+STRATEGY_AGGREGATED = "Aggregated"
+STRATEGY_STATIC_WEIGHT = "StaticWeight"
+STRATEGY_DYNAMIC_WEIGHT = "DynamicWeight"
+
+# Spread constraint fields and the ClusterAffinity field selector keys.
+SPREAD_BY_CLUSTER = "cluster"
+SPREAD_BY_REGION = "region"
+SPREAD_BY_ZONE = "zone"
+SPREAD_BY_PROVIDER = "provider"
+FIELD_PROVIDER = "provider"
+FIELD_REGION = "region"
+FIELD_ZONE = "zone"
+
+
+# --------------------------------------------------------------------------------------------------
+# Strategies
+
+
+def replica_scheduling(placement: Obj | None) -> Obj | None:
+    """``placement.replicaScheduling`` as a dict, or None."""
+    strategy = (placement or {}).get("replicaScheduling")
+    return strategy if isinstance(strategy, Mapping) else None
+
+
+def replica_scheduling_type(placement: Obj | None) -> str:
+    """``Placement.ReplicaSchedulingType()``: no ``replicaScheduling`` means Duplicated."""
+    strategy = replica_scheduling(placement)
+    if strategy is None:
+        return DUPLICATED
+    return str(strategy.get("replicaSchedulingType") or "")
+
+
+def dynamic_weight(placement: Obj | None) -> str:
+    """``weightPreference.dynamicWeight`` ("" when unset)."""
+    weights = (replica_scheduling(placement) or {}).get("weightPreference")
+    return str(weights.get("dynamicWeight") or "") if isinstance(weights, Mapping) else ""
+
+
+def strategy_type(placement: Obj | None) -> str:
+    """The assignment strategy (``newAssignState``); "" for an unsupported combination."""
+    kind = replica_scheduling_type(placement)
+    if kind == DUPLICATED:
+        return STRATEGY_DUPLICATED
+    if kind != DIVIDED:
+        return ""
+    preference = (replica_scheduling(placement) or {}).get("replicaDivisionPreference")
+    if preference == AGGREGATED:
+        return STRATEGY_AGGREGATED
+    if preference == WEIGHTED:
+        return STRATEGY_DYNAMIC_WEIGHT if dynamic_weight(placement) else STRATEGY_STATIC_WEIGHT
+    return ""
+
+
+def is_dynamic_divided(placement: Obj | None) -> bool:
+    """Divided + (Weighted with a dynamicWeight, or Aggregated) (``helper.IsReplicaDynamicDivided``)."""
+    return strategy_type(placement) in (STRATEGY_DYNAMIC_WEIGHT, STRATEGY_AGGREGATED)
+
+
+def is_static_weighted(placement: Obj | None) -> bool:
+    """Divided + Weighted with no weightPreference, or a static list and no dynamicWeight.
+
+    Spread constraints are ignored for such placements (``shouldIgnoreSpreadConstraint``).
+    """
+    strategy = replica_scheduling(placement)
+    if strategy is None or strategy.get("replicaSchedulingType") != DIVIDED:
+        return False
+    if strategy.get("replicaDivisionPreference") != WEIGHTED:
+        return False
+    weights = strategy.get("weightPreference")
+    if not isinstance(weights, Mapping):
+        return True
+    return bool(weights.get("staticWeightList")) and not weights.get("dynamicWeight")
+
+
+# --------------------------------------------------------------------------------------------------
+# Binding spec helpers (pkg/apis/work/v1alpha2/binding_types_helper.go, pkg/util/binding.go)
+
+
+def is_workload(spec: Obj) -> bool:
+    """``IsWorkload``: replicas > 0, or replicaRequirements set, or at least one component."""
+    return (int(spec.get("replicas") or 0) > 0 or spec.get("replicaRequirements") is not None
+            or len(spec.get("components") or []) >= 1)
+
+
+def target_contains(spec: Obj, name: str) -> bool:
+    return any(c.get("name") == name for c in spec.get("clusters") or [])
+
+
+def assigned_replicas(spec: Obj, name: str) -> int:
+    """``AssignedReplicasForCluster``: the replicas ``spec.clusters`` gives ``name`` (0 if absent)."""
+    for target in spec.get("clusters") or []:
+        if target.get("name") == name:
+            return int(target.get("replicas") or 0)
+    return 0
+
+
+def sum_of_replicas(clusters: Sequence[Obj] | None) -> int:
+    return sum(int(c.get("replicas") or 0) for c in clusters or [])
+
+
+def in_graceful_eviction_tasks(spec: Obj, name: str) -> bool:
+    """``ClusterInGracefulEvictionTasks``."""
+    return any(task.get("fromCluster") == name for task in spec.get("gracefulEvictionTasks") or [])
+
+
+def is_binding_replicas_changed(spec: Obj, strategy: Obj | None) -> bool:
+    """``IsBindingReplicasChanged``: the result no longer sums (Divided) or equals (Duplicated) ``replicas``."""
+    if strategy is None:
+        return False
+    replicas = int(spec.get("replicas") or 0)
+    kind = strategy.get("replicaSchedulingType")
+    if kind == DUPLICATED:
+        return any(int(c.get("replicas") or 0) != replicas for c in spec.get("clusters") or [])
+    if kind == DIVIDED:
+        return sum_of_replicas(spec.get("clusters")) != replicas
+    return False
+
+
+def _whole_seconds(value: str | datetime | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    moment = parse_time(value) if isinstance(value, str) else value
+    return moment.replace(microsecond=0)
+
+
+def reschedule_required(triggered_at: str | datetime | None, last_scheduled: str | datetime | None) -> bool:
+    """``RescheduleRequired``: a trigger strictly after the last successful schedule (second precision).
+
+    A binding never scheduled (no ``lastScheduledTime``) ignores the trigger.
+    """
+    trigger, last = _whole_seconds(triggered_at), _whole_seconds(last_scheduled)
+    return trigger is not None and last is not None and trigger > last
+
+
+# --------------------------------------------------------------------------------------------------
+# The applied-placement annotation
+
+
+def placement_json(placement: Obj | None) -> str:
+    """Compact JSON of a placement, as written into the applied-placement annotation."""
+    return json.dumps(placement if placement is not None else None, separators=(",", ":"))
+
+
+def applied_placement_text(binding: Obj) -> str:
+    """The raw annotation ("" when absent)."""
+    annotations = (binding.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(APPLIED_PLACEMENT_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def parse_placement(text: str) -> dict[str, Any]:
+    """Parse an annotation value; JSON ``null`` is the zero placement. ``ValueError`` if not a placement."""
+    value = json.loads(text)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("applied placement is not a JSON object")
+    return value
+
+
+def applied_placement(binding: Obj) -> dict[str, Any] | None:
+    """The placement of the binding's last successful schedule; None when missing or unparseable."""
+    text = applied_placement_text(binding)
+    if not text:
+        return None
+    try:
+        return parse_placement(text)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# ClusterMatches (pkg/util/cluster.go)
+
+
+def _match_zones(expression: Obj, zones: Sequence[str]) -> bool:
+    """A ``zone`` expression: every zone of the cluster must be in (In) / out of (NotIn) the values."""
+    if not zones:
+        return False
+    values = set(expression.get("values") or [])
+    operator = expression.get("operator")
+    if operator == "In":
+        return all(zone in values for zone in zones)
+    if operator == "NotIn":
+        return all(zone not in values for zone in zones)
+    return False
+
+
+def _cluster_fields(cluster: Obj) -> dict[str, str]:
+    spec = cluster.get("spec") or {}
+    fields: dict[str, str] = {}
+    for key in (FIELD_PROVIDER, FIELD_REGION):
+        if spec.get(key):
+            fields[key] = str(spec[key])
+    return fields
+
+
+def cluster_matches(cluster: Obj, affinity: Obj | None) -> bool:
+    """``ClusterMatches``: not excluded, label selector, field selector and clusterNames all hold.
+
+    An empty (or None) affinity matches every cluster; an invalid selector matches none.
+    """
+    if not affinity:
+        return True
+    meta = cluster.get("metadata") or {}
+    name = meta.get("name") or ""
+    if name in (affinity.get("exclude") or []):
+        return False
+    selector = affinity.get("labelSelector")
+    if selector is not None:
+        try:
+            if not label_selector_matches(selector, meta.get("labels") or {}):
+                return False
+        except ValueError:
+            return False
+    field_selector = affinity.get("fieldSelector")
+    if field_selector is not None:
+        others: list[Obj] = []
+        zones = list((cluster.get("spec") or {}).get("zones") or [])
+        for expression in field_selector.get("matchExpressions") or []:
+            if expression.get("key") == FIELD_ZONE:
+                if not _match_zones(expression, zones):
+                    return False
+                continue
+            others.append(expression)
+        if others and not node_selector_matches(_cluster_fields(cluster), {}, [{"matchExpressions": others}]):
+            return False
+    names = affinity.get("clusterNames") or []
+    return not names or name in names
