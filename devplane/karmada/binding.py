@@ -1,0 +1,490 @@
+"""The binding controllers: a (Cluster)ResourceBinding's scheduling result → one Work per cluster.
+
+``binding-controller`` (ResourceBindings) and ``cluster-resource-binding-controller``
+(ClusterResourceBindings), Karmada's ``pkg/controllers/binding``:
+
+* targets are ``spec.clusters`` plus the clusters of ``spec.requiredBy``; each gets the Work
+  ``work_name(kind, name, namespace)`` in ``karmada-es-<cluster>`` with the template rendered for
+  it (the Work contract: :func:`devplane.karmada.workloads.render_manifest`);
+* Works of clusters that are no target any more are deleted, except those of graceful eviction
+  tasks whose purgeMode is not ``Directly`` (``obtainBindingSpecExistingClusters``): they are
+  kept as they are until the task goes;
+* the finalizer ``karmada.io/binding-controller`` (CRB: ``karmada.io/cluster-resource-binding-controller``)
+  holds a deleted binding until its Works are deleted.
+
+A binding is re-rendered when its generation changes (scheduling, eviction tasks, and template
+edits, which the detector records in ``spec.resource.resourceVersion``), when one of its Works is
+deleted or changed by someone else, and when a missing execution namespace appears. Events
+``SyncWorkSucceed`` (only when a Work was written or deleted) and ``SyncWorkFailed`` go to the
+binding and the template.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from controller_manager.cache import Indexer, IndexFunc, Obj
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.controller import (
+    AnyOf,
+    Controller,
+    FuncPredicate,
+    GenerationChangedPredicate,
+    Request,
+    Result,
+    TerminalError,
+)
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.informer import SharedInformer
+from controller_manager.manager import Manager
+from controllers.bindingstatus import WORK_INDEX_BY_CRB_ID, WORK_INDEX_BY_RB_ID, work_index
+from karmada_api.labels import (
+    CRB_NAME_ANNOTATION,
+    CRB_PERMANENT_ID,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+    RB_PERMANENT_ID,
+)
+from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+
+from .workloads import (
+    MANAGED_LABEL,
+    TEMPLATE_KINDS,
+    binding_annotations,
+    job_completions,
+    kind_for,
+    render_manifest,
+    typed,
+)
+
+log = structlog.get_logger(__name__)
+
+RB_CONTROLLER = "binding-controller"
+CRB_CONTROLLER = "cluster-resource-binding-controller"
+RB_FINALIZER = "karmada.io/binding-controller"
+CRB_FINALIZER = "karmada.io/cluster-resource-binding-controller"
+SYNC_WORK_SUCCEED = "SyncWorkSucceed"
+SYNC_WORK_FAILED = "SyncWorkFailed"
+CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
+PURGE_MODE_DIRECTLY = "Directly"
+
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
+
+WORK_INDEX_BY_BINDING = "binding-controller-work-by-binding"
+BINDING_INDEX_BY_CLUSTER = "binding-controller-binding-by-cluster"
+
+
+# ----------------------------------------------------------------------------- pure rules
+
+
+def target_clusters(spec: Obj) -> list[dict[str, Any]]:
+    """``mergeTargetClusters``: ``spec.clusters`` then the clusters only ``spec.requiredBy`` names."""
+    clusters = [dict(c) for c in spec.get("clusters") or [] if c.get("name")]
+    names = {c["name"] for c in clusters}
+    for required in spec.get("requiredBy") or []:
+        for cluster in required.get("clusters") or []:
+            if cluster.get("name") and cluster["name"] not in names:
+                names.add(cluster["name"])
+                clusters.append(dict(cluster))
+    return clusters
+
+
+def retained_clusters(spec: Obj) -> set[str]:
+    """``obtainBindingSpecExistingClusters``: the clusters whose Works stay (targets + non-Directly evictions)."""
+    names = {str(c["name"]) for c in target_clusters(spec)}
+    for task in spec.get("gracefulEvictionTasks") or []:
+        if task.get("purgeMode") != PURGE_MODE_DIRECTLY and task.get("fromCluster"):
+            names.add(str(task["fromCluster"]))
+    return names
+
+
+def suspend_dispatching(spec: Obj, cluster: str) -> bool:
+    """``shouldSuspendDispatching``: all dispatching, or this cluster's."""
+    suspension = spec.get("suspension") or {}
+    if suspension.get("dispatching"):
+        return True
+    return cluster in ((suspension.get("dispatchingOnClusters") or {}).get("clusterNames") or [])
+
+
+def conflict_resolution(template: Obj, spec: Obj) -> str:
+    """``mergeConflictResolution``: the template's annotation if valid, else the binding's (Abort by default)."""
+    from_template = ((template.get("metadata") or {}).get("annotations") or {}).get(CONFLICT_RESOLUTION_ANNOTATION)
+    if from_template in ("overwrite", "abort"):
+        return str(from_template)
+    return "overwrite" if spec.get("conflictResolution") == "Overwrite" else "abort"
+
+
+def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
+                 completions: dict[str, int] | None) -> dict[str, Any]:
+    """The Work of ``binding`` for ``cluster`` (the Work contract)."""
+    spec = binding.get("spec") or {}
+    name = str(cluster["name"])
+    replicas = cluster.get("replicas")
+    manifest = render_manifest(template, binding, int(replicas or 0),
+                               completions=completions.get(name) if completions is not None else None)
+    tmeta = template.get("metadata") or {}
+    id_key = RB_PERMANENT_ID if (binding.get("metadata") or {}).get("namespace") else CRB_PERMANENT_ID
+    id_value = str(((binding.get("metadata") or {}).get("labels") or {}).get(id_key) or "")
+    annotations = binding_annotations(binding)
+    annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, spec)
+    work_spec: dict[str, Any] = {"workload": {"manifests": [manifest]}}
+    if spec.get("preserveResourcesOnDeletion") is not None:
+        work_spec["preserveResourcesOnDeletion"] = bool(spec["preserveResourcesOnDeletion"])
+    if suspend_dispatching(spec, name):
+        work_spec["suspendDispatching"] = True
+    return {"apiVersion": WORKS.api_version, "kind": WORKS.kind,
+            "metadata": {"name": work_name(str(template.get("kind")), str(tmeta.get("name")),
+                                           str(tmeta.get("namespace") or "")),
+                         "namespace": execution_space(name),
+                         "labels": {id_key: id_value, MANAGED_LABEL: "true"},
+                         "annotations": annotations},
+            "spec": work_spec}
+
+
+def merge_work(existing: Obj, desired: Obj) -> dict[str, Any]:
+    """``CreateOrUpdateWork``: labels and annotations merged, the spec replaced."""
+    merged = copy.deepcopy(dict(existing))
+    meta = merged.setdefault("metadata", {})
+    meta["labels"] = {**(meta.get("labels") or {}), **desired["metadata"]["labels"]}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **desired["metadata"]["annotations"]}
+    merged["spec"] = copy.deepcopy(desired["spec"])
+    return merged
+
+
+def work_cluster(work: Obj) -> str:
+    namespace = str((work.get("metadata") or {}).get("namespace") or "")
+    return namespace[len(EXECUTION_SPACE_PREFIX):] if namespace.startswith(EXECUTION_SPACE_PREFIX) else ""
+
+
+def _deleting(obj: Obj) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _rv(obj: Obj | None) -> int:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+# ----------------------------------------------------------------------------- kinds and indexes
+
+
+@dataclass(frozen=True)
+class BindingKind:
+    """What differs between the RB and the CRB controller."""
+
+    controller: str
+    resource: Resource
+    id_label: str
+    work_index: str
+    finalizer: str
+
+    def describe(self, binding: Obj) -> str:
+        meta = binding.get("metadata") or {}
+        if self.resource.namespaced:
+            return f"resourceBinding({meta.get('namespace')}/{meta.get('name')})"
+        return f"clusterResourceBinding({meta.get('name')})"
+
+
+RB_KIND = BindingKind(RB_CONTROLLER, RESOURCE_BINDINGS, RB_PERMANENT_ID, WORK_INDEX_BY_RB_ID, RB_FINALIZER)
+CRB_KIND = BindingKind(CRB_CONTROLLER, CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, WORK_INDEX_BY_CRB_ID,
+                       CRB_FINALIZER)
+
+
+def work_binding_ref(work: Obj) -> list[str]:
+    """Index: the binding a Work points back to (``rb:<ns>/<name>`` or ``crb:<name>``)."""
+    annotations = (work.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(RB_NAMESPACE_ANNOTATION) and annotations.get(RB_NAME_ANNOTATION):
+        return [f"rb:{annotations[RB_NAMESPACE_ANNOTATION]}/{annotations[RB_NAME_ANNOTATION]}"]
+    if annotations.get(CRB_NAME_ANNOTATION):
+        return [f"crb:{annotations[CRB_NAME_ANNOTATION]}"]
+    return []
+
+
+def binding_ref(kind: BindingKind, request: Request) -> str:
+    return f"rb:{request.namespace}/{request.name}" if kind.resource.namespaced else f"crb:{request.name}"
+
+
+def binding_clusters(binding: Obj) -> list[str]:
+    """Index: every cluster a binding may hold a Work in (to react to its execution namespace appearing)."""
+    return sorted(retained_clusters(binding.get("spec") or {}))
+
+
+def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
+    try:
+        informer.store.index_values(name)
+    except KeyError:
+        informer.add_indexers({name: func})
+
+
+def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
+    def mapper(work: Obj) -> list[Request]:
+        refs = work_binding_ref(work)
+        prefix = "rb:" if kind.resource.namespaced else "crb:"
+        if not refs or not refs[0].startswith(prefix):
+            return []
+        namespace, _, name = refs[0][len(prefix):].rpartition("/")
+        return [Request(namespace, name)]
+
+    return mapper
+
+
+def namespace_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
+    def mapper(namespace: Obj) -> list[Request]:
+        name = str((namespace.get("metadata") or {}).get("name") or "")
+        if not name.startswith(EXECUTION_SPACE_PREFIX):
+            return []
+        cluster = name[len(EXECUTION_SPACE_PREFIX):]
+        return [Request.for_object(b) for b in bindings.by_index(BINDING_INDEX_BY_CLUSTER, cluster)]
+
+    return mapper
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+class SyncError(Exception):
+    """Some Works could not be synced (the others were): retried with backoff."""
+
+
+class BindingReconciler:
+    """Keeps one binding's Works equal to what its scheduling result and template say."""
+
+    def __init__(self, client: KubeClient, kind: BindingKind, bindings: Indexer, works: Indexer, *,
+                 templates: dict[Resource, Indexer], events: EventRecorder) -> None:
+        self.client = client
+        self.kind = kind
+        self.bindings = bindings
+        self.works = works
+        self.templates = templates
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        cached = self.bindings.get(str(request))
+        if cached is None:
+            await self._delete_works(self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, request)))
+            return Result()
+        binding = _typed_binding(cached, self.kind)
+        if _deleting(binding):
+            await self._finalize(binding)
+            return Result()
+        finalized = await self._ensure_finalizer(binding)
+        if finalized is None:
+            return Result()
+        binding = finalized
+        template = await self._template(binding)
+        if template is None:
+            return Result()  # the template is gone: the garbage collector deletes the binding
+        try:
+            written = await self._sync_works(binding, template)
+            written += await self._remove_orphan_works(binding)
+        except (ApiError, SyncError) as exc:
+            self.events.event(binding, WARNING, SYNC_WORK_FAILED, str(exc))
+            self.events.event(template, WARNING, SYNC_WORK_FAILED, str(exc))
+            raise
+        if written:
+            message = f"Sync work of {self.kind.describe(binding)} successful."
+            self.events.event(binding, NORMAL, SYNC_WORK_SUCCEED, message)
+            self.events.event(template, NORMAL, SYNC_WORK_SUCCEED, message)
+        return Result()
+
+    # ------------------------------------------------------------- binding
+
+    async def _ensure_finalizer(self, binding: dict[str, Any]) -> dict[str, Any] | None:
+        if self.kind.finalizer in ((binding.get("metadata") or {}).get("finalizers") or []):
+            return binding
+        meta = binding["metadata"]
+
+        async def attempt() -> dict[str, Any] | None:
+            latest = await self._get(self.kind.resource, meta["name"], meta.get("namespace", ""))
+            if latest is None or _deleting(latest):
+                return None
+            finalizers = list(latest["metadata"].get("finalizers") or [])
+            if self.kind.finalizer in finalizers:
+                return latest
+            latest["metadata"]["finalizers"] = [*finalizers, self.kind.finalizer]
+            return await self.client.update(self.kind.resource, latest)
+
+        updated = await retry_on_conflict(attempt)
+        return _typed_binding(updated, self.kind) if updated is not None else None
+
+    async def _finalize(self, binding: Obj) -> None:
+        """A deleted binding: delete all its Works, then let it go."""
+        meta = binding.get("metadata") or {}
+        if self.kind.finalizer not in (meta.get("finalizers") or []):
+            return
+        permanent_id = (meta.get("labels") or {}).get(self.kind.id_label)
+        works = list(self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding))))
+        if permanent_id:  # the API, not the cache: a Work written a moment ago must not be missed
+            listed = await self.client.list(WORKS, label_selector=f"{self.kind.id_label}={permanent_id}")
+            works += listed.get("items") or []
+        await self._delete_works(works)
+
+        async def attempt() -> None:
+            latest = await self._get(self.kind.resource, meta["name"], meta.get("namespace", ""))
+            if latest is None or self.kind.finalizer not in (latest["metadata"].get("finalizers") or []):
+                return
+            latest["metadata"]["finalizers"] = [f for f in latest["metadata"]["finalizers"] if f != self.kind.finalizer]
+            await self.client.update(self.kind.resource, latest)
+
+        await retry_on_conflict(attempt)
+
+    async def _template(self, binding: Obj) -> dict[str, Any] | None:
+        """The binding's resource template, from the cache unless the cache is older than the binding says."""
+        ref = (binding.get("spec") or {}).get("resource") or {}
+        kind = kind_for(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+        if kind is None:
+            message = (f"resource template kind {ref.get('apiVersion')}/{ref.get('kind')} "
+                       "is not propagated by the dev plane")
+            self.events.event(binding, WARNING, SYNC_WORK_FAILED, message)
+            raise TerminalError(message)
+        namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
+        cached = self.templates[kind.resource].get(f"{namespace}/{name}" if namespace else name)
+        wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
+        if cached is not None and _rv(cached) >= wanted_rv:
+            return typed(cached, kind)
+        fetched = await self._get(kind.resource, name, namespace)
+        return typed(fetched, kind) if fetched is not None else None
+
+    # ------------------------------------------------------------- works
+
+    async def _sync_works(self, binding: Obj, template: Obj) -> int:
+        """Create or update the Work of every target cluster; how many were written."""
+        clusters = target_clusters(binding.get("spec") or {})
+        completions = job_completions(template, binding, clusters)
+        written, errors = 0, []
+        for cluster in clusters:
+            work = desired_work(template, binding, cluster, completions)
+            try:
+                written += await self._ensure_work(work)
+            except ApiError as exc:
+                errors.append(f"failed to sync work for cluster {cluster['name']}: {exc}")
+        if errors:
+            raise SyncError("; ".join(errors))
+        return written
+
+    async def _ensure_work(self, desired: dict[str, Any]) -> int:
+        meta = desired["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        first = True
+
+        async def attempt() -> int:
+            nonlocal first
+            if first:
+                first = False
+                existing = self.works.get(key)
+            else:
+                existing = await self._get(WORKS, meta["name"], meta["namespace"])
+            if existing is None:
+                try:
+                    await self.client.create(WORKS, desired)
+                except ApiError as exc:
+                    if exc.is_already_exists:
+                        raise ApiError(409, "Conflict", str(exc)) from exc
+                    raise
+                return 1
+            if _deleting(existing):
+                return 0  # being deleted: its delete event brings us back to create it anew
+            merged = merge_work(existing, desired)
+            if merged == existing:
+                return 0
+            written = await self.client.update(WORKS, merged)
+            return int(_rv(written) != _rv(existing))
+
+        return await retry_on_conflict(attempt)
+
+    async def _remove_orphan_works(self, binding: Obj) -> int:
+        """Delete the binding's Works in clusters it does not target (nor is still being evicted from)."""
+        permanent_id = ((binding.get("metadata") or {}).get("labels") or {}).get(self.kind.id_label)
+        if not permanent_id:
+            return 0
+        keep = retained_clusters(binding.get("spec") or {})
+        orphans = [w for w in self.works.by_index(self.kind.work_index, str(permanent_id))
+                   if work_cluster(w) not in keep]
+        return await self._delete_works(orphans)
+
+    async def _delete_works(self, works: list[Obj]) -> int:
+        deleted, seen = 0, set()
+        for work in works:
+            meta = work.get("metadata") or {}
+            key = (meta.get("namespace"), meta.get("name"))
+            if key in seen or _deleting(work):
+                continue
+            seen.add(key)
+            try:
+                await self.client.delete(WORKS, str(meta.get("name")), str(meta.get("namespace") or ""))
+            except ApiError as exc:
+                if exc.is_not_found:
+                    continue
+                raise
+            log.info("work deleted", work=f"{key[0]}/{key[1]}", controller=self.kind.controller)
+            deleted += 1
+        return deleted
+
+    async def _get(self, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
+        try:
+            return await self.client.get(resource, name, namespace)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
+
+def _typed_binding(binding: Obj, kind: BindingKind) -> dict[str, Any]:
+    """The binding with ``apiVersion`` and ``kind``, which an event's involvedObject needs."""
+    return {**binding, "apiVersion": binding.get("apiVersion") or kind.resource.api_version,
+            "kind": binding.get("kind") or kind.resource.kind}
+
+
+# ----------------------------------------------------------------------------- wiring
+
+
+def _binding_predicate() -> AnyOf:
+    """Generation changes, plus the metadata the controller acts on: deletion and the permanent-id label."""
+
+    def metadata_changed(old: Obj, new: Obj) -> bool:
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        return bool(bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
+                    or old_meta.get("labels") != new_meta.get("labels")
+                    or old_meta.get("finalizers") != new_meta.get("finalizers"))
+
+    return AnyOf([GenerationChangedPredicate(), FuncPredicate(on_update=metadata_changed)])
+
+
+_WORK_PREDICATE = FuncPredicate(
+    on_create=lambda _obj: False,
+    on_update=lambda old, new: bool((old.get("metadata") or {}).get("generation")
+                                    != (new.get("metadata") or {}).get("generation")))
+_NAMESPACE_PREDICATE = FuncPredicate(on_update=lambda _old, _new: False, on_delete=lambda _obj: False)
+
+
+def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
+    bindings = manager.informer(kind.resource)
+    works = manager.informer(WORKS)
+    _ensure_index(works, kind.work_index, work_index(kind.id_label))
+    _ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
+    _ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
+    templates = {k.resource: manager.informer(k.resource) for k in TEMPLATE_KINDS}
+    reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,
+                                   templates={resource: informer.store for resource, informer in templates.items()},
+                                   events=manager.event_recorder(kind.controller))
+    controller = Controller(kind.controller, reconciler, workers=workers)
+    controller.informers.extend(i for i in templates.values() if i not in controller.informers)  # read, not watched
+    controller.watches(bindings, predicates=[_binding_predicate()])
+    controller.watches(works, map_func=work_to_binding(kind), predicates=[_WORK_PREDICATE])
+    controller.watches(manager.informer(NAMESPACES), map_func=namespace_to_bindings(bindings.store),
+                       predicates=[_NAMESPACE_PREDICATE])
+    manager.add_controller(controller)
+    return controller
+
+
+def setup_binding_controllers(manager: Manager, *, workers: int = 5) -> list[Controller]:
+    """Register ``binding-controller`` and ``cluster-resource-binding-controller`` (``workers`` each)."""
+    return [_setup(manager, RB_KIND, workers=workers), _setup(manager, CRB_KIND, workers=workers)]
