@@ -1,0 +1,244 @@
+"""The simulated execution controller: Works in ``karmada-es-<cluster>`` applied to member clusters.
+
+Karmada's ``execution-controller`` (``pkg/controllers/execution``): on a Work create or spec
+change it adds the finalizer ``karmada.io/execution-controller``, creates or updates every
+manifest in the member (an update keeps the member's resourceVersion, status and the fields its
+controllers own, see :mod:`devplane.karmada.memberobjects`), stamps the member object with the
+``work.karmada.io/name|namespace`` annotations, and sets the Work's ``Applied`` condition
+(``AppliedSuccessful`` / ``AppliedFailed`` with ``Failed to apply all manifests (n/m): ...``). On
+Work deletion it deletes the member objects this Work owns (or, with
+``preserveResourcesOnDeletion``, strips Karmada's labels and annotations and leaves them), then
+removes the finalizer.
+
+Nothing is applied while the member is not usable: no member client yet, or a Cluster whose
+``Ready`` condition is not True. A Cluster without any status yet counts as usable as soon as
+its member client exists (the cluster-status controller may not have run); Cluster Ready changes
+and member (re)starts requeue the cluster's Works at once.
+
+Conflicts: an existing member object Karmada does not manage is overwritten unless the manifest
+carries ``work.karmada.io/conflict-resolution: abort`` (Karmada's default, Abort, comes from the
+binding, which the Work contract does not carry). Events (recorder ``execution-controller``) go
+on the Work: ``SyncSucceed`` per applied manifest, ``SyncFailed`` with the error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import structlog
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.manager import Manager
+from estimator.members import MemberRegistry
+from karmada_api.names import cluster_of_execution_space
+from karmada_api.resources import CLUSTERS, WORKS
+
+from .memberobjects import (
+    APPLIED_MESSAGE,
+    CLUSTER_PREDICATE,
+    SYNC_FAILED,
+    SYNC_SUCCEED,
+    ConflictError,
+    MemberObjects,
+    UnknownKindError,
+    cluster_accepts_work,
+    desired_object,
+    enqueue_cluster_works,
+    error_text,
+    in_execution_space,
+    member_objects,
+    object_ref,
+    set_applied_condition,
+    typed_work,
+    works_of_cluster,
+)
+
+log = structlog.get_logger(__name__)
+
+EXECUTION_CONTROLLER = "execution-controller"
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+APPLIED_SUCCESSFUL = "AppliedSuccessful"
+APPLIED_FAILED = "AppliedFailed"
+
+
+class SyncError(Exception):
+    """Some manifests could not be applied: retried with backoff."""
+
+
+def aggregate(errors: list[str]) -> str:
+    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: one message, or ``[a, b]``."""
+    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+
+
+def applied_failed_message(succeeded: int, total: int, errors: list[str]) -> str:
+    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate(errors)}"
+
+
+def _work_update(old: Obj, new: Obj) -> bool:
+    """Spec changes and deletions: status and finalizer writes (ours included) are not acted on."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return (old_meta.get("generation") != new_meta.get("generation")
+            or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp")))
+
+
+WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
+                               on_update=lambda old, new: in_execution_space(new) and _work_update(old, new),
+                               on_delete=lambda _obj: False)
+
+
+def _manifests(work: Obj) -> list[Any]:
+    return list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
+
+
+class ExecutionReconciler:
+    """Applies one Work's manifests to its member cluster, or cleans them up when it is deleted."""
+
+    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
+                 events: EventRecorder) -> None:
+        self.client = client
+        self.shared = shared
+        self.works = works
+        self.clusters = clusters
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        work = self.works.get(str(request))
+        if work is None:
+            return Result()
+        try:
+            cluster = cluster_of_execution_space(request.namespace)
+        except ValueError:
+            return Result()
+        cluster_obj = self.clusters.get(cluster)
+        usable = cluster_accepts_work(cluster_obj) and self.shared.ready_member(cluster) is not None
+        if (work.get("metadata") or {}).get("deletionTimestamp"):
+            return await self._finalize(request, work, cluster, cluster_obj, usable)
+        if not usable:
+            log.debug("member not ready, Work not synced", work=str(request), cluster=cluster)
+            return Result(requeue_after=self.shared.retry_delay(cluster))
+        latest = await self._ensure_finalizer(request)
+        if latest is None:
+            return Result()  # gone, or being deleted: the deletion event brings it back
+        if (latest.get("spec") or {}).get("suspendDispatching"):
+            return Result()
+        await self._sync(request, latest, cluster)
+        return Result()
+
+    # ---------------------------------------------------------------- apply
+
+    async def _sync(self, request: Request, work: Obj, cluster: str) -> None:
+        ready = self.shared.ready_member(cluster)
+        if ready is None:
+            raise SyncError(f"cluster({cluster}) not ready")
+        member, client = ready
+        manifests = _manifests(work)
+        errors: list[str] = []
+        succeeded = 0
+        for index, manifest in enumerate(manifests):
+            if not isinstance(manifest, dict):
+                errors.append(f"failed to unmarshal manifest {index}: not a JSON object")
+                continue
+            _api_version, _kind, namespace, name = object_ref(manifest)
+            kobj = f"{namespace}/{name}" if namespace else name
+            try:
+                await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace,
+                                                                               request.name))
+            except (ApiError, UnknownKindError, ConflictError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+                text = error_text(exc) or type(exc).__name__
+                log.warning("failed to apply manifest", work=str(request), cluster=cluster, resource=kobj, error=text)
+                self.events.event(typed_work(work), WARNING, SYNC_FAILED,
+                                  f"Failed to create or update resource({kobj}) in member cluster({cluster}): {text}")
+                errors.append(text)
+                continue
+            self.events.event(typed_work(work), NORMAL, SYNC_SUCCEED,
+                              f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
+            succeeded += 1
+        if errors:
+            message = applied_failed_message(succeeded, len(manifests), errors)
+            await set_applied_condition(self.client, request, "False", APPLIED_FAILED, message)
+            raise SyncError(message)
+        await set_applied_condition(self.client, request, "True", APPLIED_SUCCESSFUL, APPLIED_MESSAGE)
+
+    # ---------------------------------------------------------------- finalizer
+
+    async def _ensure_finalizer(self, request: Request) -> Obj | None:
+        """The latest Work, with our finalizer added if missing; None when gone or being deleted."""
+
+        async def attempt() -> Obj | None:
+            try:
+                latest = await self.client.get(WORKS, request.name, request.namespace)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return None
+                raise
+            meta = latest.get("metadata") or {}
+            if meta.get("deletionTimestamp"):
+                return None
+            finalizers = list(meta.get("finalizers") or [])
+            if EXECUTION_FINALIZER in finalizers:
+                return latest
+            updated: Obj = await self.client.update(
+                WORKS, {**latest, "metadata": {**meta, "finalizers": [*finalizers, EXECUTION_FINALIZER]}})
+            return updated
+
+        return await retry_on_conflict(attempt)
+
+    async def _finalize(self, request: Request, work: Obj, cluster: str, cluster_obj: Obj | None,
+                        usable: bool) -> Result:
+        """Deleting: clean the member up (when reachable), then let the Work go."""
+        if EXECUTION_FINALIZER not in ((work.get("metadata") or {}).get("finalizers") or []):
+            return Result()
+        if usable:
+            ready = self.shared.ready_member(cluster)
+            assert ready is not None
+            member, client = ready
+            preserve = bool((work.get("spec") or {}).get("preserveResourcesOnDeletion"))
+            for manifest in _manifests(work):
+                if isinstance(manifest, dict):
+                    await self.shared.watcher.delete(member, client, manifest,
+                                                     owner=(request.namespace, request.name), preserve=preserve)
+        elif cluster_obj is not None and not (cluster_obj.get("metadata") or {}).get("deletionTimestamp"):
+            # Karmada keeps the Work until the member can be cleaned up, unless the cluster itself is going.
+            return Result(requeue_after=self.shared.retry_delay(cluster))
+        await self._remove_finalizer(request)
+        return Result()
+
+    async def _remove_finalizer(self, request: Request) -> None:
+        async def attempt() -> None:
+            try:
+                latest = await self.client.get(WORKS, request.name, request.namespace)
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return
+                raise
+            meta = latest.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            if EXECUTION_FINALIZER not in finalizers:
+                return
+            remaining = [f for f in finalizers if f != EXECUTION_FINALIZER]
+            try:
+                await self.client.update(WORKS, {**latest, "metadata": {**meta, "finalizers": remaining}})
+            except ApiError as exc:
+                if not exc.is_not_found:
+                    raise
+
+        await retry_on_conflict(attempt)
+
+
+def setup_execution(manager: Manager, registry: MemberRegistry, *, workers: int = 5) -> list[Controller]:
+    """The ``execution-controller`` on Works in the execution namespaces."""
+    shared = member_objects(registry)
+    works = manager.informer(WORKS)
+    clusters = manager.informer(CLUSTERS)
+    reconciler = ExecutionReconciler(manager.client, shared, works.store, clusters.store,
+                                     manager.event_recorder(EXECUTION_CONTROLLER))
+    controller = Controller(EXECUTION_CONTROLLER, reconciler, workers=workers)
+    controller.watches(works, predicates=[WORK_PREDICATE])
+    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
+    registry.on_change(enqueue_cluster_works(controller, works.store))
+    manager.add_controller(controller)
+    return [controller]
