@@ -1,0 +1,548 @@
+"""The member's ReplicaSet controller (kube-controller-manager's ``replicaset-controller``).
+
+A ReplicaSet keeps ``spec.replicas`` active pods: it creates pods from its template with
+``generateName: <rs>-`` and a controller ownerReference (``blockOwnerDeletion``), and scales down
+by deleting pods in Kubernetes' order (:func:`pods_to_delete`). Pods being deleted or terminal do
+not count. Creations go in slow-start batches (1, 2, 4...), at most 500 per sync.
+
+Like Kubernetes, the controller keeps *expectations*: after issuing creates or deletes it does not
+manage the ReplicaSet again until the pod informer has seen them (or 5 minutes passed), so a
+cache that lags behind the API server never doubles the pods.
+
+Status: ``replicas`` (always written), ``fullyLabeledReplicas``, ``readyReplicas``,
+``availableReplicas`` (ready for ``minReadySeconds``), ``observedGeneration``; zero values are
+omitted as Go's ``omitempty`` does.
+
+Simplifications: no adoption or release of pods by label selector (only pods whose controller
+reference names the ReplicaSet count), no ``ReplicaFailure`` condition, and scale-down ranks pods by
+creation and ready time directly (Kubernetes' ``LogarithmicScaleDown`` buckets are not used).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from controller_manager.cache import Indexer, IndexFunc, Obj, object_key
+from controller_manager.client import ApiError, KubeClient
+from controller_manager.controller import Controller, Request, Result
+from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.manager import Manager
+from estimator.members import PODS, REPLICA_SETS
+from estimator.unschedulable import controller_ref
+from karmada_api.timeutil import now, parse_time
+
+log = structlog.get_logger(__name__)
+
+COMPONENT = "replicaset-controller"
+OWNER_INDEX = "members/by-controller-uid"
+BURST_REPLICAS = 500  # ReplicaSetController's burstReplicas
+EXPECTATIONS_TIMEOUT = 300.0  # controller.ExpectationsTimeout
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
+
+
+# ----------------------------------------------------------------------------- pod helpers
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _time(text: Any) -> datetime | None:
+    """A metav1.Time, or None for the zero time (missing or unparsable)."""
+    if not text:
+        return None
+    try:
+        return parse_time(str(text))
+    except ValueError:
+        return None
+
+
+def is_pod_active(pod: Mapping[str, Any]) -> bool:
+    """``controller.IsPodActive``: not terminal and not being deleted."""
+    return ((pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+            and not _meta(pod).get("deletionTimestamp"))
+
+
+def pod_condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == ctype), None)
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    condition = pod_condition(pod, "Ready")
+    return condition is not None and condition.get("status") == "True"
+
+
+def pod_ready_time(pod: Mapping[str, Any]) -> datetime | None:
+    """When the pod became ready (the Ready condition's lastTransitionTime), None if not ready."""
+    condition = pod_condition(pod, "Ready")
+    if condition is None or condition.get("status") != "True":
+        return None
+    return _time(condition.get("lastTransitionTime"))
+
+
+def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, moment: datetime) -> bool:
+    """``podutil.IsPodAvailable``: ready, and for at least ``minReadySeconds``."""
+    if not is_pod_ready(pod):
+        return False
+    if min_ready_seconds <= 0:
+        return True
+    ready = pod_ready_time(pod)
+    return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
+
+
+def typed(obj: Obj, kind: str, api_version: str) -> Obj:
+    """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    return {**obj, "kind": kind, "apiVersion": api_version}
+
+
+def controller_uid_index(obj: Obj) -> list[str]:
+    """Index function: the uid of the object's controller (pods by ReplicaSet, ReplicaSets by Deployment)."""
+    reference = controller_ref(obj)
+    uid = reference.get("uid") if reference else None
+    return [str(uid)] if uid else []
+
+
+def ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
+    """Add an index unless another of the member's controllers already did (they share informers)."""
+    try:
+        informer.store.index_values(name)
+    except KeyError:
+        informer.add_indexers({name: func})
+
+
+def owner_request(obj: Obj, kind: str) -> list[Request]:
+    """The controller of ``obj`` when it is a ``kind`` of apps/v1, as a reconcile request."""
+    reference = controller_ref(obj)
+    if reference is None or reference.get("kind") != kind or not reference.get("name"):
+        return []
+    if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
+        return []
+    return [Request(str(_meta(obj).get("namespace") or ""), str(reference["name"]))]
+
+
+def controller_reference(owner: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """``metav1.NewControllerRef``: controller and blockOwnerDeletion set."""
+    meta = _meta(owner)
+    return {"apiVersion": "apps/v1", "kind": kind, "name": meta.get("name"), "uid": meta.get("uid"),
+            "controller": True, "blockOwnerDeletion": True}
+
+
+# ----------------------------------------------------------------------------- scale-down order
+
+
+def _after_or_zero(t1: datetime | None, t2: datetime | None) -> bool:
+    """Kubernetes' ``afterOrZero``: a zero time sorts first, else the later time first."""
+    if t1 is None or t2 is None:
+        return t1 is None
+    return t1 > t2
+
+
+def _deletion_cost(pod: Mapping[str, Any]) -> int:
+    raw = (_meta(pod).get("annotations") or {}).get(POD_DELETION_COST)
+    try:
+        cost = int(str(raw)) if raw is not None else 0
+    except ValueError:
+        return 0
+    return cost if -(2**31) <= cost < 2**31 else 0
+
+
+def _max_restarts(pod: Mapping[str, Any]) -> int:
+    return max((int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or []),
+               default=0)
+
+
+def _less(a: Mapping[str, Any], rank_a: int, b: Mapping[str, Any], rank_b: int) -> bool:
+    """``ActivePodsWithRanks.Less``: whether ``a`` is deleted before ``b``."""
+    node_a, node_b = (a.get("spec") or {}).get("nodeName") or "", (b.get("spec") or {}).get("nodeName") or ""
+    if node_a != node_b and (not node_a or not node_b):
+        return not node_a  # 1. unassigned before assigned
+    phase_a = _PHASE_ORDINAL.get((a.get("status") or {}).get("phase") or "", 0)
+    phase_b = _PHASE_ORDINAL.get((b.get("status") or {}).get("phase") or "", 0)
+    if phase_a != phase_b:
+        return phase_a < phase_b  # 2. Pending < Unknown < Running
+    ready_a, ready_b = is_pod_ready(a), is_pod_ready(b)
+    if ready_a != ready_b:
+        return not ready_a  # 3. not ready before ready
+    cost_a, cost_b = _deletion_cost(a), _deletion_cost(b)
+    if cost_a != cost_b:
+        return cost_a < cost_b  # 4. lower pod-deletion-cost first
+    if rank_a != rank_b:
+        return rank_a > rank_b  # 5. more colocated related pods first
+    if ready_a and ready_b:
+        time_a, time_b = pod_ready_time(a), pod_ready_time(b)
+        if time_a != time_b:
+            return _after_or_zero(time_a, time_b)  # 6. ready for less time first
+    restarts_a, restarts_b = _max_restarts(a), _max_restarts(b)
+    if restarts_a != restarts_b:
+        return restarts_a > restarts_b  # 7. more restarts first
+    created_a, created_b = _time(_meta(a).get("creationTimestamp")), _time(_meta(b).get("creationTimestamp"))
+    if created_a != created_b:
+        return _after_or_zero(created_a, created_b)  # 8. newer first
+    return False
+
+
+def rank_for_deletion(pods: Iterable[Obj], related: Iterable[Obj]) -> list[Obj]:
+    """Pods in the order a ReplicaSet deletes them (first = first deleted).
+
+    The rank of a pod is the number of active ``related`` pods (those of every ReplicaSet with the
+    same owner) on its node: pods on crowded nodes go first.
+    """
+    on_node: dict[str, int] = {}
+    for pod in related:
+        if is_pod_active(pod):
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            on_node[node] = on_node.get(node, 0) + 1
+    ranked = [(pod, on_node.get((pod.get("spec") or {}).get("nodeName") or "", 0)) for pod in pods]
+
+    def compare(x: tuple[Obj, int], y: tuple[Obj, int]) -> int:
+        if _less(x[0], x[1], y[0], y[1]):
+            return -1
+        if _less(y[0], y[1], x[0], x[1]):
+            return 1
+        return 0
+
+    ranked.sort(key=functools.cmp_to_key(compare))
+    return [pod for pod, _ in ranked]
+
+
+def pods_to_delete(pods: list[Obj], related: Iterable[Obj], count: int) -> list[Obj]:
+    """``getPodsToDelete``: the first ``count`` pods of :func:`rank_for_deletion` (all: no sorting)."""
+    if count >= len(pods):
+        return list(pods)
+    return rank_for_deletion(pods, related)[:count]
+
+
+# ----------------------------------------------------------------------------- status
+
+
+def replica_set_status(rs: Mapping[str, Any], pods: Iterable[Obj],
+                       moment: datetime) -> tuple[dict[str, Any], float]:
+    """(new status, seconds until a ready pod becomes available or 0) from the active pods.
+
+    ``replicas`` is always present (it has no omitempty); the other counters are omitted when 0.
+    """
+    spec = rs.get("spec") or {}
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    replicas = fully_labeled = ready = available = 0
+    wait = 0.0
+    for pod in pods:
+        replicas += 1
+        labels = _meta(pod).get("labels") or {}
+        if all(labels.get(k) == v for k, v in template_labels.items()):
+            fully_labeled += 1
+        if is_pod_ready(pod):
+            ready += 1
+            if is_pod_available(pod, min_ready, moment):
+                available += 1
+            else:
+                since = pod_ready_time(pod)
+                if since is not None:
+                    remaining = (since + timedelta(seconds=min_ready) - moment).total_seconds() + 1
+                    wait = remaining if not wait else min(wait, remaining)
+    status: dict[str, Any] = {"replicas": replicas}
+    for name, count in (("fullyLabeledReplicas", fully_labeled), ("readyReplicas", ready),
+                        ("availableReplicas", available)):
+        if count:
+            status[name] = count
+    generation = _meta(rs).get("generation")
+    if generation:
+        status["observedGeneration"] = generation
+    conditions = (rs.get("status") or {}).get("conditions")
+    if conditions:
+        status["conditions"] = copy.deepcopy(conditions)
+    return status, max(wait, 0.0)
+
+
+def new_pod(rs: Mapping[str, Any]) -> dict[str, Any]:
+    """``GetPodFromTemplate``: a pod of the ReplicaSet's template, named ``<rs>-<random>`` by the server."""
+    meta = _meta(rs)
+    template = (rs.get("spec") or {}).get("template") or {}
+    template_meta = template.get("metadata") or {}
+    pod_meta: dict[str, Any] = {"generateName": f"{meta.get('name')}-", "namespace": meta.get("namespace")}
+    for key in ("labels", "annotations", "finalizers"):
+        if template_meta.get(key):
+            pod_meta[key] = copy.deepcopy(template_meta[key])
+    pod_meta["ownerReferences"] = [controller_reference(rs, "ReplicaSet")]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
+            "spec": copy.deepcopy(template.get("spec") or {})}
+
+
+# ----------------------------------------------------------------------------- read your writes
+
+
+def _rv(obj: Mapping[str, Any]) -> int:
+    try:
+        return int(_meta(obj).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class RecentWrites:
+    """Objects a controller just wrote, used instead of the cache until the cache has caught up.
+
+    A controller that reconciles again before its own write reached the informer would write from
+    a stale resourceVersion and get a 409; the dev server's resourceVersions are one increasing
+    counter, so "newer" is a comparison.
+    """
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._objects: dict[str, Obj] = {}
+        self._limit = limit  # bounded: forgetting an entry only costs a possible 409 and a retry
+
+    def remember(self, obj: Obj) -> None:
+        key = object_key(obj)
+        self._objects.pop(key, None)
+        self._objects[key] = obj
+        if len(self._objects) > self._limit:
+            del self._objects[next(iter(self._objects))]
+
+    def latest(self, key: str, cached: Obj | None) -> Obj | None:
+        """The newer of ``cached`` and the remembered write (None when the object is gone)."""
+        written = self._objects.get(key)
+        if written is None:
+            return cached
+        if cached is None or _meta(cached).get("uid") != _meta(written).get("uid") or _rv(cached) >= _rv(written):
+            del self._objects[key]
+            return cached
+        return written
+
+
+# ----------------------------------------------------------------------------- expectations
+
+
+@dataclass
+class _Expectation:
+    adds: int = 0
+    deletes: set[str] = field(default_factory=set)
+    stamp: float = field(default_factory=time.monotonic)
+
+
+class Expectations:
+    """``ControllerExpectations``: creates/deletes issued and not yet seen by the pod informer."""
+
+    def __init__(self, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+        self._items: dict[str, _Expectation] = {}
+        self._timeout = timeout
+
+    def satisfied(self, key: str) -> bool:
+        """True when nothing is pending, or the expectation is older than the timeout."""
+        item = self._items.get(key)
+        if item is None:
+            return True
+        if (item.adds <= 0 and not item.deletes) or time.monotonic() - item.stamp > self._timeout:
+            del self._items[key]
+            return True
+        return False
+
+    def expect(self, key: str, *, adds: int = 0, deletes: Iterable[str] = ()) -> None:
+        self._items[key] = _Expectation(adds, set(deletes))
+
+    def creation_observed(self, key: str, count: int = 1) -> None:
+        item = self._items.get(key)
+        if item is not None:
+            item.adds -= count
+
+    def deletion_observed(self, key: str, pod_key: str) -> None:
+        item = self._items.get(key)
+        if item is not None:
+            item.deletes.discard(pod_key)
+
+    def forget(self, key: str) -> None:
+        self._items.pop(key, None)
+
+
+async def slow_start(count: int, create: Callable[[], Awaitable[Any]]) -> tuple[int, list[Exception]]:
+    """``slowStartBatch``: batches of 1, 2, 4... in parallel; stop at the first batch with an error."""
+    remaining, batch, successes = count, 1, 0
+    while remaining > 0:
+        size = min(batch, remaining)
+        results = await asyncio.gather(*(create() for _ in range(size)), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result
+        errors = [r for r in results if isinstance(r, Exception)]
+        successes += size - len(errors)
+        if errors:
+            return successes, errors
+        remaining -= size
+        batch *= 2
+    return successes, []
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+class ReplicaSetReconciler:
+    """Creates and deletes a ReplicaSet's pods and writes its status."""
+
+    def __init__(self, client: KubeClient, replica_sets: Indexer, pods: Indexer, events: EventRecorder) -> None:
+        self.client = client
+        self.replica_sets = replica_sets
+        self.pods = pods
+        self.events = events
+        self.expectations = Expectations()
+        self.written = RecentWrites()
+
+    # informer handler: expectations are lowered as the cache sees the writes
+    def on_pod_add(self, pod: Obj, _initial: bool) -> None:
+        for request in owner_request(pod, "ReplicaSet"):
+            if _meta(pod).get("deletionTimestamp"):
+                self.expectations.deletion_observed(str(request), object_key(pod))
+            else:
+                self.expectations.creation_observed(str(request))
+
+    def on_pod_update(self, old: Obj, new: Obj) -> None:
+        if _meta(new).get("deletionTimestamp") and not _meta(old).get("deletionTimestamp"):
+            for request in owner_request(new, "ReplicaSet"):
+                self.expectations.deletion_observed(str(request), object_key(new))
+
+    def on_pod_delete(self, pod: Obj) -> None:
+        for request in owner_request(pod, "ReplicaSet"):
+            self.expectations.deletion_observed(str(request), object_key(pod))
+
+    async def reconcile(self, request: Request) -> Result:
+        key = str(request)
+        rs = self.written.latest(key, self.replica_sets.get(key))
+        if rs is None:
+            self.expectations.forget(key)
+            return Result()
+        rs = typed(rs, "ReplicaSet", "apps/v1")
+        uid = str(_meta(rs).get("uid") or "")
+        active = [pod for pod in self.pods.by_index(OWNER_INDEX, uid) if is_pod_active(pod)]
+        error: Exception | None = None
+        if self.expectations.satisfied(key) and not _meta(rs).get("deletionTimestamp"):
+            try:
+                await self._manage(key, rs, active)
+            except ApiError as exc:
+                error = exc
+        wait = await self._write_status(rs, active)
+        if wait is None:
+            return Result(requeue=True)  # still conflicting: a newer ReplicaSet is on its way through the cache
+        if error is not None:
+            raise error
+        return Result(requeue_after=wait) if wait else Result()
+
+    async def _write_status(self, rs: Obj, active: list[Obj]) -> float | None:
+        """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).
+
+        Returns the seconds until a ready pod becomes available (0: none pending), None on a lasting conflict.
+        """
+        for attempt in range(2):
+            status, wait = replica_set_status(rs, active, now())
+            if status == (rs.get("status") or {}):
+                return wait
+            updated = copy.deepcopy(rs)
+            updated["status"] = status
+            try:
+                self.written.remember(await self.client.update_status(REPLICA_SETS, updated))
+                return wait
+            except ApiError as exc:
+                if exc.is_not_found:
+                    return 0.0
+                if not exc.is_conflict:
+                    raise
+            if attempt:
+                return None
+            meta = _meta(rs)
+            try:
+                rs = await self.client.get(REPLICA_SETS, str(meta.get("name")), str(meta.get("namespace") or ""))
+            except ApiError as error:
+                if error.is_not_found:
+                    return 0.0
+                raise
+            if _meta(rs).get("uid") != meta.get("uid"):
+                return 0.0
+        return None
+
+    async def _manage(self, key: str, rs: Obj, active: list[Obj]) -> None:
+        desired = int((rs.get("spec") or {}).get("replicas", 1) or 0)
+        diff = len(active) - desired
+        if diff < 0:
+            await self._create(key, rs, min(-diff, BURST_REPLICAS))
+        elif diff > 0:
+            victims = pods_to_delete(active, self._related_pods(rs, active), min(diff, BURST_REPLICAS))
+            await self._delete(key, rs, victims)
+
+    async def _create(self, key: str, rs: Obj, count: int) -> None:
+        self.expectations.expect(key, adds=count)
+        template = new_pod(rs)
+
+        async def create_one() -> None:
+            try:
+                created = await self.client.create(PODS, copy.deepcopy(template))
+            except ApiError as exc:
+                self.events.event(rs, WARNING, "FailedCreate", f"Error creating: {exc.message}")
+                raise
+            self.events.event(rs, NORMAL, "SuccessfulCreate", f"Created pod: {_meta(created).get('name')}")
+
+        successes, errors = await slow_start(count, create_one)
+        if successes < count:
+            self.expectations.creation_observed(key, count - successes)  # never coming
+        if errors:
+            raise errors[0]
+
+    async def _delete(self, key: str, rs: Obj, victims: list[Obj]) -> None:
+        keys = [object_key(pod) for pod in victims]
+        self.expectations.expect(key, deletes=keys)
+
+        async def delete_one(pod: Obj, pod_key: str) -> ApiError | None:
+            meta = _meta(pod)
+            try:
+                await self.client.delete(PODS, str(meta.get("name")), str(meta.get("namespace") or ""),
+                                         uid=str(meta.get("uid") or ""))
+            except ApiError as exc:
+                self.expectations.deletion_observed(key, pod_key)
+                if exc.is_not_found or exc.status == 409:  # gone, or replaced by another pod of that name
+                    return None
+                self.events.event(rs, WARNING, "FailedDelete", f"Error deleting: {exc.message}")
+                return exc
+            self.events.event(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta.get('name')}")
+            return None
+
+        results = await asyncio.gather(*(delete_one(pod, k) for pod, k in zip(victims, keys, strict=True)))
+        failed = next((r for r in results if r is not None), None)
+        if failed is not None:
+            raise failed
+
+    def _related_pods(self, rs: Obj, own: list[Obj]) -> list[Obj]:
+        """Pods of every ReplicaSet controlled by the same owner (the ranking's "related pods")."""
+        reference = controller_ref(rs)
+        if reference is None or not reference.get("uid"):
+            return own
+        pods: list[Obj] = []
+        for sibling in self.replica_sets.by_index(OWNER_INDEX, str(reference["uid"])):
+            pods.extend(self.pods.by_index(OWNER_INDEX, str(_meta(sibling).get("uid") or "")))
+        return pods
+
+
+def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers: int = 4) -> Controller:
+    """Register ``<cluster>/replicaset-controller`` (ReplicaSets, and pods mapped to their controller)."""
+    rs_informer = manager.informer(REPLICA_SETS)
+    pod_informer = manager.informer(PODS)
+    ensure_index(rs_informer, OWNER_INDEX, controller_uid_index)
+    ensure_index(pod_informer, OWNER_INDEX, controller_uid_index)
+    reconciler = ReplicaSetReconciler(manager.client, rs_informer.store, pod_informer.store,
+                                      manager.event_recorder(COMPONENT))
+    pod_informer.add_event_handler(FuncHandler(add=reconciler.on_pod_add, update=reconciler.on_pod_update,
+                                               delete=reconciler.on_pod_delete))
+    controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
+    controller.watches(rs_informer)
+    controller.watches(pod_informer, map_func=lambda pod: owner_request(pod, "ReplicaSet"))
+    manager.add_controller(controller)
+    return controller

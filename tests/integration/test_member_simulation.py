@@ -1,0 +1,423 @@
+"""A member cluster's simulation (deployments, replica sets, pod scheduler, kubelet) over real HTTP.
+
+Each test runs one plain Kubernetes dev API server (``karmada=False``) with its own Nodes and the
+member's Manager from :func:`setup_member_simulation`, and checks what a user sees with kubectl:
+Deployment status, ReplicaSets, pod phases and conditions (``kubectl get pods`` reads the server's
+Table rendering, which these tests read too). Every wait is a deadline (``eventually``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from controller_manager.client import KubeClient
+from controller_manager.controller import Controller
+from controller_manager.events import EVENTS
+from controller_manager.manager import Manager, ManagerOptions
+from devplane.apiserver.server import ApiServer
+from devplane.members.setup import setup_member_simulation
+from estimator.members import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
+from estimator.unschedulable import find_new_replica_set, get_unschedulable_replicas
+from karmada_api.timeutil import now_text, parse_time
+from tests.conftest import eventually
+
+NS = "default"
+TIMEOUT = 15.0
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+
+@dataclass
+class Member:
+    server: ApiServer
+    client: KubeClient
+    manager: Manager
+    controllers: list[Controller]
+
+
+@pytest.fixture
+async def member() -> AsyncIterator[Member]:
+    async with ApiServer(karmada=False) as server:
+        client = KubeClient(ApiClient(Configuration(host=server.url)), qps=0)
+        manager = Manager(client, ManagerOptions(name="member1-simulation", metrics_bind_address="0"))
+        controllers = setup_member_simulation(manager, cluster_name="member1")
+        task = asyncio.create_task(manager.run())
+        try:
+            yield Member(server, client, manager, controllers)
+        finally:
+            manager.request_shutdown()
+            await asyncio.wait_for(task, 30)
+            await client.close()
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+
+async def add_node(member: Member, name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110",
+                   unschedulable: bool = False, taints: list[dict[str, Any]] | None = None) -> None:
+    spec: dict[str, Any] = {}
+    if unschedulable:
+        spec["unschedulable"] = True
+    if taints:
+        spec["taints"] = taints
+    await member.client.create(NODES, {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                                       "spec": spec})
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+    await member.client.patch_status(NODES, name, {"status": {
+        "capacity": allocatable, "allocatable": allocatable,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status"}]}})
+
+
+def deployment(name: str, replicas: int, *, cpu: str = "500m", image: str = "nginx:1.27",
+               tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {"containers": [{"name": "nginx", "image": image,
+                                                "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}
+    if tolerations:
+        pod_spec["tolerations"] = tolerations
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}}}
+
+
+async def pods_of(member: Member, app: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await member.client.list(PODS, NS, label_selector=f"app={app}"))["items"]
+    return items
+
+
+async def replica_sets_of(member: Member, app: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await member.client.list(REPLICA_SETS, NS, label_selector=f"app={app}"))["items"]
+    return items
+
+
+async def get_deployment(member: Member, name: str) -> dict[str, Any]:
+    return await member.client.get(DEPLOYMENTS, name, NS)
+
+
+def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
+
+
+async def pod_table(member: Member) -> dict[str, tuple[str, str]]:
+    """``kubectl get pods``: name → (READY, STATUS), from the server's Table rendering."""
+    async with aiohttp.ClientSession() as session, \
+            session.get(f"{member.server.url}/api/v1/namespaces/{NS}/pods", headers={"Accept": TABLE}) as response:
+        table = await response.json()
+    names = [c["name"] for c in table["columnDefinitions"]]
+    return {row["cells"][0]: (row["cells"][names.index("Ready")], row["cells"][names.index("Status")])
+            for row in table["rows"]}
+
+
+async def rolled_out(member: Member, name: str, replicas: int) -> dict[str, Any]:
+    """The Deployment once every replica is updated and available and Kubernetes says so."""
+    d = await get_deployment(member, name)
+    status = d.get("status") or {}
+    progressing = condition(d, "Progressing") or {}
+    assert status.get("observedGeneration") == d["metadata"]["generation"]
+    assert status.get("updatedReplicas", 0) == replicas and status.get("replicas", 0) == replicas
+    assert status.get("availableReplicas", 0) == replicas and status.get("readyReplicas", 0) == replicas
+    assert progressing.get("reason") == "NewReplicaSetAvailable"
+    return d
+
+
+async def unschedulable_pod(member: Member, app: str) -> dict[str, Any]:
+    pending = [p for p in await pods_of(member, app) if not p["spec"].get("nodeName")
+               and not p["metadata"].get("deletionTimestamp")]
+    assert len(pending) == 1
+    scheduled = condition(pending[0], "PodScheduled")
+    assert scheduled is not None and scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
+    return pending[0]
+
+
+async def events_for(member: Member, name: str) -> list[dict[str, Any]]:
+    await member.manager.flush_events()
+    items: list[dict[str, Any]] = (await member.client.list(
+        EVENTS, NS, field_selector=f"involvedObject.name={name}"))["items"]
+    return items
+
+
+# ----------------------------------------------------------------------------------------- tests
+
+
+async def test_deployment_becomes_running_pods_and_available_status(member: Member) -> None:
+    await add_node(member, "node-a")
+    await add_node(member, "node-b")
+    await member.client.create(DEPLOYMENTS, deployment("web", 3))
+
+    d = await eventually(lambda: rolled_out(member, "web", 3), timeout=TIMEOUT)
+    assert "unavailableReplicas" not in d["status"]  # zero is omitted, as Go's omitempty does
+    assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    available = condition(d, "Available")
+    assert available is not None and (available["status"], available["reason"], available["message"]) == (
+        "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+    assert [c["type"] for c in d["status"]["conditions"]] == ["Available", "Progressing"]
+
+    [rs] = await replica_sets_of(member, "web")
+    template_hash = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"web-{template_hash}"
+    assert rs["spec"]["template"]["metadata"]["labels"] == {"app": "web", "pod-template-hash": template_hash}
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": template_hash}
+    owner = rs["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["uid"], owner["controller"], owner["blockOwnerDeletion"]) == (
+        "Deployment", "web", d["metadata"]["uid"], True, True)
+    assert rs["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "1",
+                                             "deployment.kubernetes.io/desired-replicas": "3",
+                                             "deployment.kubernetes.io/max-replicas": "4"}
+    assert rs["status"] == {"replicas": 3, "fullyLabeledReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                            "observedGeneration": 1}
+    progressing = condition(d, "Progressing")
+    assert progressing is not None and progressing["message"] == f'ReplicaSet "{rs["metadata"]["name"]}" has ' \
+                                                                 "successfully progressed."
+    assert find_new_replica_set(d, [rs]) is not None  # the estimator recognises it as the new ReplicaSet
+
+    pods = await pods_of(member, "web")
+    assert len(pods) == 3
+    for pod in pods:
+        assert pod["metadata"]["name"].startswith(f"web-{template_hash}-")
+        assert pod["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"]
+        assert pod["metadata"]["labels"]["pod-template-hash"] == template_hash
+        status = pod["status"]
+        assert status["phase"] == "Running"
+        assert {c["type"]: c["status"] for c in status["conditions"]} == {
+            "PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True", "ContainersReady": "True",
+            "PodScheduled": "True"}
+        assert status["podIP"].startswith("10.") and status["hostIP"] and status["startTime"]
+        [container] = status["containerStatuses"]
+        assert container["ready"] and container["started"] and "running" in container["state"]
+    assert {p["spec"]["nodeName"] for p in pods} == {"node-a", "node-b"}  # least allocated: spread
+    assert len({p["status"]["podIP"] for p in pods}) == 3
+    table = await pod_table(member)
+    assert sorted(table.values()) == [("1/1", "Running")] * 3
+    scheduled = [e for e in await events_for(member, pods[0]["metadata"]["name"]) if e["reason"] == "Scheduled"]
+    assert scheduled and scheduled[0]["message"] == \
+        f"Successfully assigned {NS}/{pods[0]['metadata']['name']} to {pods[0]['spec']['nodeName']}"
+
+
+async def test_scaling_down_removes_pods_and_updates_status(member: Member) -> None:
+    await add_node(member, "node-a")
+    await member.client.create(DEPLOYMENTS, deployment("web", 3))
+    await eventually(lambda: rolled_out(member, "web", 3), timeout=TIMEOUT)
+
+    await member.client.patch(DEPLOYMENTS, "web", {"spec": {"replicas": 1}}, namespace=NS)
+
+    async def scaled() -> bool:
+        await rolled_out(member, "web", 1)
+        pods = await pods_of(member, "web")
+        assert len(pods) == 1 and pods[0]["status"]["phase"] == "Running"
+        [rs] = await replica_sets_of(member, "web")
+        assert rs["spec"]["replicas"] == 1 and rs["status"]["replicas"] == 1
+        assert rs["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "1"
+        return True
+
+    await eventually(scaled, timeout=TIMEOUT)
+    [deploy_events] = [[e for e in await events_for(member, "web") if e["reason"] == "ScalingReplicaSet"]]
+    messages = {e["message"] for e in deploy_events}
+    rs_name = (await replica_sets_of(member, "web"))[0]["metadata"]["name"]
+    assert f"Scaled up replica set {rs_name} from 0 to 3" in messages
+    assert f"Scaled down replica set {rs_name} from 3 to 1" in messages
+
+
+async def test_template_change_rolls_out_a_new_replica_set(member: Member) -> None:
+    await add_node(member, "node-a")
+    await member.client.create(DEPLOYMENTS, deployment("web", 2))
+    await eventually(lambda: rolled_out(member, "web", 2), timeout=TIMEOUT)
+    [old] = await replica_sets_of(member, "web")
+
+    await member.client.patch(DEPLOYMENTS, "web", {"spec": {"template": {"spec": {"containers": [
+        {"name": "nginx", "image": "nginx:1.28", "resources": {"requests": {"cpu": "500m", "memory": "128Mi"}}}]}}}},
+        namespace=NS)
+
+    async def rolled() -> dict[str, Any]:
+        d = await rolled_out(member, "web", 2)
+        replica_sets = {rs["metadata"]["name"]: rs for rs in await replica_sets_of(member, "web")}
+        assert len(replica_sets) == 2
+        assert replica_sets[old["metadata"]["name"]]["spec"]["replicas"] == 0
+        pods = await pods_of(member, "web")
+        assert len(pods) == 2 and all(p["spec"]["containers"][0]["image"] == "nginx:1.28" for p in pods)
+        assert all(p["status"]["phase"] == "Running" for p in pods)
+        return d
+
+    d = await eventually(rolled, timeout=TIMEOUT)
+    assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    new = next(rs for rs in await replica_sets_of(member, "web") if rs["metadata"]["name"] != old["metadata"]["name"])
+    assert new["metadata"]["labels"]["pod-template-hash"] != old["metadata"]["labels"]["pod-template-hash"]
+    assert new["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+    progressing = condition(d, "Progressing")
+    assert progressing is not None and new["metadata"]["name"] in progressing["message"]
+    found = find_new_replica_set(d, await replica_sets_of(member, "web"))
+    assert found is not None and found["metadata"]["name"] == new["metadata"]["name"]
+
+
+async def test_cordoned_node_leaves_the_replacement_pending_until_uncordoned(member: Member) -> None:
+    await add_node(member, "node-a")
+    await member.client.create(DEPLOYMENTS, deployment("web", 2))
+    await eventually(lambda: rolled_out(member, "web", 2), timeout=TIMEOUT)
+    await member.client.patch(NODES, "node-a", {"spec": {"unschedulable": True}})
+    victim = (await pods_of(member, "web"))[0]
+    await member.client.delete(PODS, victim["metadata"]["name"], NS)
+
+    pending = await eventually(lambda: unschedulable_pod(member, "web"), timeout=TIMEOUT)
+    scheduled = condition(pending, "PodScheduled")
+    assert scheduled is not None
+    assert scheduled["message"] == ("0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes "
+                                    "are available: 1 Preemption is not helpful for scheduling.")
+    assert pending["status"]["phase"] == "Pending"
+    assert (await pod_table(member))[pending["metadata"]["name"]] == ("0/1", "Pending")
+    assert victim["metadata"]["name"] not in {p["metadata"]["name"] for p in await pods_of(member, "web")}
+
+    async def degraded() -> dict[str, Any]:
+        d = await get_deployment(member, "web")
+        assert d["status"]["availableReplicas"] == 1 and d["status"]["unavailableReplicas"] == 1
+        return d
+
+    d = await eventually(degraded, timeout=TIMEOUT)
+
+    async def failed_scheduling() -> bool:
+        events = await events_for(member, pending["metadata"]["name"])
+        failed = [e for e in events if e["reason"] == "FailedScheduling"]
+        assert failed and failed[0]["type"] == "Warning" and failed[0]["message"] == scheduled["message"]
+        return True
+
+    await eventually(failed_scheduling, timeout=TIMEOUT)
+
+    # The descheduler's view: one replica unschedulable for longer than the threshold.
+    since = parse_time(scheduled["lastTransitionTime"])
+    replica_sets = await replica_sets_of(member, "web")
+    pods = await pods_of(member, "web")
+    assert get_unschedulable_replicas(d, replica_sets, pods, timedelta(0), since + timedelta(seconds=1)) == 1
+    assert get_unschedulable_replicas(d, replica_sets, pods, timedelta(minutes=5), since + timedelta(minutes=1)) == 0
+
+    # A node change is a retry: a second cordoned node changes the message, not the transition time.
+    await eventually(lambda: now_text() != scheduled["lastTransitionTime"], timeout=3)
+    await add_node(member, "node-b", unschedulable=True)
+
+    async def retried() -> dict[str, Any]:
+        pod = await unschedulable_pod(member, "web")
+        current = condition(pod, "PodScheduled")
+        assert current is not None and current["message"].startswith("0/2 nodes are available: 2 node(s) were "
+                                                                      "unschedulable.")
+        return current
+
+    current = await eventually(retried, timeout=TIMEOUT)
+    assert current["lastTransitionTime"] == scheduled["lastTransitionTime"]
+
+    await member.client.patch(NODES, "node-a", {"spec": {"unschedulable": None}})
+
+    async def running_again() -> bool:
+        pods = await pods_of(member, "web")
+        assert len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods)
+        assert all(p["spec"]["nodeName"] == "node-a" for p in pods)
+        await rolled_out(member, "web", 2)
+        return True
+
+    await eventually(running_again, timeout=TIMEOUT)
+
+
+async def test_requests_larger_than_any_node_are_unschedulable(member: Member) -> None:
+    await add_node(member, "node-a", cpu="4")
+    await member.client.create(DEPLOYMENTS, deployment("big", 1, cpu="8"))
+
+    pod = await eventually(lambda: unschedulable_pod(member, "big"), timeout=TIMEOUT)
+    scheduled = condition(pod, "PodScheduled")
+    assert scheduled is not None and scheduled["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not "
+        "helpful for scheduling.")
+    d = await get_deployment(member, "big")
+    available = condition(d, "Available")
+    assert available is not None and (available["status"], available["reason"]) == (
+        "False", "MinimumReplicasUnavailable")
+    assert d["status"]["unavailableReplicas"] == 1 and "availableReplicas" not in d["status"]
+
+    # A node large enough joins: the pending pod is retried and runs there.
+    await add_node(member, "node-big", cpu="16")
+    await eventually(lambda: rolled_out(member, "big", 1), timeout=TIMEOUT)
+    [running] = await pods_of(member, "big")
+    assert running["spec"]["nodeName"] == "node-big"
+
+
+async def test_untolerated_taints_block_and_tolerations_admit(member: Member) -> None:
+    await add_node(member, "gpu-node", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    await member.client.create(DEPLOYMENTS, deployment("web", 1))
+
+    pod = await eventually(lambda: unschedulable_pod(member, "web"), timeout=TIMEOUT)
+    scheduled = condition(pod, "PodScheduled")
+    assert scheduled is not None and scheduled["message"] == (
+        "0/1 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/1 nodes are "
+        "available: 1 Preemption is not helpful for scheduling.")
+
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+    await member.client.patch(DEPLOYMENTS, "web", {"spec": {"template": {"spec": {"tolerations": [toleration]}}}},
+                              namespace=NS)
+
+    async def tolerated() -> bool:
+        await rolled_out(member, "web", 1)
+        [running] = await pods_of(member, "web")
+        assert running["spec"]["nodeName"] == "gpu-node" and running["spec"]["tolerations"] == [toleration]
+        return True
+
+    await eventually(tolerated, timeout=TIMEOUT)
+    old = [rs for rs in await replica_sets_of(member, "web") if rs["spec"]["replicas"] == 0]
+    assert len(old) == 1  # the unschedulable revision was scaled away
+
+
+async def test_deleting_the_deployment_removes_replica_sets_and_pods(member: Member) -> None:
+    await add_node(member, "node-a")
+    await member.client.create(DEPLOYMENTS, deployment("web", 2))
+    await eventually(lambda: rolled_out(member, "web", 2), timeout=TIMEOUT)
+
+    await member.client.delete(DEPLOYMENTS, "web", NS)
+
+    async def gone() -> bool:
+        assert await replica_sets_of(member, "web") == []
+        assert await pods_of(member, "web") == []
+        return True
+
+    await eventually(gone, timeout=TIMEOUT)
+
+
+async def test_recreate_strategy_replaces_every_pod(member: Member) -> None:
+    await add_node(member, "node-a")
+    recreate = deployment("web", 2)
+    recreate["spec"]["strategy"] = {"type": "Recreate"}
+    await member.client.create(DEPLOYMENTS, recreate)
+    await eventually(lambda: rolled_out(member, "web", 2), timeout=TIMEOUT)
+    [old] = await replica_sets_of(member, "web")
+
+    await member.client.patch(DEPLOYMENTS, "web", {"spec": {"template": {"metadata": {"labels": {"app": "web",
+                                                                                             "rev": "2"}}}}},
+                              namespace=NS)
+
+    async def replaced() -> bool:
+        await rolled_out(member, "web", 2)
+        pods = await pods_of(member, "web")
+        assert len(pods) == 2 and all(p["metadata"]["labels"].get("rev") == "2" for p in pods)
+        return True
+
+    await eventually(replaced, timeout=TIMEOUT)
+    messages = [e["message"] for e in await events_for(member, "web") if e["reason"] == "ScalingReplicaSet"]
+    scale_down = messages.index(f"Scaled down replica set {old['metadata']['name']} from 2 to 0")
+    new_name = next(rs["metadata"]["name"] for rs in await replica_sets_of(member, "web")
+                    if rs["metadata"]["name"] != old["metadata"]["name"])
+    assert messages.index(f"Scaled up replica set {new_name} from 0 to 2") > scale_down  # old first, then new
+
+
+async def test_pods_of_a_removed_node_are_replaced_and_wait_for_a_node(member: Member) -> None:
+    await add_node(member, "node-a")
+    await member.client.create(DEPLOYMENTS, deployment("web", 1))
+    await eventually(lambda: rolled_out(member, "web", 1), timeout=TIMEOUT)
+    [first] = await pods_of(member, "web")
+
+    await member.client.delete(NODES, "node-a")
+
+    pending = await eventually(lambda: unschedulable_pod(member, "web"), timeout=TIMEOUT)
+    assert pending["metadata"]["name"] != first["metadata"]["name"]
+    scheduled = condition(pending, "PodScheduled")
+    assert scheduled is not None and scheduled["message"] == "no nodes available to schedule pods"
+    assert [p["metadata"]["name"] for p in await pods_of(member, "web")] == [pending["metadata"]["name"]]
