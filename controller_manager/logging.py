@@ -9,8 +9,9 @@ import structlog
 
 
 def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:
-    """``-v 0`` logs info and above; ``-v 4`` and more adds debug (klog's convention)."""
-    level = logging.DEBUG if verbosity >= 4 else logging.INFO
+    """``-v 0`` logs info and above; ``-v 4`` and more adds debug (klog's convention); a negative
+    verbosity keeps warnings and errors only (a narrating command such as the demo)."""
+    level = logging.DEBUG if verbosity >= 4 else logging.INFO if verbosity >= 0 else logging.WARNING
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False))
     structlog.configure(

@@ -1,7 +1,9 @@
 """``karmada-devplane``: the local Karmada-compatible control plane.
 
-Subcommands: ``apiserver`` (one bare API server with Karmada's CRDs) and ``up`` (a host API
-server plus N member API servers, with kubeconfigs as hack/local-up-karmada.sh writes them).
+Subcommands: ``apiserver`` (one bare API server with Karmada's CRDs), ``up`` (a host API
+server plus N member API servers running the Karmada and member simulations, with kubeconfigs
+as hack/local-up-karmada.sh writes them), ``demo`` (the user's documents, end to end) and
+``ctl`` (the karmadactl steps of the documents).
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ import anyio
 import structlog
 
 from controller_manager.logging import configure_logging
-from controller_manager.options import port, positive_int
+from controller_manager.options import boolean, parse_duration, port, positive_int
 
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
+from .config import ConfigError, load_config, member_shapes
+from .ctl import add_ctl_parser, run_ctl
+from .demo import run_demo
 from .kubeconfig import write_kubeconfig
+from .plane import HOST_CONTEXT, DevPlane, PlaneOptions
 
 log = structlog.get_logger("karmada-devplane")
-
-HOST_CONTEXT = "karmada-apiserver"
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karmada-devplane", description=__doc__.splitlines()[0] if __doc__ else "")
@@ -41,11 +44,29 @@ def build_parser() -> argparse.ArgumentParser:
                      help="watch events kept per resource type; older resourceVersions get 410 Expired")
     api.add_argument("--no-karmada", action="store_true", help="serve a plain Kubernetes API (no Karmada CRDs)")
 
-    up = sub.add_parser("up", help="serve the host and member API servers until interrupted")
-    up.add_argument("--members", type=positive_int, default=3)
+    up = sub.add_parser("up", help="serve the host and member API servers and the simulations until interrupted")
+    up.add_argument("--members", type=positive_int, default=None,
+                    help="number of member clusters (default: 3, or every member of --config)")
     up.add_argument("--kubeconfig-dir", type=Path, default=Path(".devplane/kube"))
     up.add_argument("--data-dir", type=Path, default=None, help="SQLite storage root (default: in memory)")
+    up.add_argument("--config", type=Path, default=None,
+                    help="member shapes (YAML: members[].nodes[].allocatable); default: see devplane/config.py")
+    up.add_argument("--enable-scheduler-estimator", type=boolean, nargs="?", const=True, default=False,
+                    help="the scheduler also asks the accurate estimator (member Nodes and Pods) (default false)")
+    up.add_argument("--scheduler-estimator-timeout", type=parse_duration, default=3.0,
+                    help="how long to wait for a member's estimate (default 3s)")
+    up.add_argument("--cluster-status-update-frequency", type=parse_duration, default=10.0,
+                    help="how often Cluster status is refreshed from the members (default 10s)")
+    up.add_argument("--graceful-eviction-timeout", type=parse_duration, default=600.0,
+                    help="how long an evicted cluster keeps its workload at most (default 10m0s)")
     up.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY)
+
+    demo = sub.add_parser("demo", help="play the user's documents end to end and check every outcome")
+    demo.add_argument("document", nargs="?", choices=("rebalancer", "descheduler", "all"), default="all")
+    demo.add_argument("--workdir", type=Path, default=None,
+                      help="keep the manifests, kubeconfigs and product logs here (default: a temporary folder)")
+
+    add_ctl_parser(sub)
     return parser
 
 
@@ -73,37 +94,58 @@ async def run_apiserver(args: argparse.Namespace) -> None:
 
 
 async def run_up(args: argparse.Namespace) -> None:
-    def data(name: str) -> Path | None:
-        return args.data_dir / name if args.data_dir else None
-
-    host = ApiServer(ApiServerConfig(data_dir=data("host"), watch_history=args.watch_history,
-                                     extra_namespaces=("karmada-system", "karmada-cluster")))
-    members = [ApiServer(ApiServerConfig(data_dir=data(f"member{i}"), watch_history=args.watch_history,
-                                         karmada=False)) for i in range(1, args.members + 1)]
+    try:
+        configured = load_config(args.config) if args.config else None
+    except ConfigError as exc:
+        raise SystemExit(f"karmada-devplane: {exc}") from None
+    options = PlaneOptions(
+        members=member_shapes(args.members if args.members is not None or configured else 3, configured),
+        data_dir=args.data_dir, watch_history=args.watch_history,
+        enable_scheduler_estimator=args.enable_scheduler_estimator,
+        scheduler_estimator_timeout=args.scheduler_estimator_timeout,
+        cluster_status_update_frequency=args.cluster_status_update_frequency,
+        graceful_eviction_timeout=args.graceful_eviction_timeout)
     with _stop_signals() as signals:
-        async with host:
-            started: list[ApiServer] = []
-            try:
-                for member in members:
-                    await member.start()
-                    started.append(member)
-                write_kubeconfig(args.kubeconfig_dir / "karmada.config", {HOST_CONTEXT: host.url}, HOST_CONTEXT)
-                member_urls = {f"member{i}": m.url for i, m in enumerate(members, start=1)}
-                write_kubeconfig(args.kubeconfig_dir / "members.config", member_urls, "member1")
-                kube = args.kubeconfig_dir.resolve()
-                print(f"devplane ready: {HOST_CONTEXT} at {host.url}, {len(members)} members; "
-                      f"export KUBECONFIG={kube}/karmada.config:{kube}/members.config", flush=True)
+        async with DevPlane(options) as plane:
+            plane.write_kubeconfigs(args.kubeconfig_dir)
+            kube = args.kubeconfig_dir.resolve()
+            print(f"devplane ready: {HOST_CONTEXT} at {plane.host.url}, {len(plane.members)} members "
+                  f"({', '.join(plane.members)}); "
+                  f"export KUBECONFIG={kube}/karmada.config:{kube}/members.config", flush=True)
+            await _wait_for_signal(signals)
+
+
+async def run_demo_command(args: argparse.Namespace) -> int:
+    with _stop_signals() as signals:
+        async with anyio.create_task_group() as group:
+            outcome: list[int] = []
+
+            async def play() -> None:
+                outcome.append(await run_demo(args.document, workdir=args.workdir))
+                group.cancel_scope.cancel()
+
+            async def interrupted() -> None:
                 await _wait_for_signal(signals)
-            finally:
-                for member in reversed(started):
-                    await member.stop()
+                outcome.append(130)
+                group.cancel_scope.cancel()
+
+            group.start_soon(play)
+            group.start_soon(interrupted)
+    return outcome[0] if outcome else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.logging_format, args.verbosity)
-    runner = {"apiserver": run_apiserver, "up": run_up}[args.command]
+    if args.command == "demo":
+        configure_logging(args.logging_format, args.verbosity if args.verbosity else -1)
+    else:
+        configure_logging(args.logging_format, args.verbosity)
     try:
+        if args.command == "ctl":
+            return anyio.run(run_ctl, args, backend="asyncio")
+        if args.command == "demo":
+            return anyio.run(run_demo_command, args, backend="asyncio")
+        runner = {"apiserver": run_apiserver, "up": run_up}[args.command]
         anyio.run(runner, args, backend="asyncio")
     except KeyboardInterrupt:
         return 130

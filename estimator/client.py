@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -85,7 +85,7 @@ class EstimatorClient:
 
     # ------------------------------------------------------------------------------------------
 
-    async def available_replicas(self, clusters: list[Mapping[str, Any]], requirements: Mapping[str, Any] | None,
+    async def available_replicas(self, clusters: Sequence[Mapping[str, Any]], requirements: Mapping[str, Any] | None,
                                  replicas: int, *, accurate: bool = True) -> dict[str, int]:
         """Every estimator per cluster, combined by minimum (the scheduler's ``calAvailableReplicas``).
 

@@ -1,0 +1,46 @@
+"""End-to-end fixtures: a dev plane (API servers + Karmada and member simulations) and the real
+``karmada-controller-manager`` process against it, both stopped when the test ends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from devplane.config import member_shapes
+from devplane.plane import DevPlane, PlaneOptions
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[DevPlane]:
+    """Two members, status refreshed every second, the scheduler estimator on (Karmada's e2e setup)."""
+    options = PlaneOptions(members=member_shapes(2), enable_scheduler_estimator=True,
+                           cluster_status_update_frequency=1.0)
+    async with DevPlane(options) as running:
+        await running.wait_ready()
+        running.write_kubeconfigs(tmp_path / "kube")
+        yield running
+
+
+@pytest.fixture
+def controller_manager(plane: DevPlane, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """The product process, as users run it (leader election on, endpoints off); its log is kept in tmp_path."""
+    log = (tmp_path / "karmada-controller-manager.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "controller_manager",
+                             "--kubeconfig", str(tmp_path / "kube" / "karmada.config"),
+                             "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+                             "--leader-elect-retry-period", "1s"],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
