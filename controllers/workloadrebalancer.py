@@ -11,7 +11,9 @@ changed and nothing needs a retry. TTL deletion is the ttl-cleaner's job.
 Beyond Karmada (docs/compatibility.md):
 - the trigger is the rebalancer's ``creationTimestamp`` only when that is strictly later than
   the binding's ``status.lastScheduledTime``; otherwise the first whole second strictly later
-  than both ``lastScheduledTime`` and now, so the scheduler never ignores the trigger;
+  than both ``lastScheduledTime`` and now, so the scheduler never ignores the trigger; such a
+  trigger is written once its second has come (under a second's wait), or the scheduler,
+  stamping ``lastScheduledTime`` with its current second, would leave it pending;
 - a binding missing from the cache is confirmed with a live GET before the item is failed;
 - an Event on the rebalancer for each workload result, and the
   ``workload_rebalancer_workloads_total{result}`` counter.
@@ -19,6 +21,7 @@ Beyond Karmada (docs/compatibility.md):
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,6 +82,10 @@ def sync_spec_to_status(rebalancer: Obj) -> dict[str, Any]:
     return {"observedWorkloads": observed, "observedGeneration": rebalancer["metadata"].get("generation", 0)}
 
 
+MAX_TRIGGER_WAIT = 2.0
+"""Longest wait, inside a reconcile, for a trigger's second to come; further away is re-checked later."""
+
+
 def trigger_time(rebalancer_created: datetime, last_scheduled: datetime | None, current: datetime) -> datetime:
     """The rescheduleTriggeredAt to write: creationTimestamp, unless the scheduler would ignore it."""
     if last_scheduled is None or rebalancer_created > last_scheduled:
@@ -91,6 +98,14 @@ def _status_view(status: dict[str, Any] | None) -> dict[str, Any]:
     status = status or {}
     return {"observedWorkloads": status.get("observedWorkloads") or [],
             "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
+
+
+class TriggerNotDue(Exception):
+    """The trigger to write is a second still to come: write it then (``delay`` seconds from now)."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(f"trigger due in {delay:.3f}s")
+        self.delay = delay
 
 
 class WorkloadRebalancerReconciler:
@@ -109,21 +124,22 @@ class WorkloadRebalancerReconciler:
         if rebalancer is None or rebalancer["metadata"].get("deletionTimestamp"):
             return Result()
         status = sync_spec_to_status(rebalancer)
-        retries = await self._trigger(rebalancer, status)
+        retries, due_in = await self._trigger(rebalancer, status)
         old = _status_view(rebalancer.get("status"))
         status["finishTime"] = old["finishTime"]
         if _status_view(status) != old:
-            if retries == 0:
+            if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
             if status["finishTime"] is None:
                 del status["finishTime"]
             await self._write_status(request.name, status)
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
-        return Result()
+        return Result(requeue_after=due_in) if due_in else Result()
 
-    async def _trigger(self, rebalancer: Obj, status: dict[str, Any]) -> int:
-        retries = 0
+    async def _trigger(self, rebalancer: Obj, status: dict[str, Any]) -> tuple[int, float]:
+        """Trigger every item without a result: (items to retry, seconds until a not-yet-due trigger)."""
+        retries, due_in = 0, 0.0
         created = parse_time(rebalancer["metadata"]["creationTimestamp"])
         for item in status["observedWorkloads"]:
             if item.get("result") in (SUCCESSFUL, FAILED):
@@ -131,6 +147,9 @@ class WorkloadRebalancerReconciler:
             workload = item["workload"]
             try:
                 await self._trigger_one(rebalancer, workload, created)
+            except TriggerNotDue as wait:
+                due_in = max(due_in, wait.delay)
+                continue
             except ApiError as exc:
                 if exc.is_not_found:
                     item["result"], item["reason"] = FAILED, BINDING_NOT_FOUND
@@ -147,7 +166,7 @@ class WorkloadRebalancerReconciler:
             WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
             self.events.event(rebalancer, NORMAL, "RescheduleTriggered",
                               f"{_describe(workload)}: rescheduling triggered")
-        return retries
+        return retries, due_in
 
     async def _trigger_one(self, rebalancer: Obj, workload: dict[str, Any], created: datetime) -> None:
         namespace = workload.get("namespace") or ""
@@ -158,10 +177,18 @@ class WorkloadRebalancerReconciler:
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
         last = (binding.get("status") or {}).get("lastScheduledTime")
-        trigger = trigger_time(created, parse_time(last) if last else None, now())
+        current = now()
+        trigger = trigger_time(created, parse_time(last) if last else None, current)
         existing = (binding.get("spec") or {}).get("rescheduleTriggeredAt")
         if existing and parse_time(existing) >= trigger:
             return  # a trigger at least as new is already there: never overwrite it
+        if trigger > current:
+            # The scheduler stamps lastScheduledTime with its current second: a trigger from the
+            # future would still be pending after the schedule it causes. Write it once it has come.
+            delay = (trigger - current).total_seconds()
+            if delay > MAX_TRIGGER_WAIT:  # lastScheduledTime ahead of our clock: look again later
+                raise TriggerNotDue(MAX_TRIGGER_WAIT)
+            await asyncio.sleep(delay)
         # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
         spec = {**(binding.get("spec") or {}), "rescheduleTriggeredAt": format_time(trigger)}
         await self.client.update(resource, {**binding, "spec": spec})

@@ -323,6 +323,21 @@ def test_trigger_time_rule() -> None:
     assert trigger_time(created, later, created) == parse_time("2024-05-25T09:50:11Z")
 
 
+async def test_trigger_for_a_binding_scheduled_this_second_is_written_when_its_second_comes(
+        manager: Manager, http: aiohttp.ClientSession) -> None:
+    """A binding scheduled in the rebalancer's own second gets the next second as trigger, written no
+    earlier than that second: the scheduler, stamping lastScheduledTime with its clock, then consumes it."""
+    scheduled = format_time(now())
+    await make_binding(http, "Deployment", "fresh", triggered=None, scheduled=scheduled)
+    await create_rebalancer(http, "same-second", [deploy_ref("fresh")])
+    wr = await finished(http, "same-second")
+    rb = await get(http, RB.format(ns="default") + "/fresh-deployment")
+    assert rb is not None
+    trigger = parse_time(rb["spec"]["rescheduleTriggeredAt"])
+    assert trigger > parse_time(scheduled)
+    assert parse_time(wr["status"]["finishTime"]) >= trigger  # written once its second had come
+
+
 # ----------------------------------------------------------------------------- §2.7 (rebalancer's part)
 
 
