@@ -214,6 +214,15 @@ class KubeClient:
         result: dict[str, Any] = await self.request("GET", resource.path(namespace, name))
         return result
 
+    async def get_or_none(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
+        """GET, with None for NotFound (the object is gone: usually nothing left to do)."""
+        try:
+            return await self.get(resource, name, namespace)
+        except ApiError as exc:
+            if exc.is_not_found:
+                return None
+            raise
+
     async def list(self, resource: Resource, namespace: str = "", *, label_selector: str = "",
                    field_selector: str = "", limit: int = 0, continue_token: str = "",
                    resource_version: str = "") -> dict[str, Any]:

@@ -286,13 +286,15 @@ class InformerFactory:
         pending = [i for i in (informers if informers is not None else self.informers()) if not i.has_synced()]
         if not pending:
             return
+        # asyncio.wait, not gather: a cancelled wait must not leave a gathering future whose
+        # CancelledError nobody retrieves (logged as a traceback at shutdown).
         waits = [asyncio.ensure_future(i.wait_for_sync()) for i in pending]
         try:
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
-        except TimeoutError:
-            missing = [i for i in pending if not i.has_synced()]
-            reasons = "; ".join(f"{i.name}: {i.last_error or 'no answer yet'}" for i in missing)
-            raise SyncTimeout(f"timed out after {timeout:g}s waiting for caches to sync: {reasons}") from None
+            await asyncio.wait(waits, timeout=None if timeout == float("inf") else timeout)
         finally:
             for wait in waits:
                 wait.cancel()
+        missing = [i for i in pending if not i.has_synced()]
+        if missing:
+            reasons = "; ".join(f"{i.name}: {i.last_error or 'no answer yet'}" for i in missing)
+            raise SyncTimeout(f"timed out after {timeout:g}s waiting for caches to sync: {reasons}")

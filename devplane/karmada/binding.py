@@ -303,7 +303,7 @@ class BindingReconciler:
         meta = binding["metadata"]
 
         async def attempt() -> dict[str, Any] | None:
-            latest = await self._get(self.kind.resource, meta["name"], meta.get("namespace", ""))
+            latest = await self.client.get_or_none(self.kind.resource, meta["name"], meta.get("namespace", ""))
             if latest is None or _deleting(latest):
                 return None
             finalizers = list(latest["metadata"].get("finalizers") or [])
@@ -328,7 +328,7 @@ class BindingReconciler:
         await self._delete_works(works)
 
         async def attempt() -> None:
-            latest = await self._get(self.kind.resource, meta["name"], meta.get("namespace", ""))
+            latest = await self.client.get_or_none(self.kind.resource, meta["name"], meta.get("namespace", ""))
             if latest is None or self.kind.finalizer not in (latest["metadata"].get("finalizers") or []):
                 return
             latest["metadata"]["finalizers"] = [f for f in latest["metadata"]["finalizers"] if f != self.kind.finalizer]
@@ -350,7 +350,7 @@ class BindingReconciler:
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
         if cached is not None and _rv(cached) >= wanted_rv:
             return typed(cached, kind)
-        fetched = await self._get(kind.resource, name, namespace)
+        fetched = await self.client.get_or_none(kind.resource, name, namespace)
         return typed(fetched, kind) if fetched is not None else None
 
     # ------------------------------------------------------------- works
@@ -381,7 +381,7 @@ class BindingReconciler:
                 first = False
                 existing = self.works.get(key)
             else:
-                existing = await self._get(WORKS, meta["name"], meta["namespace"])
+                existing = await self.client.get_or_none(WORKS, meta["name"], meta["namespace"])
             if existing is None:
                 try:
                     await self.client.create(WORKS, desired)
@@ -428,13 +428,6 @@ class BindingReconciler:
             deleted += 1
         return deleted
 
-    async def _get(self, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
-        try:
-            return await self.client.get(resource, name, namespace)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return None
-            raise
 
 
 def _typed_binding(binding: Obj, kind: BindingKind) -> dict[str, Any]:

@@ -188,12 +188,9 @@ class ClusterReconciler:
 
         async def attempt() -> Obj | None:
             nonlocal written
-            try:
-                latest = await self.client.get(CLUSTERS, name)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return None
-                raise
+            latest = await self.client.get_or_none(CLUSTERS, name)
+            if latest is None:
+                return None
             current = (latest.get("spec") or {}).get("taints") or []
             taints = taints_for_condition(latest)
             if taints == current:

@@ -387,12 +387,9 @@ class ClusterStatusReconciler:
     async def _write(self, name: str, fields: dict[str, Any] | None, conditions: list[dict[str, Any]]) -> Obj | None:
         """Set ``fields`` (empty string/list = omitted) and ``conditions`` on the latest status; write if changed."""
         async def attempt() -> Obj | None:
-            try:
-                latest = await self.client.get(CLUSTERS, name)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return None
-                raise
+            latest = await self.client.get_or_none(CLUSTERS, name)
+            if latest is None:
+                return None
             old = latest.get("status") or {}
             status = copy.deepcopy(old)
             for key, value in (fields or {}).items():

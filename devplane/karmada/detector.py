@@ -610,7 +610,7 @@ class Detector:
                 first = False
                 existing = self.bindings[namespaced].store.get(_cache_key(meta.get("namespace", ""), meta["name"]))
             else:
-                existing = await self._get(resource, meta["name"], meta.get("namespace", ""))
+                existing = await self.client.get_or_none(resource, meta["name"], meta.get("namespace", ""))
             if existing is None:
                 body = copy.deepcopy(desired)
                 body["metadata"]["labels"][id_label] = str(uuid.uuid4())
@@ -635,13 +635,6 @@ class Detector:
 
         return await retry_on_conflict(attempt)
 
-    async def _get(self, resource: Resource, name: str, namespace: str) -> dict[str, Any] | None:
-        try:
-            return await self.client.get(resource, name, namespace)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return None
-            raise
 
     async def _release(self, template: Obj) -> None:
         """No policy selects the template: drop the claim from its binding first, then from the template.

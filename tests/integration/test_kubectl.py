@@ -27,7 +27,7 @@ import yaml
 pytestmark = pytest.mark.kubectl
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "docs" / "examples"
+EXAMPLES = REPO / "devplane" / "documents"
 BIN = Path(sys.executable).parent  # the venv's bin folder (not resolved: that would leave the venv)
 HOST = "karmada-apiserver"
 READY_TIMEOUT = 30.0

@@ -296,7 +296,8 @@ async def test_two_electors_exactly_one_leads(
         tasks.append(asyncio.create_task(elector.run(leaders.lead(who))))
 
     async def someone_leads() -> bool:
-        return any(e.is_leader for e in electors.values())
+        # is_leader flips just before the leading callback's task first runs: wait for both
+        return any(e.is_leader for e in electors.values()) and bool(leaders.active)
 
     await eventually(someone_leads, timeout=5, interval=0.01)
     leader = next(who for who, e in electors.items() if e.is_leader)
