@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
 import yaml
 
 from controller_manager.client import ApiError, KubeClient
@@ -190,6 +191,11 @@ class Session:
         self.say.note(f"started {name} (pid {proc.pid}), logs in {logs / (name + '.log')}")
 
     async def stop_products(self) -> None:
+        """SIGTERM, then SIGKILL after 15 s; shielded, so an interrupted demo still leaves no process behind."""
+        with anyio.CancelScope(shield=True):
+            await self._stop_products()
+
+    async def _stop_products(self) -> None:
         for proc in self.processes:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 from kubernetes_asyncio import client as k8s
 
@@ -148,6 +149,11 @@ class DevPlane:
         log.info("dev plane started", host=self.host.url, members=self.member_urls)
 
     async def stop(self) -> None:
+        """Stop managers, clients and servers; shielded, so it completes even when its caller is cancelled."""
+        with anyio.CancelScope(shield=True):
+            await self._stop()
+
+    async def _stop(self) -> None:
         for manager in self.managers:
             manager.request_shutdown()
         tasks, self._tasks = self._tasks, []
