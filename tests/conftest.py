@@ -35,6 +35,33 @@ async def http(server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+async def send(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               expect: tuple[int, ...] = (200, 201)) -> dict[str, Any]:
+    """One raw request (PATCH as a JSON merge patch); asserts the status is expected, returns the JSON body."""
+    async with http.request(method, path, json=body, headers=MERGE_PATCH if method == "PATCH" else None) as r:
+        text = await r.text()
+        assert r.status in expect, f"{method} {path}: {r.status} {text}"
+        result: dict[str, Any] = await r.json() if text else {}
+        return result
+
+
+async def get_or_none(http: aiohttp.ClientSession, path: str) -> dict[str, Any] | None:
+    """GET an object; None when it does not exist (404)."""
+    async with http.get(path) as r:
+        if r.status == 404:
+            return None
+        assert r.status == 200, await r.text()
+        result: dict[str, Any] = await r.json()
+        return result
+
+
+async def ensure_namespace(http: aiohttp.ClientSession, name: str) -> None:
+    await send(http, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, expect=(201, 409))
+
+
 async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.05) -> Any:
     """Poll ``check`` (a predicate, or a coroutine function) until it returns something truthy without
     raising AssertionError; fail after ``timeout`` with the last assertion as the cause."""

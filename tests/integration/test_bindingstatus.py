@@ -57,9 +57,8 @@ from karmada_api.labels import (
 )
 from karmada_api.resources import RESOURCE_BINDINGS, WORKS
 from karmada_api.timeutil import now_text
-from tests.conftest import eventually
+from tests.conftest import ensure_namespace, eventually, get_or_none, send
 
-MERGE = {"Content-Type": "application/merge-patch+json"}
 RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
 CRBS = "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
 WORKS_PATH = "/apis/work.karmada.io/v1alpha1/namespaces/{ns}/works"
@@ -77,27 +76,7 @@ FAST = RateLimiterOptions(base_delay=0.05, max_delay=1.0)
 # ----------------------------------------------------------------------------- API helpers
 
 
-async def _send(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
-                expect: tuple[int, ...] = (200, 201)) -> dict[str, Any]:
-    headers = MERGE if method == "PATCH" else None
-    async with http.request(method, path, json=body, headers=headers) as r:
-        text = await r.text()
-        assert r.status in expect, f"{method} {path}: {r.status} {text}"
-        result: dict[str, Any] = await r.json() if text else {}
-        return result
 
-
-async def get(http: aiohttp.ClientSession, path: str) -> dict[str, Any] | None:
-    async with http.get(path) as r:
-        if r.status == 404:
-            return None
-        assert r.status == 200, await r.text()
-        result: dict[str, Any] = await r.json()
-        return result
-
-
-async def ensure_namespace(http: aiohttp.ClientSession, name: str) -> None:
-    await _send(http, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, expect=(201, 409))
 
 
 async def create_deployment(http: aiohttp.ClientSession, name: str = "test-deployment",
@@ -107,14 +86,14 @@ async def create_deployment(http: aiohttp.ClientSession, name: str = "test-deplo
             "spec": {"replicas": 3, "selector": {"matchLabels": labels},
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
-    return await _send(http, "POST", DEPLOYMENTS.format(ns=ns), body)
+    return await send(http, "POST", DEPLOYMENTS.format(ns=ns), body)
 
 
 async def create_pv(http: aiohttp.ClientSession, name: str = "test-pv") -> dict[str, Any]:
     body = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                      "hostPath": {"path": "/tmp/pv"}}}
-    return await _send(http, "POST", PVS, body)
+    return await send(http, "POST", PVS, body)
 
 
 def manifest_of(ref: dict[str, str]) -> dict[str, Any]:
@@ -161,15 +140,15 @@ async def create_binding(http: aiohttp.ClientSession, name: str, clusters: list[
             "spec": {"resource": dict(ref), "clusters": [{"name": c} for c in clusters], **(spec_extra or {})}}
     if ns:
         body["metadata"]["namespace"] = ns
-    await _send(http, "POST", RBS.format(ns=ns) if ns else CRBS, body)
+    await send(http, "POST", RBS.format(ns=ns) if ns else CRBS, body)
     if scheduled:
-        await _send(http, "PATCH", f"{binding.path}/status", {"status": {"lastScheduledTime": now_text()}})
+        await send(http, "PATCH", f"{binding.path}/status", {"status": {"lastScheduledTime": now_text()}})
     return binding
 
 
 async def touch_binding(http: aiohttp.ClientSession, binding: Binding, version: str) -> None:
     """What the binding controller does when the template changes: a new ``spec.resource.resourceVersion``."""
-    await _send(http, "PATCH", binding.path, {"spec": {"resource": {"resourceVersion": version}}})
+    await send(http, "PATCH", binding.path, {"spec": {"resource": {"resourceVersion": version}}})
 
 
 async def create_work(http: aiohttp.ClientSession, binding: Binding, cluster: str, name: str = "work",
@@ -180,7 +159,7 @@ async def create_work(http: aiohttp.ClientSession, binding: Binding, cluster: st
         meta["finalizers"] = finalizers
     body = {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work", "metadata": meta,
             "spec": {"workload": {"manifests": [manifest_of(binding.ref)]}}}
-    await _send(http, "POST", WORKS_PATH.format(ns=f"karmada-es-{cluster}"), body)
+    await send(http, "POST", WORKS_PATH.format(ns=f"karmada-es-{cluster}"), body)
     return f"{WORKS_PATH.format(ns=f'karmada-es-{cluster}')}/{name}"
 
 
@@ -209,7 +188,7 @@ async def set_work_status(http: aiohttp.ClientSession, work_path: str, condition
     status: dict[str, Any] = {"conditions": conditions}
     if manifest_statuses is not None:
         status["manifestStatuses"] = manifest_statuses
-    await _send(http, "PATCH", f"{work_path}/status", {"status": status})
+    await send(http, "PATCH", f"{work_path}/status", {"status": status})
 
 
 async def applied_work(http: aiohttp.ClientSession, binding: Binding, cluster: str, status: dict[str, Any],
@@ -232,7 +211,7 @@ async def wait_fully_applied(http: aiohttp.ClientSession, binding: Binding, stat
     """The binding once its FullyApplied condition has ``status`` (and ``items`` aggregated items)."""
 
     async def check() -> dict[str, Any] | None:
-        obj = await get(http, binding.path)
+        obj = await get_or_none(http, binding.path)
         cond = condition(obj)
         if obj is None or cond is None or cond["status"] != status:
             return None
@@ -322,7 +301,7 @@ async def test_rb_single_work(env: Env, http: aiohttp.ClientSession) -> None:
     assert aggregations("updated") > updated_before
 
     async def template_status() -> dict[str, Any] | None:
-        current = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+        current = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
         return current if current and (current.get("status") or {}).get("replicas") == 3 else None
 
     current = await eventually(template_status)
@@ -388,7 +367,7 @@ async def test_crb_single_work_and_pv_template(env: Env, http: aiohttp.ClientSes
     assert event["source"]["component"] == "cluster-resource-binding-status-controller"
 
     async def bound() -> bool:
-        current = await get(http, f"{PVS}/test-pv")
+        current = await get_or_none(http, f"{PVS}/test-pv")
         return bool(current and current.get("status") == {"phase": "Bound"})
 
     await eventually(bound)
@@ -426,13 +405,13 @@ async def test_crb_mixed(env: Env, http: aiohttp.ClientSession) -> None:
 
 
 async def test_crb_template_without_interpreter_is_left_alone(env: Env, http: aiohttp.ClientSession) -> None:
-    role = await _send(http, "POST", CLUSTERROLES, {"metadata": {"name": "reader"}, "rules": []})
+    role = await send(http, "POST", CLUSTERROLES, {"metadata": {"name": "reader"}, "rules": []})
     ref = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "reader"}
     binding = await create_binding(http, "reader-clusterrole", ["member1"], ns="", ref=ref)
     await applied_work(http, binding, "member1", {"anything": 1})
     await env.start()
     await wait_fully_applied(http, binding, "True", items=1)
-    current = await get(http, f"{CLUSTERROLES}/reader")
+    current = await get_or_none(http, f"{CLUSTERROLES}/reader")
     assert current is not None and current["metadata"]["resourceVersion"] == role["metadata"]["resourceVersion"]
     assert await events_about(http, role) == []
 
@@ -444,7 +423,7 @@ async def test_work_being_deleted_is_not_aggregated(env: Env, http: aiohttp.Clie
     binding = await create_binding(http, "deleting", ["member1"])
     path = await create_work(http, binding, "member1", finalizers=["example.io/hold"])
     await set_work_status(http, path, [applied_condition()], [manifest_status(DEPLOY_REF, {"replicas": 3})])
-    await _send(http, "DELETE", path)
+    await send(http, "DELETE", path)
     await env.start()
     obj = await wait_fully_applied(http, binding, "False")
     assert "aggregatedStatus" not in obj["status"]
@@ -497,15 +476,15 @@ async def test_last_transition_time_moves_only_when_status_changes(env: Env, htt
                   "lastTransitionTime": old_time}
     stale_false = dict(stale_true, status="False")
     kept = await create_binding(http, "kept", ["member1"])
-    await _send(http, "PATCH", f"{kept.path}/status", {"status": {"conditions": [stale_true]}})
+    await send(http, "PATCH", f"{kept.path}/status", {"status": {"conditions": [stale_true]}})
     await applied_work(http, kept, "member1", {"replicas": 1})
     moved = await create_binding(http, "moved", ["member1"])
-    await _send(http, "PATCH", f"{moved.path}/status", {"status": {"conditions": [stale_false]}})
+    await send(http, "PATCH", f"{moved.path}/status", {"status": {"conditions": [stale_false]}})
     await applied_work(http, moved, "member1", {"replicas": 1}, name="work-moved")
     await env.start()
 
     async def refreshed(binding: Binding) -> dict[str, Any] | None:
-        cond = condition(await get(http, binding.path))
+        cond = condition(await get_or_none(http, binding.path))
         return cond if cond and cond["reason"] == "FullyAppliedSuccess" else None
 
     kept_cond = await eventually(lambda: refreshed(kept))
@@ -545,7 +524,7 @@ async def test_template_deployment_status_from_two_clusters(env: Env, http: aioh
                 "availableReplicas": 2, "unavailableReplicas": 1}
 
     async def aggregated() -> bool:
-        current = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+        current = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
         return bool(current and current.get("status") == expected)
 
     await eventually(aggregated)
@@ -574,7 +553,7 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     obj = await wait_fully_applied(http, binding, "True", items=1)
     await eventually(lambda: events_about(http, obj))
     await eventually(lambda: events_about(http, deploy))
-    template_rv = (await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment") or {})["metadata"][
+    template_rv = (await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment") or {})["metadata"][
         "resourceVersion"]
 
     unchanged = aggregations("unchanged")
@@ -586,7 +565,7 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     await eventually(lambda: aggregations("unchanged") >= unchanged + 1)
     await touch_binding(http, binding, "12345")
     await eventually(lambda: aggregations("unchanged") >= unchanged + 2)
-    rv = (await get(http, binding.path) or {})["metadata"]["resourceVersion"]
+    rv = (await get_or_none(http, binding.path) or {})["metadata"]["resourceVersion"]
     env.rb.enqueue(binding.request)
     await eventually(lambda: aggregations("unchanged") >= unchanged + 3)
     await env.flush_events()
@@ -595,8 +574,8 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     [template_event] = await events_about(http, deploy)
     assert binding_event["count"] == 1
     assert template_event["count"] == 1
-    current = await get(http, binding.path)
-    template = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+    current = await get_or_none(http, binding.path)
+    template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
     assert current is not None and template is not None
     assert current["status"] == obj["status"]
     assert current["metadata"]["resourceVersion"] == rv  # no status write
@@ -613,8 +592,8 @@ async def test_work_status_change_reaggregates(env: Env, http: aiohttp.ClientSes
     await set_work_status(http, path, [applied_condition()], [manifest_status(DEPLOY_REF, {"replicas": 5})])
 
     async def five() -> bool:
-        obj = await get(http, binding.path)
-        template = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+        obj = await get_or_none(http, binding.path)
+        template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
         return bool(obj and obj["status"]["aggregatedStatus"][0]["status"] == {"replicas": 5}
                     and template and (template.get("status") or {}).get("replicas") == 5)
 
@@ -625,7 +604,7 @@ async def test_work_status_change_reaggregates(env: Env, http: aiohttp.ClientSes
         {"clusterName": "member1", "appliedMessage": "apply failed", "health": "Unknown"}]
 
     async def zero() -> bool:
-        template = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+        template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
         return bool(template and "replicas" not in (template.get("status") or {}))
 
     await eventually(zero)  # a member without status adds nothing to the sums
@@ -639,12 +618,12 @@ async def test_work_delete_reaggregates(env: Env, http: aiohttp.ClientSession) -
     second = await applied_work(http, binding, "member2", {"replicas": 1})
     await env.start()
     await wait_fully_applied(http, binding, "True", items=2)
-    await _send(http, "DELETE", second)
+    await send(http, "DELETE", second)
     obj = await wait_fully_applied(http, binding, "False", items=1)
     assert obj["status"]["aggregatedStatus"][0]["clusterName"] == "member1"
 
     async def two() -> bool:
-        template = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+        template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
         return bool(template and (template.get("status") or {}).get("replicas") == 2)
 
     await eventually(two)
@@ -662,7 +641,7 @@ async def test_unscheduled_binding_then_template_change(env: Env, http: aiohttp.
     binding = await create_binding(http, "unscheduled", ["member1"], scheduled=False)
     await env.start()
     await touch_binding(http, binding, "1")  # not scheduled: ignored
-    await _send(http, "PATCH", f"{binding.path}/status", {"status": {"lastScheduledTime": now_text()}})
+    await send(http, "PATCH", f"{binding.path}/status", {"status": {"lastScheduledTime": now_text()}})
     await touch_binding(http, binding, "2")  # scheduled and the template changed: reconciled
     await wait_fully_applied(http, binding, "False")
 
@@ -718,7 +697,7 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
     async def race() -> None:
         # the member reports new status, and another writer updates the binding's status
         await set_work_status(http, path, [applied_condition()], [manifest_status(DEPLOY_REF, {"replicas": 7})])
-        await _send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 1}})
+        await send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 1}})
 
         async def cached() -> bool:
             work = setup.reconciler.works.get("karmada-es-member1/work") or {}
@@ -734,11 +713,11 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
     finally:
         await setup.factory.stop()
     assert racing.status_writes == 2  # the first write was a 409, retried
-    obj = await get(http, binding.path)
+    obj = await get_or_none(http, binding.path)
     assert obj is not None
     assert obj["status"]["schedulerObservedGeneration"] == 1  # the other writer's change survived
     assert obj["status"]["aggregatedStatus"][0]["status"] == {"replicas": 7}  # computed from the fresh Work
-    template = await get(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+    template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
     assert template is not None and template["status"]["replicas"] == 7
     await setup.recorder.flush()
     assert len(await events_about(http, obj)) == 1
@@ -770,7 +749,7 @@ async def test_failed_binding_write_records_a_warning(kube: KubeClient, http: ai
         await setup.factory.stop()
     assert aggregations("error") == errors + 1
     await setup.recorder.flush()
-    obj = await get(http, binding.path)
+    obj = await get_or_none(http, binding.path)
     assert obj is not None
     [warning] = await events_about(http, obj, "AggregateStatusFailed")
     assert warning["type"] == "Warning"
@@ -793,15 +772,15 @@ async def test_unreadable_member_status_records_a_warning_on_the_template(env: E
 
 async def test_binding_gone_or_deleting_is_a_no_op(kube: KubeClient, http: aiohttp.ClientSession) -> None:
     binding = await create_binding(http, "leaving", ["member1"])
-    await _send(http, "PATCH", binding.path, {"metadata": {"finalizers": ["example.io/hold"]}})
-    await _send(http, "DELETE", binding.path)
+    await send(http, "PATCH", binding.path, {"metadata": {"finalizers": ["example.io/hold"]}})
+    await send(http, "DELETE", binding.path)
     setup = await direct(kube)
     try:
         await setup.reconciler.reconcile(binding.request)
         await setup.reconciler.reconcile(Request("default", "never-existed"))
     finally:
         await setup.factory.stop()
-    obj = await get(http, binding.path)
+    obj = await get_or_none(http, binding.path)
     assert obj is not None and condition(obj) is None
 
 
@@ -822,7 +801,7 @@ async def test_empty_resource_reference_is_an_error(kube: KubeClient, http: aioh
 async def test_work_without_the_bindings_manifest_is_an_error(kube: KubeClient, http: aiohttp.ClientSession) -> None:
     binding = await create_binding(http, "unmatched", ["member1"])
     path = await create_work(http, binding, "member1")
-    await _send(http, "PATCH", path, {"spec": {"workload": {"manifests": [manifest_of(PV_REF)]}}})
+    await send(http, "PATCH", path, {"spec": {"workload": {"manifests": [manifest_of(PV_REF)]}}})
     setup = await direct(kube)
     try:
         with pytest.raises(AssembleError, match="no such manifest exist"):

@@ -23,9 +23,8 @@ from devplane.apiserver.server import ApiServer
 from devplane.karmada.binding import setup_binding_controllers
 from devplane.karmada.detector import setup_detector
 from karmada_api.names import work_name
-from tests.conftest import eventually
+from tests.conftest import ensure_namespace, eventually, get_or_none, send
 
-MERGE = {"Content-Type": "application/merge-patch+json"}
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 PPS = "/apis/policy.karmada.io/v1alpha1/namespaces/{ns}/propagationpolicies"
 CPPS = "/apis/policy.karmada.io/v1alpha1/clusterpropagationpolicies"
@@ -70,26 +69,7 @@ def policy(name: str, selectors: list[dict[str, Any]], *, namespace: str = "defa
 # ----------------------------------------------------------------------------- HTTP helpers
 
 
-async def send(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
-               expect: tuple[int, ...] = (200, 201)) -> dict[str, Any]:
-    async with http.request(method, path, json=body, headers=MERGE if method == "PATCH" else None) as r:
-        text = await r.text()
-        assert r.status in expect, f"{method} {path}: {r.status} {text}"
-        result: dict[str, Any] = await r.json() if text else {}
-        return result
 
-
-async def get(http: aiohttp.ClientSession, path: str) -> dict[str, Any] | None:
-    async with http.get(path) as r:
-        if r.status == 404:
-            return None
-        assert r.status == 200, await r.text()
-        result: dict[str, Any] = await r.json()
-        return result
-
-
-async def namespace(http: aiohttp.ClientSession, name: str) -> None:
-    await send(http, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, expect=(201, 409))
 
 
 async def events(http: aiohttp.ClientSession, obj: dict[str, Any], reason: str) -> list[dict[str, Any]]:
@@ -134,7 +114,7 @@ async def plane(server: ApiServer, http: aiohttp.ClientSession) -> AsyncIterator
 
 async def wait_binding(http: aiohttp.ClientSession, path: str, check: Any = None) -> dict[str, Any]:
     async def found() -> dict[str, Any] | None:
-        obj = await get(http, path)
+        obj = await get_or_none(http, path)
         if obj is not None and check is not None:
             check(obj)
         return obj
@@ -157,7 +137,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     rb_path = RBS.format(ns="default") + "/foo-deployment"
     rb = await wait_binding(http, rb_path)
 
-    pp = await get(http, PPS.format(ns="default") + "/default-pp") or {}
+    pp = await get_or_none(http, PPS.format(ns="default") + "/default-pp") or {}
     pp_id = labels_of(pp)["propagationpolicy.karmada.io/permanent-id"]
     assert len(pp_id) == 36  # a uuid4, from the simulated webhook
     rb_labels = labels_of(rb)
@@ -177,7 +157,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     assert spec["schedulerName"] == "default-scheduler"
     assert spec["conflictResolution"] == "Abort"
     assert "clusters" not in spec
-    template = await get(http, DEPLOYMENTS.format(ns="default") + "/foo") or {}
+    template = await get_or_none(http, DEPLOYMENTS.format(ns="default") + "/foo") or {}
     assert spec["resource"] == {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "foo",
                                 "uid": deploy["metadata"]["uid"],
                                 "resourceVersion": template["metadata"]["resourceVersion"]}
@@ -190,8 +170,8 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     assert applied["source"]["component"] == "resource-detector"
 
     # The scheduler's result (set by hand here) becomes one Work per cluster.
-    await namespace(http, "karmada-es-member1")
-    await namespace(http, "karmada-es-member2")
+    await ensure_namespace(http, "karmada-es-member1")
+    await ensure_namespace(http, "karmada-es-member2")
     await schedule(http, rb_path, [{"name": "member1", "replicas": 2}, {"name": "member2", "replicas": 1}])
     work1 = await wait_binding(http, WORKS.format(ns="karmada-es-member1") + f"/{FOO_WORK}")
     work2 = await wait_binding(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}")
@@ -230,7 +210,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
                {"spec": {"template": {"spec": {"containers": [
                    {"image": "nginx:1.27", "name": "foo",
                     "resources": {"limits": {"cpu": "10m", "memory": "10Mi"}}}]}}}})
-    edited = await get(http, DEPLOYMENTS.format(ns="default") + "/foo") or {}
+    edited = await get_or_none(http, DEPLOYMENTS.format(ns="default") + "/foo") or {}
     await wait_binding(http, rb_path, lambda b: _assert(
         b["spec"]["resource"]["resourceVersion"] == edited["metadata"]["resourceVersion"]))
     work2 = await wait_binding(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}", lambda w: _assert(
@@ -250,7 +230,7 @@ def _assert(condition: bool) -> bool:
 
 
 async def _absent(http: aiohttp.ClientSession, path: str) -> bool:
-    return await get(http, path) is None
+    return await get_or_none(http, path) is None
 
 
 async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aiohttp.ClientSession) -> None:
@@ -262,13 +242,13 @@ async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aioh
     await schedule(http, rb_path, [{"name": "member3", "replicas": 3}])
     failed = await eventually(lambda: events(http, rb, "SyncWorkFailed"))
     assert failed[0]["type"] == "Warning" and "member3" in failed[0]["message"]
-    await namespace(http, "karmada-es-member3")  # what the cluster controller does when the Cluster joins
+    await ensure_namespace(http, "karmada-es-member3")  # what the cluster controller does when the Cluster joins
     work = await wait_binding(http, WORKS.format(ns="karmada-es-member3") + f"/{FOO_WORK}")
     assert manifest(work)["spec"]["replicas"] == 3
 
 
 async def test_deleted_work_is_recreated(plane: Manager, http: aiohttp.ClientSession) -> None:
-    await namespace(http, "karmada-es-member1")
+    await ensure_namespace(http, "karmada-es-member1")
     await send(http, "POST", DEPLOYMENTS.format(ns="default"), seed_deployment())
     await send(http, "POST", PPS.format(ns="default"), policy("default-pp", [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo"}]))
@@ -283,7 +263,7 @@ async def test_deleted_work_is_recreated(plane: Manager, http: aiohttp.ClientSes
 
 async def test_eviction_task_keeps_its_clusters_work(plane: Manager, http: aiohttp.ClientSession) -> None:
     for cluster in ("member1", "member2"):
-        await namespace(http, f"karmada-es-{cluster}")
+        await ensure_namespace(http, f"karmada-es-{cluster}")
     await send(http, "POST", DEPLOYMENTS.format(ns="default"), seed_deployment())
     await send(http, "POST", PPS.format(ns="default"), policy("default-pp", [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo"}]))
@@ -299,7 +279,7 @@ async def test_eviction_task_keeps_its_clusters_work(plane: Manager, http: aioht
                                                   "gracefulEvictionTasks": [task]}})
     await wait_binding(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}",
                        lambda w: _assert(manifest(w)["spec"]["replicas"] == 3))
-    kept = await get(http, member1)
+    kept = await get_or_none(http, member1)
     assert kept is not None and manifest(kept)["spec"]["replicas"] == 2
     # Once the task is gone, so is the Work.
     await send(http, "PATCH", rb_path, {"spec": {"gracefulEvictionTasks": None}})
@@ -319,7 +299,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
         namespace="", placement={"clusterAffinity": {"clusterNames": ["member1"]}}))
     crb_path = f"{CRBS}/demo-reader-clusterrole"
     crb = await wait_binding(http, crb_path)
-    cpp = await get(http, f"{CPPS}/roles") or {}
+    cpp = await get_or_none(http, f"{CPPS}/roles") or {}
     cpp_id = labels_of(cpp)["clusterpropagationpolicy.karmada.io/permanent-id"]
     assert labels_of(crb)["clusterpropagationpolicy.karmada.io/permanent-id"] == cpp_id
     assert len(labels_of(crb)["clusterresourcebinding.karmada.io/permanent-id"]) == 36
@@ -330,7 +310,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
     [applied] = await eventually(lambda: events(http, role, "ApplyPolicySucceed"))
     assert applied["message"] == "Apply cluster policy(roles) succeed"
 
-    await namespace(http, "karmada-es-member1")
+    await ensure_namespace(http, "karmada-es-member1")
     await schedule(http, crb_path, [{"name": "member1"}])
     name = work_name("ClusterRole", "demo-reader", "")
     work = await wait_binding(http, WORKS.format(ns="karmada-es-member1") + f"/{name}")
@@ -348,7 +328,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
 
 
 async def claimer(http: aiohttp.ClientSession, ns: str, name: str) -> str | None:
-    obj = await get(http, DEPLOYMENTS.format(ns=ns) + f"/{name}")
+    obj = await get_or_none(http, DEPLOYMENTS.format(ns=ns) + f"/{name}")
     return annotations_of(obj).get("propagationpolicy.karmada.io/name")
 
 
@@ -363,7 +343,7 @@ async def wait_claimed(http: aiohttp.ClientSession, ns: str, name: str, want: st
 
 async def test_policy_priority_rows(plane: Manager, http: aiohttp.ClientSession) -> None:
     ns = "prio"
-    await namespace(http, ns)
+    await ensure_namespace(http, ns)
     deploy = {"apiVersion": "apps/v1", "kind": "Deployment"}
     for pp in (policy("all-b", [deploy], namespace=ns),
                policy("all-a", [deploy], namespace=ns),
@@ -394,7 +374,7 @@ async def test_policy_priority_rows(plane: Manager, http: aiohttp.ClientSession)
     # ...until the claiming policy goes: then the best remaining one claims it, and its binding follows.
     await send(http, "DELETE", PPS.format(ns=ns) + "/all-a")
     await wait_claimed(http, ns, "plain", "plain-now")
-    plain_now = await get(http, PPS.format(ns=ns) + "/plain-now") or {}
+    plain_now = await get_or_none(http, PPS.format(ns=ns) + "/plain-now") or {}
     await wait_binding(http, RBS.format(ns=ns) + "/plain-deployment", lambda b: _assert(
         annotations_of(b)["propagationpolicy.karmada.io/name"] == "plain-now"
         and labels_of(b)["propagationpolicy.karmada.io/permanent-id"]
@@ -402,15 +382,15 @@ async def test_policy_priority_rows(plane: Manager, http: aiohttp.ClientSession)
     await wait_claimed(http, ns, "late", "all-b")
 
     # Where no PropagationPolicy selects a template, a ClusterPropagationPolicy does (into a ResourceBinding).
-    await namespace(http, "no-pp")
+    await ensure_namespace(http, "no-pp")
     await send(http, "POST", DEPLOYMENTS.format(ns="no-pp"), seed_deployment("solo", "no-pp"))
-    cpp = await get(http, f"{CPPS}/cluster-all") or {}
+    cpp = await get_or_none(http, f"{CPPS}/cluster-all") or {}
     rb = await wait_binding(http, RBS.format(ns="no-pp") + "/solo-deployment")
     assert annotations_of(rb) == {"clusterpropagationpolicy.karmada.io/name": "cluster-all"}
     assert (labels_of(rb)["clusterpropagationpolicy.karmada.io/permanent-id"]
             == labels_of(cpp)["clusterpropagationpolicy.karmada.io/permanent-id"])
     assert "karmada.io/binding-controller" in rb["metadata"]["finalizers"]
-    solo = await get(http, DEPLOYMENTS.format(ns="no-pp") + "/solo")
+    solo = await get_or_none(http, DEPLOYMENTS.format(ns="no-pp") + "/solo")
     assert annotations_of(solo)["clusterpropagationpolicy.karmada.io/name"] == "cluster-all"
 
 
@@ -423,10 +403,10 @@ async def test_policy_that_stops_selecting_releases_the_template(plane: Manager,
     await send(http, "PATCH", PPS.format(ns="default") + "/default-pp",
                {"spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "bar"}]}})
     await wait_claimed(http, "default", "foo", None)
-    template = await get(http, DEPLOYMENTS.format(ns="default") + "/foo")
+    template = await get_or_none(http, DEPLOYMENTS.format(ns="default") + "/foo")
     assert "propagationpolicy.karmada.io/permanent-id" not in labels_of(template)
     # The binding stays (until its template goes) but no longer carries the claim the scheduler looks for.
-    rb = await get(http, rb_path)
+    rb = await get_or_none(http, rb_path)
     assert rb is not None
     assert "propagationpolicy.karmada.io/permanent-id" not in labels_of(rb)
     assert "propagationpolicy.karmada.io/name" not in annotations_of(rb)
@@ -460,7 +440,7 @@ async def test_policy_change_updates_the_binding(plane: Manager, http: aiohttp.C
 
 async def test_reserved_and_kube_namespaces_are_ignored(plane: Manager, http: aiohttp.ClientSession) -> None:
     for ns in ("kube-public", "karmada-system"):
-        await namespace(http, ns)
+        await ensure_namespace(http, ns)
         await send(http, "POST", PPS.format(ns=ns), policy("all", [{"apiVersion": "v1", "kind": "ConfigMap"}],
                                                             namespace=ns))
         await send(http, "POST", f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": "cm"}})
@@ -469,6 +449,6 @@ async def test_reserved_and_kube_namespaces_are_ignored(plane: Manager, http: ai
     await send(http, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "cm"}})
     await wait_binding(http, RBS.format(ns="default") + "/cm-configmap")
     for ns in ("kube-public", "karmada-system"):
-        assert await get(http, RBS.format(ns=ns) + "/cm-configmap") is None
-        cm = await get(http, f"/api/v1/namespaces/{ns}/configmaps/cm")
+        assert await get_or_none(http, RBS.format(ns=ns) + "/cm-configmap") is None
+        cm = await get_or_none(http, f"/api/v1/namespaces/{ns}/configmaps/cm")
         assert "propagationpolicy.karmada.io/name" not in annotations_of(cm)

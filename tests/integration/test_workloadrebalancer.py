@@ -23,7 +23,7 @@ from controllers import ttlcleaner, workloadrebalancer
 from controllers.workloadrebalancer import trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.timeutil import format_time, now, parse_time
-from tests.conftest import eventually
+from tests.conftest import eventually, get_or_none
 
 WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 RB = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -71,14 +71,6 @@ async def make_binding(http: aiohttp.ClientSession, kind: str, name: str, ns: st
     return created
 
 
-async def get(http: aiohttp.ClientSession, path: str) -> dict[str, Any] | None:
-    async with http.get(path) as r:
-        if r.status == 404:
-            return None
-        assert r.status == 200, await r.text()
-        result: dict[str, Any] = await r.json()
-        return result
-
 
 async def create_rebalancer(http: aiohttp.ClientSession, name: str, workloads: list[dict[str, str]],
                             ttl: int | None = None) -> dict[str, Any]:
@@ -94,7 +86,7 @@ async def create_rebalancer(http: aiohttp.ClientSession, name: str, workloads: l
 
 async def finished(http: aiohttp.ClientSession, name: str) -> dict[str, Any]:
     async def done() -> dict[str, Any] | None:
-        wr = await get(http, f"{WR}/{name}")
+        wr = await get_or_none(http, f"{WR}/{name}")
         if wr and (wr.get("status") or {}).get("finishTime") and \
                 wr["status"].get("observedGeneration") == wr["metadata"]["generation"]:
             return wr
@@ -117,7 +109,7 @@ async def test_pending_rebalancer_sorted_results_and_trigger(manager: Manager, h
     wr = await create_rebalancer(http, "pending", [deploy_ref("deploy2"), deploy_ref("deploy1")])
     done = await finished(http, "pending")
     assert observed(done) == [("deploy1", "Successful", ""), ("deploy2", "Failed", "ReferencedBindingNotFound")]
-    binding = await get(http, RB.format(ns="default") + "/deploy1-deployment")
+    binding = await get_or_none(http, RB.format(ns="default") + "/deploy1-deployment")
     assert binding is not None
     assert binding["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
     assert done["status"]["observedGeneration"] == 1
@@ -129,7 +121,7 @@ async def test_newer_trigger_is_never_overwritten(manager: Manager, http: aiohtt
     await create_rebalancer(http, "succeed", [deploy_ref("deploy1")])
     done = await finished(http, "succeed")
     assert observed(done) == [("deploy1", "Successful", "")]
-    binding = await get(http, RB.format(ns="default") + "/deploy1-deployment")
+    binding = await get_or_none(http, RB.format(ns="default") + "/deploy1-deployment")
     assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] == future
 
 
@@ -141,7 +133,7 @@ async def test_failed_is_final_even_if_binding_appears_later(manager: Manager, h
     async with http.patch(f"{WR}/notfound", json={"metadata": {"labels": {"poke": "1"}}},
                           headers={"Content-Type": "application/merge-patch+json"}) as r:
         assert r.status == 200
-    again = await get(http, f"{WR}/notfound")
+    again = await get_or_none(http, f"{WR}/notfound")
     assert again is not None and observed(again) == [("deploy2", "Failed", "ReferencedBindingNotFound")]
 
 
@@ -152,7 +144,7 @@ async def test_retrying_then_successful(manager: Manager, server: ApiServer, htt
                                 reason="TooManyRequests", times=1000)
 
     async def retrying() -> dict[str, Any] | None:
-        wr = await get(http, f"{WR}/demo")
+        wr = await get_or_none(http, f"{WR}/demo")
         return wr if wr and wr.get("status") else None
 
     await create_rebalancer(http, "demo", [deploy_ref("demo-deploy")])
@@ -176,7 +168,7 @@ async def test_modification_example(manager: Manager, http: aiohttp.ClientSessio
         assert r.status == 200
 
     async def second_generation() -> dict[str, Any] | None:
-        wr = await get(http, f"{WR}/demo")
+        wr = await get_or_none(http, f"{WR}/demo")
         return wr if wr and wr["status"].get("observedGeneration") == 2 else None
 
     second = await eventually(second_generation)
@@ -197,7 +189,7 @@ async def test_batch_with_cluster_role_sorted(manager: Manager, http: aiohttp.Cl
     assert [i["workload"]["kind"] for i in done["status"]["observedWorkloads"]] == \
         ["Deployment", "ClusterRole", "ConfigMap"]
     assert {i["result"] for i in done["status"]["observedWorkloads"]} == {"Successful"}
-    crb = await get(http, f"{CRB}/demo-role-clusterrole")
+    crb = await get_or_none(http, f"{CRB}/demo-role-clusterrole")
     assert crb is not None and crb["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
 
 
@@ -231,10 +223,10 @@ async def test_ttl_zero_deletes_right_after_finishing(manager: Manager, http: ai
     await create_rebalancer(http, "ttl0", [deploy_ref("foo")], ttl=0)
 
     async def gone() -> bool:
-        return await get(http, f"{WR}/ttl0") is None
+        return await get_or_none(http, f"{WR}/ttl0") is None
 
     await eventually(gone)
-    binding = await get(http, RB.format(ns="default") + "/foo-deployment")
+    binding = await get_or_none(http, RB.format(ns="default") + "/foo-deployment")
     assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] != HOUR_AGO
 
 
@@ -245,7 +237,7 @@ async def test_ttl_deletes_after_the_ttl_not_before(manager: Manager, http: aioh
     finish = parse_time(done["status"]["finishTime"])
 
     async def gone() -> bool:
-        return await get(http, f"{WR}/ttl2") is None
+        return await get_or_none(http, f"{WR}/ttl2") is None
 
     await eventually(gone, timeout=10)
     assert now() >= finish + timedelta(seconds=2)
@@ -257,7 +249,7 @@ async def test_unset_ttl_never_deletes(manager: Manager, http: aiohttp.ClientSes
     await finished(http, "keep")
     cleaner = next(c for c in manager.controllers if c.name == ttlcleaner.NAME)
     await eventually(lambda: _idle(cleaner.queue))  # the cleaner has looked at the finished rebalancer
-    assert await get(http, f"{WR}/keep") is not None
+    assert await get_or_none(http, f"{WR}/keep") is not None
 
 
 def _idle(queue: Any) -> bool:
@@ -274,7 +266,7 @@ async def test_editing_the_spec_restarts_the_clock(manager: Manager, http: aioht
         edited_at = now()
 
     async def refinished() -> dict[str, Any] | None:
-        wr = await get(http, f"{WR}/clock")
+        wr = await get_or_none(http, f"{WR}/clock")
         return wr if wr is None or wr["status"].get("observedGeneration") == 2 else None
 
     second = await eventually(refinished)
@@ -283,7 +275,7 @@ async def test_editing_the_spec_restarts_the_clock(manager: Manager, http: aioht
         assert second["status"]["finishTime"] >= first["status"]["finishTime"]
 
     async def gone() -> bool:
-        return await get(http, f"{WR}/clock") is None
+        return await get_or_none(http, f"{WR}/clock") is None
 
     await eventually(gone, timeout=10)
     assert now() >= edited_at + timedelta(seconds=1)
@@ -299,12 +291,12 @@ async def test_retrying_rebalancer_is_never_deleted(manager: Manager, server: Ap
         return fault.times <= 995
 
     await eventually(failed_several_times)
-    wr = await get(http, f"{WR}/stuck")
+    wr = await get_or_none(http, f"{WR}/stuck")
     assert wr is not None and "finishTime" not in wr["status"]
     fault.times = 0
 
     async def gone() -> bool:
-        return await get(http, f"{WR}/stuck") is None
+        return await get_or_none(http, f"{WR}/stuck") is None
 
     await eventually(gone)
 
@@ -331,7 +323,7 @@ async def test_trigger_for_a_binding_scheduled_this_second_is_written_when_its_s
     await make_binding(http, "Deployment", "fresh", triggered=None, scheduled=scheduled)
     await create_rebalancer(http, "same-second", [deploy_ref("fresh")])
     wr = await finished(http, "same-second")
-    rb = await get(http, RB.format(ns="default") + "/fresh-deployment")
+    rb = await get_or_none(http, RB.format(ns="default") + "/fresh-deployment")
     assert rb is not None
     trigger = parse_time(rb["spec"]["rescheduleTriggeredAt"])
     assert trigger > parse_time(scheduled)
@@ -356,8 +348,8 @@ async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http:
     assert observed(first) == [("deploy", "Successful", ""), ("notexist", "Failed", "ReferencedBindingNotFound"),
                                ("clusterrole", "Successful", "")]
     created = wr["metadata"]["creationTimestamp"]
-    rb = await get(http, RB.format(ns="testns") + "/deploy-deployment")
-    crb = await get(http, f"{CRB}/clusterrole-clusterrole")
+    rb = await get_or_none(http, RB.format(ns="testns") + "/deploy-deployment")
+    crb = await get_or_none(http, f"{CRB}/clusterrole-clusterrole")
     assert rb is not None and crb is not None
     assert rb["spec"]["rescheduleTriggeredAt"] == crb["spec"]["rescheduleTriggeredAt"] == created
 
@@ -366,7 +358,7 @@ async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http:
         assert r.status == 200
 
     async def second() -> dict[str, Any] | None:
-        current = await get(http, f"{WR}/e2e")
+        current = await get_or_none(http, f"{WR}/e2e")
         return current if current and current["status"].get("observedGeneration") == 2 else None
 
     updated = await eventually(second)
@@ -378,6 +370,6 @@ async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http:
         assert r.status == 200
 
     async def gone() -> bool:
-        return await get(http, f"{WR}/e2e") is None
+        return await get_or_none(http, f"{WR}/e2e") is None
 
     await eventually(gone, timeout=10)
