@@ -58,6 +58,14 @@ def duration(text: str) -> float:
     return seconds
 
 
+def positive_duration(text: str) -> float:
+    """A Go duration greater than zero (periods and timeouts)."""
+    seconds = duration(text)
+    if seconds == 0:
+        raise argparse.ArgumentTypeError(f'invalid duration "{text}": must be greater than zero')
+    return seconds
+
+
 def non_negative_int(text: str) -> int:
     try:
         value = int(text)

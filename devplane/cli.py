@@ -19,7 +19,7 @@ import anyio
 import structlog
 
 from controller_manager.logging import configure_logging
-from controller_manager.options import boolean, parse_duration, port, positive_int
+from controller_manager.options import boolean, port, positive_duration, positive_int
 
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
@@ -53,11 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="member shapes (YAML: members[].nodes[].allocatable); default: see devplane/config.py")
     up.add_argument("--enable-scheduler-estimator", type=boolean, nargs="?", const=True, default=False,
                     help="the scheduler also asks the accurate estimator (member Nodes and Pods) (default false)")
-    up.add_argument("--scheduler-estimator-timeout", type=parse_duration, default=3.0,
+    up.add_argument("--scheduler-estimator-timeout", type=positive_duration, default=3.0,
                     help="how long to wait for a member's estimate (default 3s)")
-    up.add_argument("--cluster-status-update-frequency", type=parse_duration, default=10.0,
+    up.add_argument("--cluster-status-update-frequency", type=positive_duration, default=10.0,
                     help="how often Cluster status is refreshed from the members (default 10s)")
-    up.add_argument("--graceful-eviction-timeout", type=parse_duration, default=600.0,
+    up.add_argument("--graceful-eviction-timeout", type=positive_duration, default=600.0,
                     help="how long an evicted cluster keeps its workload at most (default 10m0s)")
     up.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY)
 
@@ -96,8 +96,9 @@ async def run_apiserver(args: argparse.Namespace) -> None:
 async def run_up(args: argparse.Namespace) -> None:
     try:
         configured = load_config(args.config) if args.config else None
-    except ConfigError as exc:
-        raise SystemExit(f"karmada-devplane: {exc}") from None
+    except ConfigError as exc:  # a bad flag value: exit 2 with a one-line reason, before anything starts
+        print(f"karmada-devplane up: error: --config: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     options = PlaneOptions(
         members=member_shapes(args.members if args.members is not None or configured else 3, configured),
         data_dir=args.data_dir, watch_history=args.watch_history,

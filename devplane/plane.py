@@ -22,7 +22,7 @@ import asyncio
 import base64
 import contextlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,6 @@ class PlaneOptions:
     no_execute_taint_eviction_purge_mode: str = "Gracefully"
     resource_eviction_rate: float = 0.5
     host_port: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _client(url: str) -> KubeClient:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from devplane.apiserver.kinds import default_resource_models
+from devplane.cli import main
 from devplane.config import DEFAULT_MEMBERS, ConfigError, load_config, member_shapes
 from devplane.ctl import (
     DEPLOY_HEADER,
@@ -62,6 +63,17 @@ def test_bad_config_is_rejected_naming_the_field(tmp_path: Path, text: str, mess
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")) as info:
         load_config(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("argv", [["up", "--config", "{missing}"], ["up", "--cluster-status-update-frequency=-5s"],
+                                  ["up", "--graceful-eviction-timeout=0"]])
+def test_bad_up_flags_exit_2_before_anything_starts(tmp_path: Path, argv: list[str],
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    args = [a.replace("{missing}", str(tmp_path / "missing.yaml")) for a in argv]
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err
 
 
 def _cluster_of(shape_index: int) -> dict[str, object]:
