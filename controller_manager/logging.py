@@ -8,6 +8,17 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is now: a logger cached with the stream of the moment would
+    keep writing to it after it was replaced and closed (pytest's capture, a redirected CLI run)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:
     """``-v 0`` logs info and above; ``-v 4`` and more adds debug (klog's convention); a negative
     verbosity keeps warnings and errors only (a narrating command such as the demo)."""
@@ -24,6 +35,6 @@ def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
