@@ -375,7 +375,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
             try:
                 await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
                 out = args.profile / f"controller-manager-{tag}.txt" if args.profile else None
-                async with profiled(cm.proc.pid, out):
+                server_out = args.profile / f"server-{tag}.txt" if args.profile else None
+                async with profiled(cm.proc.pid, out), profiled(server.proc.pid, server_out):
                     cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
                     t0 = time.monotonic()
                     await create_rebalancers(http, layout, args.concurrency, args.phase_time)
@@ -472,11 +473,13 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
                 watches = [asyncio.create_task(drain_watch(server.url, path, event))
                            for path, event in zip(paths, opened, strict=True)]
                 await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), REQUEST_TIMEOUT)
-            server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
-            t0 = time.monotonic()
-            done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
-            seconds = time.monotonic() - t0
-            server_cpu, client_cpu = cpu_seconds(server.proc.pid) - server_cpu0, time.process_time() - client_cpu0
+            async with profiled(server.proc.pid, args.profile / f"server-{tag}.txt" if args.profile else None):
+                server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+                t0 = time.monotonic()
+                done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
+                seconds = time.monotonic() - t0
+                server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
+                client_cpu = time.process_time() - client_cpu0
         finally:
             for watch in watches:
                 watch.cancel()
@@ -555,7 +558,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--time-limit", type=float, default=170.0, help="time limit of the whole benchmark, seconds")
     p.add_argument("--profile", type=Path, default=None, metavar="DIR",
                    help="sample the controller-manager with py-spy (GIL holder) during each timed controller "
-                        "phase: collapsed stacks in DIR/controller-manager-<N>.txt (slows the figures)")
+                        "phase, and the server in every timed phase: collapsed stacks in "
+                        "DIR/controller-manager-<N>.txt and DIR/server-<N>[-ceiling|-traffic].txt (slows the figures)")
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
     try:
