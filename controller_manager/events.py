@@ -21,6 +21,7 @@ import structlog
 
 from .cache import Obj
 from .client import ApiError, KubeClient, Resource
+from .rbac import PolicyRule, rule
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +36,11 @@ SIMILAR_WINDOW = 600.0
 COMBINED_PREFIX = "(combined from similar events): "
 ATTEMPTS = 3
 RETRY_DELAY = 1.0
+
+RBAC_RULES: tuple[PolicyRule, ...] = (rule("", "events", ("create", "patch")),)
+"""What recording needs: POST a new Event, PATCH ``count``/``lastTimestamp`` of a repeat. In any
+namespace (an Event lives in its object's namespace, "default" for cluster-scoped objects), so
+components grant it cluster-wide. Events are never read back."""
 
 
 def _now() -> str:

@@ -49,6 +49,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from .metrics import LEADER_ELECTION_MASTER_STATUS, LEADER_ELECTION_SLOWPATH
+from .rbac import PolicyRule, rule
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +60,18 @@ MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Go's ``metav1.MicroTime`` layout (``2006-01-02T15:04:05.000000Z07:00`` in UTC)."""
 
 _RELEASED_LEASE_SECONDS = 1
+
+
+def lease_rules(lease_name: str) -> list[PolicyRule]:
+    """What the elector needs, granted by a Role in the Lease's namespace (never cluster-wide).
+
+    It reads, creates and replaces (PUT) its Lease and watches it (``_watch_for_release``); it never
+    patches, lists or deletes. CREATE cannot be limited by name (a POST names no object to the
+    authorizer); the rest is limited to ``lease_name``: the API server authorizes a watch with
+    ``fieldSelector=metadata.name=<name>`` as a request on that name.
+    """
+    return [rule("coordination.k8s.io", "leases", "create"),
+            rule("coordination.k8s.io", "leases", ("get", "update", "watch"), resource_names=(lease_name,))]
 _NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError, ValueError, ApiException)
 
 

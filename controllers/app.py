@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import structlog
 
 from controller_manager.app import new_manager, run_component
+from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.options import (
     CommonOptions,
@@ -23,6 +24,7 @@ from controller_manager.options import (
     positive_int,
     rate_limiter_options,
 )
+from controller_manager.rbac import PolicyRule, merge
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
@@ -50,10 +52,24 @@ def _binding_status(manager: Manager, ctx: Context) -> None:
 
 
 CONTROLLERS = (
-    ControllerEntry("workloadRebalancer", _rebalancer),
-    ControllerEntry("ttlCleaner", _ttl_cleaner),
-    ControllerEntry("bindingStatus", _binding_status),
+    ControllerEntry("workloadRebalancer", _rebalancer, rules=workloadrebalancer.RBAC_RULES),
+    ControllerEntry("ttlCleaner", _ttl_cleaner, rules=ttlcleaner.RBAC_RULES),
+    ControllerEntry("bindingStatus", _binding_status, rules=bindingstatus.RBAC_RULES),
 )
+
+
+def controller_manager_rules() -> list[PolicyRule]:
+    """Cluster-wide rules (a ClusterRole on the Karmada API server) for every controller built here.
+
+    All of them, enabled or not: ``--controllers`` is a runtime choice, and a role that followed it
+    would turn a flag change into a permission change.
+    """
+    return merge(*(entry.rules for entry in CONTROLLERS))
+
+
+def controller_manager_lease_rules() -> list[PolicyRule]:
+    """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election."""
+    return lease_rules(COMPONENT)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -39,7 +39,9 @@ from controller_manager.cache import Indexer, IndexFunc, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller, FuncPredicate, MapFunc, Request, Result, TerminalError
 from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.manager import Manager
+from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,
@@ -51,6 +53,7 @@ from karmada_api.labels import (
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
 
+from .interpreters import RBAC_RULES as TEMPLATE_RULES
 from .interpreters import aggregate_status, template_resource
 
 log = structlog.get_logger(__name__)
@@ -398,6 +401,16 @@ class BindingStatusReconciler:
 
 
 # ----------------------------------------------------------------------------- wiring
+
+RBAC_RULES: list[PolicyRule] = [
+    *informer_rules(RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKS),  # _setup(): bindings and Works
+    # _sync_binding(): the latest binding from the API server, then a PUT of its status subresource
+    *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "get"),
+    *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "update", subresource="status"),
+    *TEMPLATE_RULES,  # _sync_template(): GET the resource template, PUT its status (interpreted kinds only)
+    *EVENT_RULES,  # AggregateStatusSucceed / AggregateStatusFailed
+]
+"""The permissions both binding-status controllers need on the Karmada API server."""
 
 
 def _setup(manager: Manager, kind: BindingKind, map_func: MapFunc, *, workers: int,

@@ -22,13 +22,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller_manager.client import Resource
+from controller_manager.rbac import PolicyRule, for_resources
 from karmada_api.timeutil import now_text, parse_time
 
 Status = dict[str, Any]
 Item = dict[str, Any]
 Interpreter = Callable[[dict[str, Any], list[Item]], Status]
 
-__all__ = ["INTERPRETED_RESOURCES", "InterpretError", "aggregate_status", "has_interpreter", "template_resource"]
+__all__ = ["INTERPRETED_RESOURCES", "RBAC_RULES", "InterpretError", "aggregate_status", "has_interpreter",
+           "template_resource"]
 
 
 class InterpretError(ValueError):
@@ -398,6 +400,13 @@ _REGISTRY: dict[tuple[str, str], tuple[Resource, Interpreter]] = {
 }
 
 INTERPRETED_RESOURCES: dict[tuple[str, str], Resource] = {key: entry[0] for key, entry in _REGISTRY.items()}
+
+RBAC_RULES: list[PolicyRule] = [
+    *for_resources(INTERPRETED_RESOURCES.values(), "get"),
+    *for_resources(INTERPRETED_RESOURCES.values(), "update", subresource="status"),
+]
+"""Reading a template and writing its status, for exactly the kinds above: registering a kind
+here grants the binding-status controller access to it, and nothing else is ever touched."""
 
 
 def has_interpreter(api_version: str, kind: str) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from controller_manager.manager import Manager
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.rbac import PolicyRule
 
 # Every controller name Karmada's controller-manager knows: naming one of these that we do not
 # implement is not an error (the same flags work for both), only a warning.
@@ -33,9 +34,12 @@ Setup = Callable[[Manager, Context], None]
 
 @dataclass(frozen=True)
 class ControllerEntry:
+    """A ``--controllers`` name, how to set it up, and the RBAC rules its code declares."""
+
     name: str
     setup: Setup
     enabled_by_default: bool = True
+    rules: Sequence[PolicyRule] = ()
 
 
 def is_enabled(name: str, selection: Sequence[str], *, enabled_by_default: bool = True) -> bool:

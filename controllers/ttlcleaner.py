@@ -21,6 +21,7 @@ from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller, FuncPredicate, Request, Result
 from controller_manager.manager import Manager
+from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.timeutil import now, parse_time
 
@@ -89,6 +90,14 @@ class TTLCleaner:
         log.info("deleted finished rebalancer", rebalancer=request.name,
                  ttl=(fresh.get("spec") or {}).get("ttlSecondsAfterFinished"))
         return Result()
+
+
+RBAC_RULES: list[PolicyRule] = [
+    *informer_rules(WORKLOAD_REBALANCERS),  # setup()
+    # reconcile(): a fresh GET before deciding, then a DELETE with uid/resourceVersion preconditions
+    *for_resources((WORKLOAD_REBALANCERS,), ("get", "delete")),
+]
+"""The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""
 
 
 def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> Controller:

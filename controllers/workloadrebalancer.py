@@ -33,7 +33,9 @@ from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller, FuncPredicate, Request, Result
 from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.manager import Manager
+from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from karmada_api.names import binding_name
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.timeutil import format_time, now, parse_time
@@ -208,6 +210,18 @@ def _describe(workload: dict[str, Any]) -> str:
 
 def _spec_changed(old: Obj, new: Obj) -> bool:
     return bool(old.get("spec") != new.get("spec"))
+
+
+RBAC_RULES: list[PolicyRule] = [
+    # setup(): informers on rebalancers and both binding kinds
+    *informer_rules(WORKLOAD_REBALANCERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS),
+    # _trigger_one(): a live GET of a binding missing from the cache, a PUT of spec.rescheduleTriggeredAt
+    *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "update")),
+    # _write_status(): a merge patch of the status subresource
+    *for_resources((WORKLOAD_REBALANCERS,), "patch", subresource="status"),
+    *EVENT_RULES,  # an Event per workload result
+]
+"""The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""
 
 
 def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> Controller:

@@ -16,13 +16,16 @@ from typing import Any
 import structlog
 
 from controller_manager.app import new_manager, run_component
+from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, port
+from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
-from estimator.members import MemberRegistry
+from estimator.members import HOST_RBAC_RULES, MEMBER_RBAC_RULES, MemberRegistry
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 
 from .core import CoolDown, default_cool_down
+from .loop import RBAC_RULES as LOOP_RULES
 from .loop import Descheduler
 
 log = structlog.get_logger("karmada-descheduler")
@@ -33,6 +36,22 @@ GRPC_ONLY_FLAGS = ("--scheduler-estimator-port", "--scheduler-estimator-service-
                    "--scheduler-estimator-service-prefix", "--scheduler-estimator-ca-file",
                    "--scheduler-estimator-cert-file", "--scheduler-estimator-key-file",
                    "--insecure-skip-estimator-verify")
+
+
+def descheduler_rules() -> list[PolicyRule]:
+    """Cluster-wide rules (a ClusterRole on the Karmada API server): main()'s informers on bindings and
+    Clusters, the cycle's binding writes and events, the member Secrets the estimator reads."""
+    return merge(informer_rules(RESOURCE_BINDINGS, CLUSTERS), LOOP_RULES, HOST_RBAC_RULES)
+
+
+def descheduler_lease_rules() -> list[PolicyRule]:
+    """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election."""
+    return lease_rules(COMPONENT)
+
+
+def descheduler_member_rules() -> list[PolicyRule]:
+    """Rules in each member cluster for the Cluster Secret's identity (the estimator's informers)."""
+    return merge(MEMBER_RBAC_RULES)
 
 
 def build_parser() -> argparse.ArgumentParser:

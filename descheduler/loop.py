@@ -24,6 +24,8 @@ from prometheus_client import Counter, Histogram
 from controller_manager.cache import Indexer, Obj, object_key
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import RBAC_RULES as EVENT_RULES
+from controller_manager.rbac import PolicyRule, for_resources
 from karmada_api.resources import RESOURCE_BINDINGS
 
 from .core import (
@@ -44,6 +46,12 @@ DESCHEDULED = Counter("descheduler_descheduled_replicas_total",
                       "Replicas the descheduler removed from a member cluster's assignment.", ["cluster"])
 CYCLE_DURATION = Histogram("descheduler_cycle_duration_seconds", "Duration of one descheduling cycle.",
                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
+
+RBAC_RULES: list[PolicyRule] = [
+    *for_resources((RESOURCE_BINDINGS,), "update"),  # _deschedule(): PUT of the shrunk spec.clusters
+    *EVENT_RULES,  # DescheduleBindingSucceed / DescheduleBindingFailed on the binding and its template
+]
+"""What the cycle writes on the Karmada API server; it reads bindings from the informer (app.py)."""
 
 # (clusters, workload reference, threshold) -> unschedulable replicas of the clusters that answered
 UnschedulableEstimate = Callable[[list[str], dict[str, Any], timedelta], Awaitable[dict[str, int]]]

@@ -52,6 +52,7 @@ from prometheus_client import Gauge
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.informer import Backoff, FuncHandler, SharedInformer
+from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from estimator.accurate import NodeUsage
 from estimator.unschedulable import DEPLOYMENT_KIND, get_unschedulable_replicas
 
@@ -62,6 +63,15 @@ PODS = Resource("", "v1", "pods", "Pod", True)
 REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
+
+HOST_RBAC_RULES: list[PolicyRule] = for_resources((SECRETS,), "get")
+"""On the Karmada API server: GET of each Cluster's ``spec.secretRef`` Secret (read_credentials), never
+a list or watch, so no other Secret is readable in bulk. Cluster-wide, because a Cluster may name a
+Secret in any namespace (``karmada-cluster`` by convention). The Clusters informer is the caller's."""
+
+MEMBER_RBAC_RULES: list[PolicyRule] = informer_rules(NODES, PODS, REPLICA_SETS, DEPLOYMENTS)
+"""In each member cluster, for the identity of the Cluster's Secret token: the four informers of
+``MemberCluster._start_informers``. Karmada's push-mode Cluster tokens already have far more."""
 
 SECRET_TOKEN_KEY = "token"  # clusterv1alpha1.SecretTokenKey
 SECRET_CA_KEY = "caBundle"  # clusterv1alpha1.SecretCADataKey

@@ -1,0 +1,86 @@
+{{/*
+Shared helpers. Each component template builds a context with
+(dict "root" $ "name" <component name> "values" <its values section> "healthPort" <port>
+      "rbacFile" <files/rbac/*.yaml> "command" <program>)
+and calls the named templates below, so both components stay structurally identical.
+*/}}
+
+{{- define "karmada-rebalance.chart" -}}
+{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object: Helm's recommended ones plus commonLabels. */}}
+{{- define "karmada-rebalance.commonLabels" -}}
+helm.sh/chart: {{ include "karmada-rebalance.chart" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: karmada-rebalance
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* A component's labels: the common ones, its selector labels and its name. */}}
+{{- define "karmada-rebalance.labels" -}}
+{{ include "karmada-rebalance.commonLabels" .root }}
+app.kubernetes.io/name: {{ .name }}
+app.kubernetes.io/component: {{ .name | trimPrefix "karmada-" }}
+{{ include "karmada-rebalance.selectorLabels" . }}
+{{- end }}
+
+{{/* Karmada's convention: the component's `labels` value (app: karmada-<component>) selects its pods. */}}
+{{- define "karmada-rebalance.selectorLabels" -}}
+{{ toYaml .values.labels }}
+{{- end }}
+
+{{- define "karmada-rebalance.image" -}}
+{{- $image := .Values.image -}}
+{{- $tag := toString (default .Chart.AppVersion $image.tag) -}}
+{{- if $image.registry -}}
+{{ printf "%s/%s:%s" $image.registry $image.repository $tag }}
+{{- else -}}
+{{ printf "%s:%s" $image.repository $tag }}
+{{- end -}}
+{{- end }}
+
+{{- define "karmada-rebalance.quoteArg" -}}
+- {{ printf "--%s=%v" (index . 0) (index . 1) | quote }}
+{{- end }}
+
+{{/*
+Flags both programs take. Karmada's defaults live in values.yaml and are always rendered, so the
+arguments of a running pod say exactly what it runs with; optional ones are left out when empty.
+*/}}
+{{- define "karmada-rebalance.commonArgs" -}}
+{{- $v := .values -}}
+- --kubeconfig=/etc/kubeconfig
+- --metrics-bind-address=$(POD_IP):8080
+- --health-probe-bind-address=$(POD_IP):{{ .healthPort }}
+- --leader-elect-resource-namespace={{ .root.Values.systemNamespace }}
+{{ include "karmada-rebalance.quoteArg" (list "v" (int $v.logVerbosity)) }}
+{{ include "karmada-rebalance.quoteArg" (list "logging-format" $v.loggingFormat) }}
+{{ include "karmada-rebalance.quoteArg" (list "kube-api-qps" (toString $v.kubeAPIQPS)) }}
+{{ include "karmada-rebalance.quoteArg" (list "kube-api-burst" (int $v.kubeAPIBurst)) }}
+{{ include "karmada-rebalance.quoteArg" (list "leader-elect" $v.leaderElection.enabled) }}
+{{ include "karmada-rebalance.quoteArg" (list "leader-elect-lease-duration" $v.leaderElection.leaseDuration) }}
+{{ include "karmada-rebalance.quoteArg" (list "leader-elect-renew-deadline" $v.leaderElection.renewDeadline) }}
+{{ include "karmada-rebalance.quoteArg" (list "leader-elect-retry-period" $v.leaderElection.retryPeriod) }}
+{{- with $v.master }}
+{{ include "karmada-rebalance.quoteArg" (list "master" .) }}
+{{- end }}
+{{- end }}
+
+{{/* extraCommandArgs last: argparse keeps the last value, so they can also override a flag above. */}}
+{{- define "karmada-rebalance.extraArgs" -}}
+{{- range $key, $value := .values.extraCommandArgs }}
+{{ include "karmada-rebalance.quoteArg" (list $key $value) }}
+{{- end }}
+{{- end }}
+
+{{/* Two replicas without leader election would both act: refuse to render that. */}}
+{{- define "karmada-rebalance.checkLeaderElection" -}}
+{{- if and (not .values.leaderElection.enabled) (gt (int .values.replicaCount) 1) -}}
+{{- fail (printf "%s: replicaCount %d needs leaderElection.enabled=true (replicas would act at the same time)" .name (int .values.replicaCount)) -}}
+{{- end -}}
+{{- end }}
