@@ -21,14 +21,44 @@ import structlog
 from controller_manager.logging import configure_logging
 from controller_manager.options import boolean, port, positive_duration, positive_int
 
+from .apiserver.auth import AUTHORIZATION_MODES
+from .apiserver.authn import TokenFileError, load_token_file
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
 from .ctl import add_ctl_parser, run_ctl
 from .demo import run_demo
 from .kubeconfig import write_kubeconfig
-from .plane import HOST_CONTEXT, DevPlane, PlaneOptions
+from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token
 
 log = structlog.get_logger("karmada-devplane")
+
+
+def authorization_mode(text: str) -> str:
+    """kube's ``--authorization-mode``, limited to the modes served here."""
+    if text not in AUTHORIZATION_MODES:
+        raise argparse.ArgumentTypeError(f'authorization mode "{text}" is not supported '
+                                         f"(supported: {', '.join(AUTHORIZATION_MODES)})")
+    return text
+
+
+def _add_security_flags(parser: argparse.ArgumentParser, scope: str) -> None:
+    parser.add_argument("--token-auth-file", type=Path, default=None, metavar="FILE",
+                        help=f"{scope}: bearer tokens, CSV token,user,uid[,\"group1,group2\"] "
+                             "(default: no authentication)")
+    parser.add_argument("--authorization-mode", type=authorization_mode, default="AlwaysAllow",
+                        metavar="AlwaysAllow|RBAC", help=f"{scope}: how requests are authorized (default AlwaysAllow)")
+
+
+def _check_token_file(command: str, path: Path | None) -> None:
+    """A malformed token file is a bad flag value: one line, exit 2, before anything starts."""
+    if path is None:
+        return
+    try:
+        load_token_file(path)
+    except TokenFileError as exc:
+        print(f"karmada-devplane {command}: error: --token-auth-file: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karmada-devplane", description=__doc__.splitlines()[0] if __doc__ else "")
@@ -43,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY,
                      help="watch events kept per resource type; older resourceVersions get 410 Expired")
     api.add_argument("--no-karmada", action="store_true", help="serve a plain Kubernetes API (no Karmada CRDs)")
+    _add_security_flags(api, "the API server")
 
     up = sub.add_parser("up", help="serve the host and member API servers and the simulations until interrupted")
     up.add_argument("--members", type=positive_int, default=None,
@@ -60,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--graceful-eviction-timeout", type=positive_duration, default=600.0,
                     help="how long an evicted cluster keeps its workload at most (default 10m0s)")
     up.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY)
+    _add_security_flags(up, "the host API server (members are unchanged)")
 
     demo = sub.add_parser("demo", help="play the user's documents end to end and check every outcome")
     demo.add_argument("document", nargs="?", choices=("rebalancer", "descheduler", "all"), default="all")
@@ -83,12 +115,17 @@ async def _wait_for_signal(signals: AsyncIterator[int]) -> None:
 
 
 async def run_apiserver(args: argparse.Namespace) -> None:
+    secured = args.token_auth_file is not None or args.authorization_mode != "AlwaysAllow"
+    admin = new_admin_token() if secured and args.kubeconfig else {}  # the kubeconfig's user, as `up` does
     config = ApiServerConfig(port=args.port, data_dir=args.data_dir, watch_history=args.watch_history,
-                             karmada=not args.no_karmada)
+                             karmada=not args.no_karmada, token_auth_file=args.token_auth_file,
+                             authorization_mode=args.authorization_mode, extra_tokens=admin, tls=secured)
     with _stop_signals() as signals:
         async with ApiServer(config) as server:
             if args.kubeconfig:
-                write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT)
+                tokens = {HOST_CONTEXT: next(iter(admin))} if admin else None
+                cas = {HOST_CONTEXT: server.ca_pem} if server.ca_pem else None
+                write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT, tokens, cas)
             print(f"apiserver ready at {server.url}", flush=True)
             await _wait_for_signal(signals)
 
@@ -105,7 +142,8 @@ async def run_up(args: argparse.Namespace) -> None:
         enable_scheduler_estimator=args.enable_scheduler_estimator,
         scheduler_estimator_timeout=args.scheduler_estimator_timeout,
         cluster_status_update_frequency=args.cluster_status_update_frequency,
-        graceful_eviction_timeout=args.graceful_eviction_timeout)
+        graceful_eviction_timeout=args.graceful_eviction_timeout,
+        token_auth_file=args.token_auth_file, authorization_mode=args.authorization_mode)
     with _stop_signals() as signals:
         async with DevPlane(options) as plane:
             plane.write_kubeconfigs(args.kubeconfig_dir)
@@ -137,6 +175,8 @@ async def run_demo_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("apiserver", "up"):
+        _check_token_file(args.command, args.token_auth_file)
     if args.command == "demo":
         configure_logging(args.logging_format, args.verbosity if args.verbosity else -1)
     else:

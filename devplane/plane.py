@@ -36,6 +36,7 @@ from estimator.client import EstimatorClient
 from estimator.members import MemberRegistry
 from karmada_api.resources import CLUSTERS
 
+from .apiserver.authn import MASTERS, UserInfo
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import DEFAULT_MEMBERS, MemberShape
 from .karmada.binding import setup_binding_controllers
@@ -57,6 +58,12 @@ CLUSTER_SECRET_NAMESPACE = "karmada-cluster"
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
 NODES = Resource("", "v1", "nodes", "Node", False)
 CONDITION_TAINTS = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")
+ADMIN_USER = UserInfo("karmada-admin", "karmada-admin", (MASTERS,))
+
+
+def new_admin_token() -> dict[str, UserInfo]:
+    """A fresh token for the plane's own admin (group system:masters), never written to the user's token file."""
+    return {secrets.token_urlsafe(32): ADMIN_USER}
 
 
 @dataclass
@@ -75,11 +82,22 @@ class PlaneOptions:
     no_execute_taint_eviction_purge_mode: str = "Gracefully"
     resource_eviction_rate: float = 0.5
     host_port: int = 0
+    token_auth_file: Path | None = None  # the host's --token-auth-file (members have no authentication)
+    authorization_mode: str = "AlwaysAllow"  # the host's --authorization-mode
+
+    @property
+    def host_security(self) -> bool:
+        return self.token_auth_file is not None or self.authorization_mode != "AlwaysAllow"
 
 
-def _client(url: str) -> KubeClient:
+def _client(url: str, token: str = "", ca_file: Path | None = None) -> KubeClient:
     """An unthrottled client: the simulation stands for many components, each with its own quota."""
-    return KubeClient(k8s.ApiClient(k8s.Configuration(host=url)), qps=0)
+    configuration = k8s.Configuration(host=url)
+    if token:
+        configuration.api_key = {"BearerToken": f"Bearer {token}"}
+    if ca_file is not None:
+        configuration.ssl_ca_cert = str(ca_file)
+    return KubeClient(k8s.ApiClient(configuration), qps=0)
 
 
 class DevPlane:
@@ -91,9 +109,16 @@ class DevPlane:
         def data(name: str) -> Path | None:
             return self.options.data_dir / name if self.options.data_dir else None
 
+        # With host security on, the host serves HTTPS (kubectl sends credentials only over TLS) and
+        # one more token (user karmada-admin, group system:masters) for the simulation and the
+        # kubeconfig it writes; the user's token file is left alone.
+        admin = new_admin_token() if self.options.host_security else {}
+        self.admin_token = next(iter(admin), "")
         self.host = ApiServer(ApiServerConfig(
             port=self.options.host_port, data_dir=data("host"), watch_history=self.options.watch_history,
-            extra_namespaces=("karmada-system", CLUSTER_SECRET_NAMESPACE)))
+            extra_namespaces=("karmada-system", CLUSTER_SECRET_NAMESPACE),
+            token_auth_file=self.options.token_auth_file, extra_tokens=admin,
+            authorization_mode=self.options.authorization_mode, tls=self.options.host_security))
         self.members: dict[str, ApiServer] = {
             shape.name: ApiServer(ApiServerConfig(data_dir=data(shape.name), watch_history=self.options.watch_history,
                                                   karmada=False))
@@ -112,9 +137,12 @@ class DevPlane:
         return {name: server.url for name, server in self.members.items()}
 
     def write_kubeconfigs(self, directory: Path) -> tuple[Path, Path]:
-        """``karmada.config`` (context karmada-apiserver) and ``members.config`` (member1..N)."""
+        """``karmada.config`` (context karmada-apiserver, with the admin token and the CA when the host
+        authenticates) and ``members.config`` (member1..N)."""
         host_path, members_path = directory / "karmada.config", directory / "members.config"
-        write_kubeconfig(host_path, {HOST_CONTEXT: self.host.url}, HOST_CONTEXT)
+        tokens = {HOST_CONTEXT: self.admin_token} if self.admin_token else None
+        cas = {HOST_CONTEXT: self.host.ca_pem} if self.host.ca_pem else None
+        write_kubeconfig(host_path, {HOST_CONTEXT: self.host.url}, HOST_CONTEXT, tokens, cas)
         urls = self.member_urls
         write_kubeconfig(members_path, urls, next(iter(urls)) if urls else HOST_CONTEXT)
         return host_path, members_path
@@ -135,7 +163,7 @@ class DevPlane:
             for server in self.members.values():
                 await server.start()
                 self._started_servers.append(server)
-            host = self.client = self._new_client(self.host.url)
+            host = self.client = self._new_client(self.host.url, self.admin_token, self.host.ca_file)
             for shape in self.options.members:
                 member = self._new_client(self.members[shape.name].url)
                 await _ensure_nodes(member, shape)
@@ -194,8 +222,8 @@ class DevPlane:
 
     # ------------------------------------------------------------------ building
 
-    def _new_client(self, url: str) -> KubeClient:
-        kube = _client(url)
+    def _new_client(self, url: str, token: str = "", ca_file: Path | None = None) -> KubeClient:
+        kube = _client(url, token, ca_file)
         self._clients.append(kube)
         return kube
 

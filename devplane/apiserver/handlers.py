@@ -22,6 +22,7 @@ import yaml
 from aiohttp import web
 
 from . import discovery, errors, openapi
+from .auth import RequestGuard
 from .codec import decode_json, encode_json, go_json_type_name
 from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -100,6 +101,7 @@ class Api:
         self.registry = store.registry
         self.options = options
         self.faults: list[Fault] = []
+        self.guard: RequestGuard | None = None  # authentication/authorization; None = open server
 
     def _injected_fault(self, request: web.Request) -> StatusError | None:
         for fault in self.faults:
@@ -113,6 +115,8 @@ class Api:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         try:
+            if self.guard is not None:  # kube's filters run before routing: 401/403 before any 404
+                self.guard.check(request.method, request.path, request.headers, request.query)
             fault = self._injected_fault(request) if self.faults else None
             if fault is not None:
                 raise fault

@@ -5,13 +5,16 @@ every task it starts, so leaving the ``async with`` stops everything::
 
     async with ApiServer() as server:
         print(server.url)
+
+Authentication and authorization (off by default) are kube-apiserver's ``--token-auth-file`` and
+``--authorization-mode AlwaysAllow|RBAC``; see :class:`ApiServerConfig` and ``docs/apiserver.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -20,11 +23,15 @@ import structlog
 from aiohttp import web
 
 from . import kinds
+from .auth import AUTHORIZATION_MODES, AuthorizationDecision, RequestGuard
+from .authn import TokenAuthenticator, UserInfo, load_token_file
 from .crds import packaged_crds
 from .handlers import MAX_BODY, Api, Fault, ServerOptions
 from .kcm import GarbageCollector, NamespaceController
+from .rbac import RBAC_GROUP, RBACAuthorizer, bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from .resources import builtin_registry
 from .store import Store
+from .tls import ServingCert, self_signed
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +41,19 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 @dataclass
 class ApiServerConfig:
+    """How one API server runs. Security fields (kube's flags):
+
+    * ``token_auth_file``: kube's ``--token-auth-file`` CSV. With it (or ``extra_tokens``) every
+      request needs a known ``Authorization: Bearer`` token, else 401 (anonymous auth is off).
+      Without any token every request is ``system:anonymous`` (group ``system:unauthenticated``).
+    * ``extra_tokens``: token → user served in addition to the file (the dev plane's admin token).
+    * ``authorization_mode``: ``AlwaysAllow`` (default) or ``RBAC`` (stored Roles/Bindings, with
+      kube's bootstrap ClusterRoles seeded; group ``system:masters`` bypasses).
+    * ``record_authorization``: keep every decision in ``ApiServer.authorization_decisions``.
+    * ``tls``: serve HTTPS with a fresh self-signed certificate (``ApiServer.ca_pem``/``ca_file``); kubectl
+      sends kubeconfig credentials only over TLS, so the CLI turns this on whenever it authenticates.
+    """
+
     host: str = "127.0.0.1"
     port: int = 0
     data_dir: Path | None = None  # None: in memory only
@@ -42,6 +62,16 @@ class ApiServerConfig:
     karmada: bool = True  # install Karmada's CRDs and serve Cluster (the host); False for members
     extra_namespaces: tuple[str, ...] = ()
     run_controllers: bool = True  # garbage collector and namespace controller
+    token_auth_file: Path | None = None
+    extra_tokens: dict[str, UserInfo] = field(default_factory=dict)
+    authorization_mode: str = "AlwaysAllow"
+    record_authorization: bool = False
+    tls: bool = False
+
+    @property
+    def authentication(self) -> bool:
+        """Whether requests must carry a known token."""
+        return self.token_auth_file is not None or bool(self.extra_tokens)
 
 
 def _report_crash(task: asyncio.Task[None]) -> None:
@@ -62,12 +92,26 @@ class ApiServer:
         self.config = config or ApiServerConfig()
         for key, value in overrides.items():
             setattr(self.config, key, value)
+        if self.config.authorization_mode not in AUTHORIZATION_MODES:
+            raise ValueError(f'authorization mode "{self.config.authorization_mode}" is not supported '
+                             f"(supported: {', '.join(AUTHORIZATION_MODES)})")
         self.store = Store(builtin_registry(), data_dir=self.config.data_dir,
                            history_size=self.config.watch_history)
         self._runner: web.AppRunner | None = None
         self.api: Api
         self._stack: contextlib.AsyncExitStack | None = None
         self.port = 0
+        self._guard: RequestGuard | None = None
+        self._cert: ServingCert | None = None
+
+    @property
+    def authorization_decisions(self) -> list[AuthorizationDecision]:
+        """Every authorization decision since start, oldest first, when the server was configured with
+        ``record_authorization=True`` (else empty). Each is an :class:`AuthorizationDecision`:
+        (user, groups, verb, api_group, resource, subresource, namespace, name, path, allowed) — e.g.
+        ``{(d.api_group, d.resource, d.verb) for d in server.authorization_decisions if d.resource}``
+        is the API surface the clients used. Clear it with ``.clear()``."""
+        return self._guard.decisions if self._guard is not None else []
 
     def inject_fault(self, method: str, path_contains: str, *, code: int = 500, reason: str = "InternalError",
                      times: int = 1) -> Fault:
@@ -79,7 +123,17 @@ class ApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.config.host}:{self.port}"
+        return f"{'https' if self.config.tls else 'http'}://{self.config.host}:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes:
+        """The PEM certificate HTTPS clients should trust (b"" when serving plain HTTP)."""
+        return self._cert.ca_pem if self._cert is not None else b""
+
+    @property
+    def ca_file(self) -> Path | None:
+        """``ca_pem`` as a file, while the server runs (None when serving plain HTTP)."""
+        return self._cert.ca_file if self._cert is not None else None
 
     async def __aenter__(self) -> ApiServer:
         await self.start()
@@ -112,15 +166,23 @@ class ApiServer:
             for task in tasks:
                 task.add_done_callback(_report_crash)
             self._bootstrap()
+            guard = await self._make_guard()
             await store.wait_durable(store.rv)
             api = Api(store, ServerOptions(bookmark_interval=self.config.bookmark_interval))
+            api.guard = self._guard = guard
             self.api = api
             app = web.Application(client_max_size=MAX_BODY * 2)
             app.router.add_route("*", "/{tail:.*}", api.handle)
             runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0, handle_signals=False)
             await runner.setup()
             stack.push_async_callback(self._stop_http, runner)
-            site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True)
+            ssl_context = None
+            if self.config.tls:
+                cert = self._cert = await self_signed(self.config.host)
+                stack.callback(cert.cleanup)
+                ssl_context = cert.context
+            site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True,
+                               ssl_context=ssl_context)
             await site.start()
             self._runner = runner
             server = site._server
@@ -140,6 +202,36 @@ class ApiServer:
         stack, self._stack = self._stack, None
         if stack is not None:
             await stack.aclose()
+
+    async def _make_guard(self) -> RequestGuard | None:
+        """The request filters, or None for the default open server (no per-request cost)."""
+        config = self.config
+        rbac = config.authorization_mode == "RBAC"
+        if not (config.authentication or rbac or config.record_authorization):
+            return None
+        authenticator = None
+        if config.authentication:
+            tables = [await asyncio.to_thread(load_token_file, config.token_auth_file)] \
+                if config.token_auth_file is not None else []
+            authenticator = TokenAuthenticator([*tables, config.extra_tokens])
+        authorizer = None
+        if rbac:
+            self._seed_rbac_policy()
+            authorizer = RBACAuthorizer(self.store)
+        log.info("api server security", authentication="token" if authenticator else "none",
+                 authorization=config.authorization_mode)
+        return RequestGuard(authenticator, authorizer, record=config.record_authorization)
+
+    def _seed_rbac_policy(self) -> None:
+        """kube's bootstrap ClusterRoles and bindings (discovery, health, cluster-admin), when missing."""
+        store = self.store
+        for plural, objects in (("clusterroles", bootstrap_cluster_roles()),
+                                ("clusterrolebindings", bootstrap_cluster_role_bindings())):
+            rtype = store.registry.get(RBAC_GROUP, "v1", plural)
+            assert rtype is not None
+            for obj in objects:
+                if store.lookup(rtype, "", obj["metadata"]["name"]) is None:
+                    store.create(rtype, "", obj)
 
     def _bootstrap(self) -> None:
         """System namespaces and (on the host) Karmada's CRDs, created when missing."""
