@@ -161,8 +161,10 @@ class WorkloadRebalancerReconciler:
                 else:
                     retries += 1
                     WORKLOADS_TOTAL.labels("Retry").inc()
-                    log.info("reschedule trigger failed, will retry", rebalancer=rebalancer["metadata"]["name"],
-                             workload=_describe(workload), error=exc.message, status=exc.status)
+                    # A 403 will not heal by itself: say so loudly, with the API server's own message.
+                    report = log.warning if exc.is_forbidden else log.info
+                    report("reschedule trigger failed, will retry", rebalancer=rebalancer["metadata"]["name"],
+                           workload=_describe(workload), error=exc.message, status=exc.status)
                 continue
             item["result"] = SUCCESSFUL
             WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()

@@ -169,15 +169,22 @@ class Session:
 
     # ---- product processes -------------------------------------------------------------------
 
-    async def start_products(self, *, descheduler: bool) -> None:
-        common = ["--kubeconfig", str(self.host_config), "--metrics-bind-address", "0",
-                  "--health-probe-bind-address", "0", "--leader-elect-retry-period", "1s"]
+    async def start_products(self, *, descheduler: bool, kubeconfigs: dict[str, Path] | None = None) -> None:
+        """Start the product processes; ``kubeconfigs`` (process name → file) overrides the admin kubeconfig."""
+        kubeconfigs = kubeconfigs or {}
+
+        def common(name: str) -> list[str]:
+            return ["--kubeconfig", str(kubeconfigs.get(name, self.host_config)), "--metrics-bind-address", "0",
+                    "--health-probe-bind-address", "0", "--leader-elect-retry-period", "1s"]
+
         logs = self.workdir / "logs"
         logs.mkdir(exist_ok=True)
-        await self._spawn("karmada-controller-manager", [sys.executable, "-m", "controller_manager", *common], logs)
+        await self._spawn("karmada-controller-manager",
+                          [sys.executable, "-m", "controller_manager", *common("karmada-controller-manager")], logs)
         if descheduler:
             await self._spawn("karmada-descheduler", [
-                sys.executable, "-m", "descheduler", *common, "--descheduling-interval", DESCHEDULING_INTERVAL,
+                sys.executable, "-m", "descheduler", *common("karmada-descheduler"),
+                "--descheduling-interval", DESCHEDULING_INTERVAL,
                 "--unschedulable-threshold", UNSCHEDULABLE_THRESHOLD], logs)
 
     async def _spawn(self, name: str, argv: list[str], logs: Path) -> None:

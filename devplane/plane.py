@@ -84,6 +84,7 @@ class PlaneOptions:
     host_port: int = 0
     token_auth_file: Path | None = None  # the host's --token-auth-file (members have no authentication)
     authorization_mode: str = "AlwaysAllow"  # the host's --authorization-mode
+    record_authorization: bool = False  # keep the host's decisions (ApiServer.authorization_decisions), for tests
 
     @property
     def host_security(self) -> bool:
@@ -118,7 +119,8 @@ class DevPlane:
             port=self.options.host_port, data_dir=data("host"), watch_history=self.options.watch_history,
             extra_namespaces=("karmada-system", CLUSTER_SECRET_NAMESPACE),
             token_auth_file=self.options.token_auth_file, extra_tokens=admin,
-            authorization_mode=self.options.authorization_mode, tls=self.options.host_security))
+            authorization_mode=self.options.authorization_mode, tls=self.options.host_security,
+            record_authorization=self.options.record_authorization))
         self.members: dict[str, ApiServer] = {
             shape.name: ApiServer(ApiServerConfig(data_dir=data(shape.name), watch_history=self.options.watch_history,
                                                   karmada=False))

@@ -1,0 +1,150 @@
+"""A component missing one permission says so clearly, keeps running, and recovers once it is granted.
+
+The API server enforces RBAC as kube-apiserver does; the chart's roles are applied with one verb
+taken out of the controller-manager's ClusterRole, and the real process runs with its
+ServiceAccount's token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import secrets
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from controller_manager.client import KubeClient
+from devplane.apiserver.authn import UserInfo
+from devplane.apiserver.server import ApiServer
+from devplane.kubeconfig import write_kubeconfig
+from tests.chart_rbac import (
+    CLUSTER_ROLES,
+    CONTROLLER_MANAGER,
+    DESCHEDULER,
+    apply,
+    chart_rbac,
+    write_component_kubeconfigs,
+    write_token_file,
+)
+from tests.conftest import eventually
+from tests.integration.test_manager_process import free_port
+from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, finished, make_binding
+
+FORBIDDEN = ('resourcebindings.work.karmada.io "web-deployment" is forbidden: User '
+             '"system:serviceaccount:karmada-system:karmada-controller-manager" cannot update resource '
+             '"resourcebindings" in API group "work.karmada.io" in the namespace "default"')
+
+
+def without(docs: list[dict[str, Any]], component: str, resource: str, verbs: set[str],
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The chart's objects with ``verbs`` on ``resource`` taken out of ``component``'s ClusterRole; and that role."""
+    docs = copy.deepcopy(docs)
+    role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith(component))
+    original = copy.deepcopy(role)
+    rules = []
+    for rule in role["rules"]:
+        if resource in rule["resources"] and verbs & set(rule["verbs"]):
+            rules.append({**rule, "resources": [r for r in rule["resources"] if r != resource]})
+            rules.append({**rule, "resources": [resource], "verbs": [v for v in rule["verbs"] if v not in verbs]})
+        else:
+            rules.append(rule)
+    role["rules"] = [r for r in rules if r["resources"] and r["verbs"]]
+    assert role["rules"] != original["rules"], f"the chart no longer grants {verbs} on {resource} to {component}"
+    return docs, original
+
+
+async def stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+async def healthy(port: int) -> bool:
+    async with aiohttp.ClientSession() as probe, probe.get(f"http://127.0.0.1:{port}/healthz") as resp:
+        return resp.status == 200
+
+
+async def test_a_missing_permission_is_reported_and_the_process_keeps_running(tmp_path: Path) -> None:
+    tokens = write_token_file(tmp_path / "tokens.csv")
+    admin_token = secrets.token_hex(16)
+    server = ApiServer(token_auth_file=tmp_path / "tokens.csv", authorization_mode="RBAC",
+                       extra_tokens={admin_token: UserInfo("admin", "", ("system:masters",))},
+                       extra_namespaces=("karmada-system",))
+    async with server:
+        write_kubeconfig(tmp_path / "admin.kubeconfig", {"admin": server.url}, "admin", tokens={"admin": admin_token})
+        admin = await KubeClient.from_kubeconfig(str(tmp_path / "admin.kubeconfig"))
+        docs, full_role = without(chart_rbac(), CONTROLLER_MANAGER, "resourcebindings", {"update"})
+        await apply(admin, docs)
+        kubeconfig = write_component_kubeconfigs(tmp_path, server.url, tokens, b"")[CONTROLLER_MANAGER]
+        health, log = free_port(), tmp_path / "controller-manager.log"
+        with log.open("wb") as out:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "controller_manager", "--kubeconfig", str(kubeconfig),
+                "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{health}",
+                "--leader-elect-retry-period=500ms", "--rate-limiter-max-delay=1s", stdout=out, stderr=out)
+        try:
+            async with aiohttp.ClientSession(base_url=server.url,
+                                             headers={"Authorization": f"Bearer {admin_token}"}) as http:
+                await make_binding(http, "Deployment", "web")
+                await create_rebalancer(http, "move-web", [deploy_ref("web")])
+
+                def reported() -> bool:
+                    text = log.read_text(errors="replace")
+                    return FORBIDDEN in text and "reschedule trigger failed, will retry" in text
+
+                await eventually(reported, timeout=30)
+                async with http.get(f"{WR}/move-web") as resp:
+                    status = (await resp.json()).get("status") or {}
+                assert "finishTime" not in status, "a forbidden trigger must not count as done"
+                assert [item.get("result") for item in status.get("observedWorkloads", [])] in ([], [None])
+                assert proc.returncode is None, "the process must keep running"
+                assert await healthy(health)
+
+                # Grant it again: the retrying rebalancer finishes without a restart.
+                current = await admin.get(CLUSTER_ROLES, full_role["metadata"]["name"])
+                await admin.update(CLUSTER_ROLES, {**current, "rules": full_role["rules"]})
+                wr = await finished(http, "move-web")
+                assert [item["result"] for item in wr["status"]["observedWorkloads"]] == ["Successful"]
+        finally:
+            await admin.close()
+            await stop(proc)
+
+
+async def test_a_descheduler_without_list_on_clusters_says_so_and_keeps_running(tmp_path: Path) -> None:
+    tokens = write_token_file(tmp_path / "tokens.csv")
+    admin_token = secrets.token_hex(16)
+    server = ApiServer(token_auth_file=tmp_path / "tokens.csv", authorization_mode="RBAC",
+                       extra_tokens={admin_token: UserInfo("admin", "", ("system:masters",))},
+                       extra_namespaces=("karmada-system",))
+    async with server:
+        write_kubeconfig(tmp_path / "admin.kubeconfig", {"admin": server.url}, "admin", tokens={"admin": admin_token})
+        admin = await KubeClient.from_kubeconfig(str(tmp_path / "admin.kubeconfig"))
+        try:
+            docs, _ = without(chart_rbac(), DESCHEDULER, "clusters", {"list", "watch"})
+            await apply(admin, docs)
+        finally:
+            await admin.close()
+        kubeconfig = write_component_kubeconfigs(tmp_path, server.url, tokens, b"")[DESCHEDULER]
+        health, log = free_port(), tmp_path / "descheduler.log"
+        with log.open("wb") as out:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig),
+                "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{health}",
+                "--leader-elect-retry-period=500ms", "--descheduling-interval=1s", stdout=out, stderr=out)
+        try:
+            message = ('clusters.cluster.karmada.io is forbidden: User "system:serviceaccount:karmada-system:'
+                       'karmada-descheduler" cannot list resource "clusters" in API group "cluster.karmada.io" '
+                       "at the cluster scope")
+            await eventually(lambda: message in log.read_text(errors="replace"), timeout=30)
+            assert proc.returncode is None, "the process must keep running"
+            assert await healthy(health)
+        finally:
+            await stop(proc)
