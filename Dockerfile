@@ -4,7 +4,9 @@
 # karmada-descheduler (the Helm chart sets `command` per component).
 #
 #   docker build -t karmada-rebalance:0.1.0 \
-#       --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" .
+#       --build-arg VERSION=0.1.0 --build-arg REVISION="$(git rev-parse HEAD)" \
+#       --build-arg GIT_TREE_STATE="$(test -z "$(git status --porcelain)" && echo clean || echo dirty)" \
+#       --build-arg BUILD_DATE="$(date -u +%Y-%m-%dT%H:%M:%SZ)" .
 #   docker run --rm --read-only karmada-rebalance:0.1.0 --help
 #   docker run --rm --read-only --entrypoint karmada-descheduler karmada-rebalance:0.1.0 --help
 #
@@ -61,6 +63,14 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 # 65532 is the conventional "nonroot" uid/gid of distroless images; numeric so that Kubernetes'
 # runAsNonRoot can verify it without a passwd entry.
 USER 65532:65532
+
+# The labels of the karmada_build_info metric (karmada_api/buildinfo.py). Declared after the install:
+# every RUN after an ARG sees it, so a BUILD_DATE above it would rebuild the install on every build.
+ARG GIT_TREE_STATE=unknown
+ARG BUILD_DATE=unknown
+ENV KARMADA_GIT_COMMIT="${REVISION}" \
+    KARMADA_GIT_TREE_STATE="${GIT_TREE_STATE}" \
+    KARMADA_BUILD_DATE="${BUILD_DATE}"
 
 # 8080 metrics (both), 10357 controller-manager /healthz, 10358 descheduler /healthz.
 EXPOSE 8080 10357 10358

@@ -25,6 +25,7 @@ from controller_manager.options import (
     rate_limiter_options,
 )
 from controller_manager.rbac import PolicyRule, merge
+from karmada_api.buildinfo import register_build_info
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
@@ -109,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = CommonOptions.from_args(args)
+    register_build_info()  # karmada_build_info, as every Karmada component exposes
     selected = [c for c in CONTROLLERS if is_enabled(c.name, args.controllers, enabled_by_default=c.enabled_by_default)]
 
     async def build() -> Manager:

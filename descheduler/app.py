@@ -22,6 +22,7 @@ from controller_manager.options import CommonOptions, add_common_flags, boolean,
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
 from estimator.members import HOST_RBAC_RULES, MEMBER_RBAC_RULES, MemberRegistry
+from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 
 from .core import CoolDown, default_cool_down
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     options = CommonOptions.from_args(args)
+    register_build_info()  # karmada_build_info, as every Karmada component exposes
 
     async def build() -> Manager:
         for flag in GRPC_ONLY_FLAGS:

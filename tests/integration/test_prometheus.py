@@ -1,10 +1,12 @@
 """Both products' /metrics as Prometheus itself sees them.
 
 The controller-manager and the descheduler run as real processes against a dev API server, after
-a WorkloadRebalancer has been reconciled and a descheduling cycle has run, so the series carry
-samples. Then:
+a WorkloadRebalancer has been reconciled and a descheduling cycle has worked a binding through its
+queue, so the series carry samples. Then:
 
 * ``promtool check metrics`` accepts each exposition (names, HELP, types, suffixes);
+* both expose Karmada's ``karmada_build_info``, and the descheduler Karmada's ``descheduler``
+  work queue series (Karmada's e2e test checks ``workqueue_queue_duration_seconds_sum`` on it);
 * a real Prometheus server scrapes the controller-manager every second and answers a query for
   ``controller_runtime_reconcile_total`` with its ``controller`` label, and ``up`` is 1;
 * every metric the Grafana dashboard queries is exposed by one of the two products.
@@ -31,13 +33,16 @@ import aiohttp
 import pytest
 import pytest_asyncio
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
+from karmada_api.buildinfo import BUILD_INFO_HELP
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from tests.conftest import eventually
 from tests.integration.test_controller_manager_process import FAST_ELECTION, Process, done, karmada_system
 from tests.integration.test_manager_process import free_port
-from tests.integration.test_workloadrebalancer import create_rebalancer, deploy_ref, make_binding
+from tests.integration.test_workloadrebalancer import RB, create_rebalancer, deploy_ref, make_binding
 
 # The products and the dev API server live on the module's event loop; tests using them must too.
 MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -47,6 +52,14 @@ DASHBOARD = ROOT / "charts" / "karmada-rebalance" / "dashboards" / "karmada-reba
 JOBS = {"controller_manager": "karmada-controller-manager", "descheduler": "karmada-descheduler"}
 INSTALL_HINT = "apt-get install prometheus (Debian's package; .ci/run installs it)"
 # Series Prometheus makes up itself for every target; a dashboard may query them.
+BUILD_INFO_LABELS = {"git_version", "git_commit", "git_short_commit", "git_tree_state", "build_date", "go_version",
+                     "compiler", "platform"}
+DESCHEDULER_QUEUE = {"name": "descheduler", "controller": "descheduler"}
+# A binding the descheduler's filter keeps (a Deployment, dynamically divided); with no member
+# cluster to ask, nothing is unschedulable, so it is worked through the queue and left unchanged.
+DYNAMIC_PLACEMENT = {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                                           "replicaDivisionPreference": "Weighted",
+                                           "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
 SYNTHETIC = {"up", "scrape_duration_seconds", "scrape_samples_scraped", "scrape_samples_post_metric_relabeling",
              "scrape_series_added", "ALERTS", "ALERTS_FOR_STATE"}
 
@@ -120,6 +133,13 @@ async def products(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
             cm, descheduler = processes["controller_manager"], processes["descheduler"]
 
             await make_binding(http, "Deployment", "foo")
+            async with http.post(RB.format(ns="default"), json={
+                    "metadata": {"name": "web-deployment",
+                                 "annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(DYNAMIC_PLACEMENT)}},
+                    "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                                          "namespace": "default"},
+                             "replicas": 1, "clusters": [{"name": "member1", "replicas": 1}]}}) as r:
+                assert r.status == 201, await r.text()
             await create_rebalancer(http, "metrics", [deploy_ref("foo")])
             await eventually(lambda: done(http, "metrics"), timeout=30)
 
@@ -129,8 +149,10 @@ async def products(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
                                        result="success") >= 1
 
             async def cycled() -> bool:
+                """A cycle has worked the binding through the queue (and so has ended, or is about to)."""
                 assert descheduler.proc.returncode is None, descheduler.log.read_text()
-                return await descheduler.metric("descheduler_cycle_duration_seconds_count") >= 1
+                return (await descheduler.metric("workqueue_work_duration_seconds_count", **DESCHEDULER_QUEUE) >= 1
+                        and await descheduler.metric("descheduler_cycle_duration_seconds_count") >= 1)
 
             await eventually(reconciled, timeout=30)
             await eventually(cycled, timeout=30)
@@ -147,6 +169,43 @@ async def test_promtool_accepts_the_exposition(products: Products, module: str) 
     exposition = products.expositions[module]
     code, output = await promtool("check", "metrics", stdin=exposition)
     assert code == 0, f"promtool check metrics ({JOBS[module]}), exit {code}:\n{output}"
+
+
+def samples(exposition: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """Every sample called ``name`` in an exposition: its labels and value."""
+    return [(dict(sample.labels), float(sample.value)) for family in text_string_to_metric_families(exposition)
+            for sample in family.samples if sample.name == name]
+
+
+@MODULE_LOOP
+@pytest.mark.parametrize("module", list(JOBS))
+async def test_both_products_expose_karmada_build_info(products: Products, module: str) -> None:
+    exposition = products.expositions[module]
+    assert f"# HELP karmada_build_info {BUILD_INFO_HELP}\n# TYPE karmada_build_info gauge\n" in exposition
+    (labels, value), *others = samples(exposition, "karmada_build_info")
+    assert not others, f"{JOBS[module]} exposes more than one karmada_build_info series"
+    assert value == 1
+    assert set(labels) == BUILD_INFO_LABELS
+    assert re.fullmatch(r"v\d+\.\d+\.\d+.*", labels["git_version"]), labels
+    assert labels["go_version"].startswith("python3."), labels
+    assert re.fullmatch(r"[a-z0-9]+/[a-z0-9]+", labels["platform"]), labels
+    assert all(labels.values()), f"empty build_info labels: {labels}"
+
+
+@MODULE_LOOP
+async def test_the_descheduler_works_bindings_through_karmadas_descheduler_queue(products: Products) -> None:
+    exposition = products.expositions["descheduler"]
+
+    def queue_sample(name: str) -> float:
+        values = [v for labels, v in samples(exposition, name) if labels.items() >= DESCHEDULER_QUEUE.items()]
+        assert len(values) == 1, f"{name}{DESCHEDULER_QUEUE}: {values}"
+        return values[0]
+
+    queue_sample("workqueue_queue_duration_seconds_sum")  # exposed: what Karmada's e2e test checks
+    assert queue_sample("workqueue_queue_duration_seconds_count") >= 1
+    assert queue_sample("workqueue_adds_total") >= 1
+    assert queue_sample("workqueue_work_duration_seconds_count") >= 1
+    assert queue_sample("workqueue_depth") >= 0
 
 
 @dataclass
