@@ -8,10 +8,13 @@ ServiceAccount's token.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import secrets
 import signal
 import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +75,19 @@ async def healthy(port: int) -> bool:
         return resp.status == 200
 
 
-async def test_a_missing_permission_is_reported_and_the_process_keeps_running(tmp_path: Path) -> None:
+@dataclass
+class Setup:
+    """An RBAC-enforcing server with the chart's roles (one grant taken away) and the admin's access."""
+
+    server: ApiServer
+    admin: KubeClient
+    admin_token: str
+    kubeconfigs: dict[str, Path]
+    full_role: dict[str, Any]
+
+
+@contextlib.asynccontextmanager
+async def rbac_server(tmp_path: Path, component: str, resource: str, verbs: set[str]) -> AsyncIterator[Setup]:
     tokens = write_token_file(tmp_path / "tokens.csv")
     admin_token = secrets.token_hex(16)
     server = ApiServer(token_auth_file=tmp_path / "tokens.csv", authorization_mode="RBAC",
@@ -81,70 +96,66 @@ async def test_a_missing_permission_is_reported_and_the_process_keeps_running(tm
     async with server:
         write_kubeconfig(tmp_path / "admin.kubeconfig", {"admin": server.url}, "admin", tokens={"admin": admin_token})
         admin = await KubeClient.from_kubeconfig(str(tmp_path / "admin.kubeconfig"))
-        docs, full_role = without(chart_rbac(), CONTROLLER_MANAGER, "resourcebindings", {"update"})
-        await apply(admin, docs)
-        kubeconfig = write_component_kubeconfigs(tmp_path, server.url, tokens, b"")[CONTROLLER_MANAGER]
-        health, log = free_port(), tmp_path / "controller-manager.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "controller_manager", "--kubeconfig", str(kubeconfig),
-                "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{health}",
-                "--leader-elect-retry-period=500ms", "--rate-limiter-max-delay=1s", stdout=out, stderr=out)
         try:
-            async with aiohttp.ClientSession(base_url=server.url,
-                                             headers={"Authorization": f"Bearer {admin_token}"}) as http:
-                await make_binding(http, "Deployment", "web")
-                await create_rebalancer(http, "move-web", [deploy_ref("web")])
-
-                def reported() -> bool:
-                    text = log.read_text(errors="replace")
-                    return FORBIDDEN in text and "reschedule trigger failed, will retry" in text
-
-                await eventually(reported, timeout=30)
-                async with http.get(f"{WR}/move-web") as resp:
-                    status = (await resp.json()).get("status") or {}
-                assert "finishTime" not in status, "a forbidden trigger must not count as done"
-                assert [item.get("result") for item in status.get("observedWorkloads", [])] in ([], [None])
-                assert proc.returncode is None, "the process must keep running"
-                assert await healthy(health)
-
-                # Grant it again: the retrying rebalancer finishes without a restart.
-                current = await admin.get(CLUSTER_ROLES, full_role["metadata"]["name"])
-                await admin.update(CLUSTER_ROLES, {**current, "rules": full_role["rules"]})
-                wr = await finished(http, "move-web")
-                assert [item["result"] for item in wr["status"]["observedWorkloads"]] == ["Successful"]
+            docs, full_role = without(chart_rbac(), component, resource, verbs)
+            await apply(admin, docs)
+            kubeconfigs = write_component_kubeconfigs(tmp_path, server.url, tokens, b"")
+            yield Setup(server, admin, admin_token, kubeconfigs, full_role)
         finally:
             await admin.close()
-            await stop(proc)
+
+
+@contextlib.asynccontextmanager
+async def running(module: str, kubeconfig: Path, log: Path, *flags: str) -> AsyncIterator[tuple[Any, int]]:
+    """``python -m module`` with its health endpoint on a free port; (process, port); always stopped."""
+    health = free_port()
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", module, "--kubeconfig", str(kubeconfig), "--metrics-bind-address", "0",
+            "--health-probe-bind-address", f"127.0.0.1:{health}", "--leader-elect-retry-period=500ms", *flags,
+            stdout=out, stderr=out)
+    try:
+        yield proc, health
+    finally:
+        await stop(proc)
+
+
+async def test_a_missing_permission_is_reported_and_the_process_keeps_running(tmp_path: Path) -> None:
+    log = tmp_path / "controller-manager.log"
+    async with rbac_server(tmp_path, CONTROLLER_MANAGER, "resourcebindings", {"update"}) as setup, \
+            running("controller_manager", setup.kubeconfigs[CONTROLLER_MANAGER], log,
+                    "--rate-limiter-max-delay=1s") as (proc, health), \
+            aiohttp.ClientSession(base_url=setup.server.url,
+                                  headers={"Authorization": f"Bearer {setup.admin_token}"}) as http:
+        await make_binding(http, "Deployment", "web")
+        await create_rebalancer(http, "move-web", [deploy_ref("web")])
+
+        def reported() -> bool:
+            text = log.read_text(errors="replace")
+            return FORBIDDEN in text and "reschedule trigger failed, will retry" in text
+
+        await eventually(reported, timeout=30)
+        async with http.get(f"{WR}/move-web") as resp:
+            status = (await resp.json()).get("status") or {}
+        assert "finishTime" not in status, "a forbidden trigger must not count as done"
+        assert [item.get("result") for item in status.get("observedWorkloads", [])] in ([], [None])
+        assert proc.returncode is None, "the process must keep running"
+        assert await healthy(health)
+
+        # Grant it again: the retrying rebalancer finishes without a restart.
+        current = await setup.admin.get(CLUSTER_ROLES, setup.full_role["metadata"]["name"])
+        await setup.admin.update(CLUSTER_ROLES, {**current, "rules": setup.full_role["rules"]})
+        wr = await finished(http, "move-web")
+        assert [item["result"] for item in wr["status"]["observedWorkloads"]] == ["Successful"]
 
 
 async def test_a_descheduler_without_list_on_clusters_says_so_and_keeps_running(tmp_path: Path) -> None:
-    tokens = write_token_file(tmp_path / "tokens.csv")
-    admin_token = secrets.token_hex(16)
-    server = ApiServer(token_auth_file=tmp_path / "tokens.csv", authorization_mode="RBAC",
-                       extra_tokens={admin_token: UserInfo("admin", "", ("system:masters",))},
-                       extra_namespaces=("karmada-system",))
-    async with server:
-        write_kubeconfig(tmp_path / "admin.kubeconfig", {"admin": server.url}, "admin", tokens={"admin": admin_token})
-        admin = await KubeClient.from_kubeconfig(str(tmp_path / "admin.kubeconfig"))
-        try:
-            docs, _ = without(chart_rbac(), DESCHEDULER, "clusters", {"list", "watch"})
-            await apply(admin, docs)
-        finally:
-            await admin.close()
-        kubeconfig = write_component_kubeconfigs(tmp_path, server.url, tokens, b"")[DESCHEDULER]
-        health, log = free_port(), tmp_path / "descheduler.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig),
-                "--metrics-bind-address", "0", "--health-probe-bind-address", f"127.0.0.1:{health}",
-                "--leader-elect-retry-period=500ms", "--descheduling-interval=1s", stdout=out, stderr=out)
-        try:
-            message = ('clusters.cluster.karmada.io is forbidden: User "system:serviceaccount:karmada-system:'
-                       'karmada-descheduler" cannot list resource "clusters" in API group "cluster.karmada.io" '
-                       "at the cluster scope")
-            await eventually(lambda: message in log.read_text(errors="replace"), timeout=30)
-            assert proc.returncode is None, "the process must keep running"
-            assert await healthy(health)
-        finally:
-            await stop(proc)
+    log = tmp_path / "descheduler.log"
+    message = ('clusters.cluster.karmada.io is forbidden: User "system:serviceaccount:karmada-system:'
+               'karmada-descheduler" cannot list resource "clusters" in API group "cluster.karmada.io" '
+               "at the cluster scope")
+    async with rbac_server(tmp_path, DESCHEDULER, "clusters", {"list", "watch"}) as setup, \
+            running("descheduler", setup.kubeconfigs[DESCHEDULER], log, "--descheduling-interval=1s") as (proc, health):
+        await eventually(lambda: message in log.read_text(errors="replace"), timeout=30)
+        assert proc.returncode is None, "the process must keep running"
+        assert await healthy(health)
