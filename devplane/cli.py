@@ -21,24 +21,24 @@ import structlog
 from controller_manager.logging import configure_logging
 from controller_manager.options import boolean, port, positive_duration, positive_int
 
-from .apiserver.auth import AUTHORIZATION_MODES
+from .apiserver.auth import validate_authorization_mode
 from .apiserver.authn import TokenFileError, load_token_file
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
 from .ctl import add_ctl_parser, run_ctl
 from .demo import run_demo
 from .kubeconfig import write_kubeconfig
-from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token
+from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token, secured
 
 log = structlog.get_logger("karmada-devplane")
 
 
 def authorization_mode(text: str) -> str:
     """kube's ``--authorization-mode``, limited to the modes served here."""
-    if text not in AUTHORIZATION_MODES:
-        raise argparse.ArgumentTypeError(f'authorization mode "{text}" is not supported '
-                                         f"(supported: {', '.join(AUTHORIZATION_MODES)})")
-    return text
+    try:
+        return validate_authorization_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_security_flags(parser: argparse.ArgumentParser, scope: str) -> None:
@@ -115,17 +115,16 @@ async def _wait_for_signal(signals: AsyncIterator[int]) -> None:
 
 
 async def run_apiserver(args: argparse.Namespace) -> None:
-    secured = args.token_auth_file is not None or args.authorization_mode != "AlwaysAllow"
-    admin = new_admin_token() if secured and args.kubeconfig else {}  # the kubeconfig's user, as `up` does
+    tls = secured(args.token_auth_file, args.authorization_mode)
+    admin = new_admin_token() if tls and args.kubeconfig else {}  # the kubeconfig's user, as `up` does
     config = ApiServerConfig(port=args.port, data_dir=args.data_dir, watch_history=args.watch_history,
                              karmada=not args.no_karmada, token_auth_file=args.token_auth_file,
-                             authorization_mode=args.authorization_mode, extra_tokens=admin, tls=secured)
+                             authorization_mode=args.authorization_mode, extra_tokens=admin, tls=tls)
     with _stop_signals() as signals:
         async with ApiServer(config) as server:
             if args.kubeconfig:
-                tokens = {HOST_CONTEXT: next(iter(admin))} if admin else None
-                cas = {HOST_CONTEXT: server.ca_pem} if server.ca_pem else None
-                write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT, tokens, cas)
+                write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT,
+                                 {HOST_CONTEXT: next(iter(admin), "")}, {HOST_CONTEXT: server.ca_pem})
             print(f"apiserver ready at {server.url}", flush=True)
             await _wait_for_signal(signals)
 

@@ -13,11 +13,11 @@ import yaml
 def kubeconfig(contexts: dict[str, str], current: str, tokens: dict[str, str] | None = None,
                cas: dict[str, bytes] | None = None) -> dict[str, Any]:
     """One cluster, user and context per name, on 127.0.0.1; ``tokens`` gives some users a bearer
-    token and ``cas`` some (HTTPS) clusters the PEM certificate to trust."""
+    token and ``cas`` some (HTTPS) clusters the PEM certificate to trust (an empty value gives none)."""
     tokens, cas = tokens or {}, cas or {}
 
     def cluster(name: str, url: str) -> dict[str, str]:
-        if name not in cas:
+        if not cas.get(name):
             return {"server": url}
         return {"server": url, "certificate-authority-data": base64.b64encode(cas[name]).decode()}
 
@@ -26,7 +26,7 @@ def kubeconfig(contexts: dict[str, str], current: str, tokens: dict[str, str] | 
         "kind": "Config",
         "preferences": {},
         "clusters": [{"name": name, "cluster": cluster(name, url)} for name, url in contexts.items()],
-        "users": [{"name": name, "user": {"token": tokens[name]} if name in tokens else {}} for name in contexts],
+        "users": [{"name": name, "user": {"token": tokens[name]} if tokens.get(name) else {}} for name in contexts],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name in contexts],
         "current-context": current,
     }

@@ -61,6 +61,11 @@ CONDITION_TAINTS = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreacha
 ADMIN_USER = UserInfo("karmada-admin", "karmada-admin", (MASTERS,))
 
 
+def secured(token_auth_file: Path | None, authorization_mode: str) -> bool:
+    """Whether a server authenticates or authorizes requests: it then serves HTTPS and an admin token."""
+    return token_auth_file is not None or authorization_mode != "AlwaysAllow"
+
+
 def new_admin_token() -> dict[str, UserInfo]:
     """A fresh token for the plane's own admin (group system:masters), never written to the user's token file."""
     return {secrets.token_urlsafe(32): ADMIN_USER}
@@ -88,7 +93,7 @@ class PlaneOptions:
 
     @property
     def host_security(self) -> bool:
-        return self.token_auth_file is not None or self.authorization_mode != "AlwaysAllow"
+        return secured(self.token_auth_file, self.authorization_mode)
 
 
 def _client(url: str, token: str = "", ca_file: Path | None = None) -> KubeClient:
@@ -142,9 +147,8 @@ class DevPlane:
         """``karmada.config`` (context karmada-apiserver, with the admin token and the CA when the host
         authenticates) and ``members.config`` (member1..N)."""
         host_path, members_path = directory / "karmada.config", directory / "members.config"
-        tokens = {HOST_CONTEXT: self.admin_token} if self.admin_token else None
-        cas = {HOST_CONTEXT: self.host.ca_pem} if self.host.ca_pem else None
-        write_kubeconfig(host_path, {HOST_CONTEXT: self.host.url}, HOST_CONTEXT, tokens, cas)
+        write_kubeconfig(host_path, {HOST_CONTEXT: self.host.url}, HOST_CONTEXT, {HOST_CONTEXT: self.admin_token},
+                         {HOST_CONTEXT: self.host.ca_pem})
         urls = self.member_urls
         write_kubeconfig(members_path, urls, next(iter(urls)) if urls else HOST_CONTEXT)
         return host_path, members_path

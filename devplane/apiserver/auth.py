@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from . import errors
 from .authn import ANONYMOUS_USER, TokenAuthenticator, UserInfo
 from .errors import StatusError, qualified_resource
 from .rbac import RBACAuthorizer, RequestAttributes
@@ -47,6 +48,14 @@ class AuthorizationDecision:
     name: str
     path: str
     allowed: bool
+
+
+def validate_authorization_mode(mode: str) -> str:
+    """``mode`` when it is one of :data:`AUTHORIZATION_MODES`, else ValueError with the message the CLI shows."""
+    if mode not in AUTHORIZATION_MODES:
+        raise ValueError(f'authorization mode "{mode}" is not supported '
+                         f"(supported: {', '.join(AUTHORIZATION_MODES)})")
+    return mode
 
 
 def unauthorized() -> StatusError:
@@ -87,7 +96,7 @@ def forbidden(attrs: RequestAttributes, reason: str) -> StatusError:
         details["group"] = attrs.api_group
     if attrs.resource:
         details["kind"] = attrs.resource
-    return StatusError(403, "Forbidden", message, details)
+    return errors.forbidden(message, details)
 
 
 def _watch_requested(query: Mapping[str, str]) -> bool:
@@ -112,7 +121,7 @@ def _name_from_field_selector(selector: str) -> str:
 
 def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[str, str]) -> RequestAttributes:
     """kube's RequestInfoFactory.NewRequestInfo for the ``api`` and ``apis`` prefixes."""
-    parts = [p for p in path.strip("/").split("/") if p] if path.strip("/") else []
+    parts = [p for p in path.split("/") if p]
     plain = RequestAttributes(user.name, user.groups, method.lower(), False, path=path)
     if len(parts) < 3 or parts[0] not in ("api", "apis"):
         return plain

@@ -82,21 +82,22 @@ def bearer_token(header: str | None) -> str:
     return parts[1]
 
 
+def _with_authenticated_group(user: UserInfo) -> UserInfo:
+    """kube's AuthenticatedGroupAdder: ``system:authenticated`` added unless either "all" group is there."""
+    if ALL_AUTHENTICATED in user.groups or ALL_UNAUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.name, user.uid, (*user.groups, ALL_AUTHENTICATED))
+
+
 class TokenAuthenticator:
-    """Static tokens (from files and from the embedding program) → users."""
+    """Static tokens (from files and from the embedding program) → users; later tables win."""
 
     def __init__(self, tables: Iterable[Mapping[str, UserInfo]]) -> None:
-        self._tokens: dict[str, UserInfo] = {}
-        for table in tables:
-            self._tokens.update(table)
+        # the group is added once here, not per request
+        self._tokens = {token: _with_authenticated_group(user) for table in tables for token, user in table.items()}
 
     def authenticate(self, authorization: str | None) -> UserInfo | None:
         """The user of the request's Authorization header, with ``system:authenticated`` added;
         None when the token is missing or unknown."""
         token = bearer_token(authorization)
-        found = self._tokens.get(token) if token else None
-        if found is None:
-            return None
-        if ALL_AUTHENTICATED in found.groups or ALL_UNAUTHENTICATED in found.groups:
-            return found  # kube's AuthenticatedGroupAdder leaves these alone
-        return UserInfo(found.name, found.uid, (*found.groups, ALL_AUTHENTICATED))
+        return self._tokens.get(token) if token else None

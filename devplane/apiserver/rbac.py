@@ -169,20 +169,19 @@ class PolicySnapshot:
         """The referenced role's rules, or kube's resolution error message."""
         if binding.role_kind == "Role":
             rules = self.roles.get((binding.namespace, binding.role_name)) if binding.namespace else None
-            return (rules, "") if rules is not None else ((), f'role.{RBAC_GROUP} "{binding.role_name}" not found')
-        if binding.role_kind == "ClusterRole":
+        elif binding.role_kind == "ClusterRole":
             rules = self.cluster_roles.get(binding.role_name)
-            return (rules, "") if rules is not None else (
-                (), f'clusterrole.{RBAC_GROUP} "{binding.role_name}" not found')
-        return (), f'unsupported role reference kind: "{binding.role_kind}"'
+        else:
+            return (), f'unsupported role reference kind: "{binding.role_kind}"'
+        if rules is None:
+            return (), f'{binding.role_kind.lower()}.{RBAC_GROUP} "{binding.role_name}" not found'
+        return rules, ""
 
 
 def aggregate(messages: list[str]) -> str:
     """apimachinery's utilerrors.NewAggregate(...).Error(): one as is, several deduplicated in brackets."""
     unique = list(dict.fromkeys(messages))
-    if len(messages) == 1 or len(unique) == 1:
-        return unique[0]
-    return "[" + ", ".join(unique) + "]"
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def evaluate(snapshot: PolicySnapshot, attrs: RequestAttributes) -> tuple[bool, str]:

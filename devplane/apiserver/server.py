@@ -23,7 +23,7 @@ import structlog
 from aiohttp import web
 
 from . import kinds
-from .auth import AUTHORIZATION_MODES, AuthorizationDecision, RequestGuard
+from .auth import AuthorizationDecision, RequestGuard, validate_authorization_mode
 from .authn import TokenAuthenticator, UserInfo, load_token_file
 from .crds import packaged_crds
 from .handlers import MAX_BODY, Api, Fault, ServerOptions
@@ -92,9 +92,7 @@ class ApiServer:
         self.config = config or ApiServerConfig()
         for key, value in overrides.items():
             setattr(self.config, key, value)
-        if self.config.authorization_mode not in AUTHORIZATION_MODES:
-            raise ValueError(f'authorization mode "{self.config.authorization_mode}" is not supported '
-                             f"(supported: {', '.join(AUTHORIZATION_MODES)})")
+        validate_authorization_mode(self.config.authorization_mode)
         self.store = Store(builtin_registry(), data_dir=self.config.data_dir,
                            history_size=self.config.watch_history)
         self._runner: web.AppRunner | None = None
@@ -211,9 +209,10 @@ class ApiServer:
             return None
         authenticator = None
         if config.authentication:
-            tables = [await asyncio.to_thread(load_token_file, config.token_auth_file)] \
-                if config.token_auth_file is not None else []
-            authenticator = TokenAuthenticator([*tables, config.extra_tokens])
+            tables = [config.extra_tokens]
+            if config.token_auth_file is not None:  # the file first: extra_tokens win on a clash
+                tables.insert(0, await asyncio.to_thread(load_token_file, config.token_auth_file))
+            authenticator = TokenAuthenticator(tables)
         authorizer = None
         if rbac:
             self._seed_rbac_policy()

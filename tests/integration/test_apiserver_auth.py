@@ -64,12 +64,6 @@ async def server(token_file: Path) -> AsyncIterator[ApiServer]:
         yield srv
 
 
-@pytest.fixture
-async def http(server: ApiServer) -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(base_url=server.url) as session:
-        yield session
-
-
 async def call(http: aiohttp.ClientSession, method: str, path: str, token: str | None, body: Any = None, *,
                params: dict[str, str] | None = None) -> tuple[int, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
