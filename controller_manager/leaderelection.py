@@ -60,6 +60,7 @@ MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Go's ``metav1.MicroTime`` layout (``2006-01-02T15:04:05.000000Z07:00`` in UTC)."""
 
 _RELEASED_LEASE_SECONDS = 1
+_NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError, ValueError, ApiException)
 
 
 def lease_rules(lease_name: str) -> list[PolicyRule]:
@@ -72,7 +73,6 @@ def lease_rules(lease_name: str) -> list[PolicyRule]:
     """
     return [rule("coordination.k8s.io", "leases", "create"),
             rule("coordination.k8s.io", "leases", ("get", "update", "watch"), resource_names=(lease_name,))]
-_NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError, ValueError, ApiException)
 
 
 def default_identity() -> str:

@@ -15,13 +15,11 @@ from typing import Any
 from controller_manager.client import KubeClient, Resource
 from devplane.apiserver.auth import AuthorizationDecision
 from devplane.kubeconfig import write_kubeconfig
-from tests.unit.chartutil import NAMESPACE, Manifest, load_chart, render
+from tests.unit.chartutil import COMPONENTS, NAMESPACE, Manifest, load_chart, render, rule_grants
 
-CONTROLLER_MANAGER = "karmada-controller-manager"
-DESCHEDULER = "karmada-descheduler"
-COMPONENTS = (CONTROLLER_MANAGER, DESCHEDULER)
-RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+CONTROLLER_MANAGER, DESCHEDULER = COMPONENTS
 
+# The RBAC kinds the chart renders, and where an admin creates them.
 _RESOURCES: dict[str, Resource] = {
     "ServiceAccount": Resource("", "v1", "serviceaccounts", "ServiceAccount", True),
     "ClusterRole": Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
@@ -41,7 +39,7 @@ def service_account_user(component: str) -> str:
 
 def chart_rbac() -> list[Manifest]:
     """The ServiceAccounts, roles and bindings the chart renders with its default values."""
-    return [doc for doc in render(load_chart()) if doc["kind"] in RBAC_KINDS]
+    return [doc for doc in render(load_chart()) if doc["kind"] in _RESOURCES]
 
 
 def write_token_file(path: Path) -> dict[str, str]:
@@ -79,8 +77,7 @@ def granted(docs: Iterable[Manifest], component: str) -> set[Triple]:
         if not any(s.get("kind") == "ServiceAccount" and s.get("name") == component for s in binding["subjects"]):
             continue
         role: dict[str, Any] = roles[(binding["roleRef"]["kind"], binding["roleRef"]["name"])]
-        for rule in role.get("rules") or []:
-            out |= {(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+        out |= {(group, resource, verb) for group, resource, verb, _ in rule_grants(role.get("rules") or [])}
     return out
 
 

@@ -41,7 +41,6 @@ HEALTH_PORTS = {CM: 10357, DS: 10358}
 SECTIONS = {CM: "controllerManager", DS: "descheduler"}
 
 
-
 class FlagCase(NamedTuple):
     """A value set in values.yaml, the flag it must render, and what the program then parses."""
 
@@ -124,6 +123,13 @@ def custom_docs(chart: helm_python.Chart) -> list[Manifest]:
     return render(chart, NON_DEFAULT_VALUES)
 
 
+@pytest.fixture(scope="module")
+def everything_on_docs(chart: helm_python.Chart) -> list[Manifest]:
+    return render(chart, {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
+                          "descheduler": {"podDisruptionBudget": {"maxUnavailable": "50%"}},
+                          "image": {"pullSecrets": ["regcred"]}})
+
+
 def parsed(docs: list[Manifest], component: str) -> argparse.Namespace:
     """The container's arguments as the program itself parses them ($(POD_IP) expanded by kubelet)."""
     argv = [a.replace("$(POD_IP)", "10.0.0.7") for a in args(docs, component)]
@@ -176,14 +182,11 @@ def test_two_replicas_without_leader_election_are_refused(chart: helm_python.Cha
         render(chart, {"descheduler": {"leaderElection": {"enabled": False}}})
 
 
-@pytest.mark.parametrize("values_name", ["default", "custom", "everything-on"])
-def test_manifests_are_valid_kubernetes_objects(chart: helm_python.Chart, values_name: str) -> None:
-    values = {"default": {}, "custom": NON_DEFAULT_VALUES,
-              "everything-on": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
-                                "descheduler": {"podDisruptionBudget": {"maxUnavailable": "50%"}},
-                                "image": {"pullSecrets": ["regcred"]}}}[values_name]
+@pytest.mark.parametrize("docs_fixture", ["default_docs", "custom_docs", "everything_on_docs"],
+                         ids=["default", "custom", "everything-on"])
+def test_manifests_are_valid_kubernetes_objects(request: pytest.FixtureRequest, docs_fixture: str) -> None:
     unvalidated = set()
-    for doc in render(chart, values):
+    for doc in request.getfixturevalue(docs_fixture):
         try:
             kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
         except kubernetes_validate.SchemaNotFoundError:

@@ -49,8 +49,8 @@ LEASE_RULES: dict[str, Callable[[], Sequence[PolicyRule]]] = {
     "karmada-controller-manager": controller_manager_lease_rules, "karmada-descheduler": descheduler_lease_rules}
 
 
-def grants(rules: Sequence[PolicyRule]) -> set[tuple[str, str, str, str]]:
-    return {tuple(p) for p in expand(rules)}  # type: ignore[misc]
+def grants(rules: Sequence[PolicyRule]) -> set[Permission]:
+    return set(expand(rules))  # a Permission is a (group, resource, verb, name) tuple: equal to plain ones
 
 
 # ----------------------------------------------------------------------------- the framework type

@@ -1,7 +1,7 @@
 {{/*
 Shared helpers. Each component template builds a context with
-(dict "root" $ "name" <component name> "values" <its values section> "healthPort" <port>
-      "rbacFile" <files/rbac/*.yaml> "command" <program>)
+(dict "root" $ "name" <component name, also its program> "values" <its values section>
+      "healthPort" <port> "args" <its own flags> "rbacFile" <files/rbac/*.yaml>)
 and calls the named templates below, so both components stay structurally identical.
 */}}
 

@@ -59,7 +59,7 @@ spec:
           image: {{ include "karmada-rebalance.image" $root }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           command:
-            - {{ .command }}
+            - {{ .name }}{{/* each program in the image is named after its component */}}
           args:
             {{- include "karmada-rebalance.commonArgs" . | nindent 12 }}
             {{- .args | nindent 12 }}
