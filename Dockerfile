@@ -16,8 +16,7 @@
 
 FROM python:3.11.13-slim-bookworm AS build
 
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_NO_CACHE_DIR=1
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -35,23 +34,11 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11.13-slim-bookworm
 
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG SOURCE=https://github.com/karmada-rebalance/karmada-rebalance
-
-LABEL org.opencontainers.image.title="karmada-rebalance" \
-      org.opencontainers.image.description="Karmada's WorkloadRebalancer controller-manager and karmada-descheduler, reimplemented in Python" \
-      org.opencontainers.image.source="${SOURCE}" \
-      org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}"
-
 # No .pyc writes and no buffered logs: the chart runs the container with a read-only root
 # filesystem, and log lines must reach `kubectl logs` as they are written.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_NO_CACHE_DIR=1
+    PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # Install from the build stage's wheels only (--no-index), then drop what only installing needs:
 # setuptools and wheel are build tools (nothing here imports them at run time), and pip's cache.
@@ -64,10 +51,22 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 # runAsNonRoot can verify it without a passwd entry.
 USER 65532:65532
 
-# The labels of the karmada_build_info metric (karmada_api/buildinfo.py). Declared after the install:
-# every RUN after an ARG sees it, so a BUILD_DATE above it would rebuild the install on every build.
+# The build arguments are declared after the install: every RUN after an ARG sees it, so a REVISION
+# or BUILD_DATE above it would rebuild the install layer on every commit or every build.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=https://github.com/karmada-rebalance/karmada-rebalance
 ARG GIT_TREE_STATE=unknown
 ARG BUILD_DATE=unknown
+
+LABEL org.opencontainers.image.title="karmada-rebalance" \
+      org.opencontainers.image.description="Karmada's WorkloadRebalancer controller-manager and karmada-descheduler, reimplemented in Python" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+
+# The labels of the karmada_build_info metric (karmada_api/buildinfo.py).
 ENV KARMADA_GIT_COMMIT="${REVISION}" \
     KARMADA_GIT_TREE_STATE="${GIT_TREE_STATE}" \
     KARMADA_BUILD_DATE="${BUILD_DATE}"

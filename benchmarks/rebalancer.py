@@ -123,25 +123,30 @@ async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[s
 
 
 @contextlib.asynccontextmanager
-async def profiled(pid: int, out: Path | None) -> AsyncIterator[None]:
-    """With --profile: py-spy samples ``pid`` (GIL holder only, collapsed stacks in ``out``)."""
-    if out is None:
+async def profiled(directory: Path | None, pids: dict[str, int]) -> AsyncIterator[None]:
+    """With --profile DIR: py-spy samples each process (GIL holder only), collapsed stacks in DIR/<name>.txt."""
+    if directory is None:
         yield
         return
-    spy = await asyncio.create_subprocess_exec(
-        py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--gil", "--nonblocking",
-        "--output", str(out), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-    await asyncio.sleep(1.0)  # let it attach
+    spies: list[asyncio.subprocess.Process] = []
     try:
+        for name, pid in pids.items():
+            spies.append(await asyncio.create_subprocess_exec(
+                py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--gil", "--nonblocking",
+                "--output", str(directory / f"{name}.txt"),
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))
+        await asyncio.sleep(1.0)  # let them attach
         yield
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
-        try:
-            await asyncio.wait_for(spy.wait(), 15.0)
-        except TimeoutError:
-            spy.kill()
-            await spy.wait()
+        for spy in spies:
+            with contextlib.suppress(ProcessLookupError):
+                spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
+        for spy in spies:
+            try:
+                await asyncio.wait_for(spy.wait(), 15.0)
+            except TimeoutError:
+                spy.kill()
+                await spy.wait()
 
 
 # ------------------------------------------------------------------------------------------ HTTP helpers
@@ -374,9 +379,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                                                          args.phase_time))
             try:
                 await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
-                out = args.profile / f"controller-manager-{tag}.txt" if args.profile else None
-                server_out = args.profile / f"server-{tag}.txt" if args.profile else None
-                async with profiled(cm.proc.pid, out), profiled(server.proc.pid, server_out):
+                async with profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
+                                                   f"server-{tag}": server.proc.pid}):
                     cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
                     t0 = time.monotonic()
                     await create_rebalancers(http, layout, args.concurrency, args.phase_time)
@@ -473,7 +477,7 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
                 watches = [asyncio.create_task(drain_watch(server.url, path, event))
                            for path, event in zip(paths, opened, strict=True)]
                 await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), REQUEST_TIMEOUT)
-            async with profiled(server.proc.pid, args.profile / f"server-{tag}.txt" if args.profile else None):
+            async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
                 server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
                 t0 = time.monotonic()
                 done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)

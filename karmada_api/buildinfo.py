@@ -26,12 +26,10 @@ import importlib.metadata
 import os
 import platform
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from prometheus_client import REGISTRY, CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
 __all__ = ["BUILD_INFO", "BUILD_INFO_HELP", "DISTRIBUTION", "ENV_BUILD_DATE", "ENV_GIT_COMMIT",
            "ENV_GIT_SHORT_COMMIT", "ENV_GIT_TREE_STATE", "BuildInfo", "build_info", "go_platform",
@@ -110,19 +108,6 @@ def build_info(environ: Mapping[str, str] | None = None) -> BuildInfo:
                      platform=go_platform(platform.system(), platform.machine()))
 
 
-class _BuildInfoCollector(Collector):
-    """A constant gauge: the values are fixed for the life of the process, so they are read once."""
-
-    def __init__(self, info: BuildInfo) -> None:
-        self._info = info
-
-    def collect(self) -> Iterator[Metric]:
-        labels = self._info.labels()
-        family = GaugeMetricFamily(BUILD_INFO, BUILD_INFO_HELP, labels=list(labels))
-        family.add_metric(list(labels.values()), 1.0)
-        yield family
-
-
 _REGISTERED: weakref.WeakKeyDictionary[CollectorRegistry, BuildInfo] = weakref.WeakKeyDictionary()
 
 
@@ -134,7 +119,8 @@ def register_build_info(registry: CollectorRegistry = REGISTRY, environ: Mapping
     """
     info = _REGISTERED.get(registry)
     if info is None:
-        info = build_info(environ)
-        registry.register(_BuildInfoCollector(info))
+        info = build_info(environ)  # fixed for the life of the process: read once, one constant series
+        labels = info.labels()
+        Gauge(BUILD_INFO, BUILD_INFO_HELP, list(labels), registry=registry).labels(**labels).set(1)
         _REGISTERED[registry] = info
     return info

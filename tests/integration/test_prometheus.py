@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
-import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -35,6 +33,7 @@ import pytest_asyncio
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.support import stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from karmada_api.buildinfo import BUILD_INFO_HELP
@@ -85,17 +84,6 @@ async def scrape(process: Process) -> str:
         return await r.text()
 
 
-async def stop(proc: asyncio.subprocess.Process, grace: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL if it has not exited within ``grace`` seconds."""
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
-
-
 async def promtool(*args: str, stdin: str = "") -> tuple[int, str]:
     """Run promtool; its exit code and everything it printed."""
     proc = await asyncio.create_subprocess_exec(tool("promtool"), *args, stdin=asyncio.subprocess.PIPE,
@@ -128,7 +116,7 @@ async def products(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
                         sys.executable, "-m", module, f"--kubeconfig={kubeconfig}",
                         f"--metrics-bind-address=127.0.0.1:{metrics}",
                         f"--health-probe-bind-address=127.0.0.1:{free_port()}", *FAST_ELECTION, *flags,
-                        stdout=out, stderr=out, env=dict(os.environ))
+                        stdout=out, stderr=out)
                 processes[module] = Process(proc, metrics, log)
             cm, descheduler = processes["controller_manager"], processes["descheduler"]
 
@@ -160,7 +148,7 @@ async def products(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pr
                 assert process.proc.returncode is None, process.log.read_text()
             yield Products(processes, {module: await scrape(p) for module, p in processes.items()})
         finally:
-            await asyncio.gather(*(stop(p.proc) for p in processes.values()))
+            await asyncio.gather(*(stop_process(p.proc, grace=10.0) for p in processes.values()))
 
 
 @MODULE_LOOP
@@ -271,7 +259,7 @@ async def test_a_real_prometheus_scrapes_the_controller_manager(
 
             await eventually(up, timeout=30, interval=0.5)
     finally:
-        await stop(prometheus.proc)
+        await stop_process(prometheus.proc, grace=10.0)
 
 
 # --- the Grafana dashboard ---------------------------------------------------------------------

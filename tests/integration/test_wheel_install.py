@@ -23,11 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_dockerfile import PRODUCTS, PYPROJECT, SCRIPTS
+from tests.unit.test_dockerfile import PACKAGES, PRODUCTS, ROOT, SCRIPTS
 
-ROOT = Path(__file__).resolve().parents[2]
 NONROOT = 65532
-PACKAGES = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
 # What each product's --help must mention: its own name and one of Karmada's flags.
 KARMADA_FLAGS = {"karmada-controller-manager": ("--kubeconfig", "--controllers", "--leader-elect"),
                  "karmada-descheduler": ("--kubeconfig", "--descheduling-interval", "--unschedulable-threshold")}
@@ -127,14 +125,13 @@ def installed() -> Iterator[Installed]:
 def test_the_wheel_holds_the_products_packages_and_nothing_else(installed: Installed) -> None:
     with zipfile.ZipFile(installed.wheel) as wheel:
         names = wheel.namelist()
+        entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        declared = wheel.read(entry_points).decode()
     top_level = {name.split("/")[0] for name in names}
     assert top_level - {n for n in top_level if n.endswith(".dist-info")} == set(PACKAGES)
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)
     assert any(name.startswith("devplane/apiserver/crds/") and name.endswith(".yaml") for name in names), \
         "the CRDs the dev API server serves are package data"
-    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    with zipfile.ZipFile(installed.wheel) as wheel:
-        declared = wheel.read(entry_points).decode()
     for script in PRODUCTS:
         assert f"{script} = {SCRIPTS[script]}" in declared
 

@@ -28,6 +28,7 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SCRIPTS: dict[str, str] = PYPROJECT["project"]["scripts"]
 PRODUCTS = ("karmada-controller-manager", "karmada-descheduler")
+PACKAGES = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
 METRICS_PORT = 8080
 BUILD_TOOLS = ("build-essential", "gcc", "g++", "clang", "make", "python3-dev", "libc6-dev", "git")
 
@@ -146,11 +147,10 @@ def test_default_command_is_the_controller_manager_and_both_entry_points_exist()
 def test_build_stage_copies_every_packaged_package_and_the_context_keeps_them() -> None:
     copied = {source for stage in STAGES[:-1] for args in stage.args("COPY")
               for source in args.split()[:-1] if not source.startswith("--")}
-    packages = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
-    for needed in ["pyproject.toml", "README.md", *packages]:
+    for needed in ["pyproject.toml", "README.md", *PACKAGES]:
         assert needed in copied or "." in copied, f"the build stage does not copy {needed}"
     ignored = {line.strip() for line in DOCKERIGNORE.read_text().splitlines()
                if line.strip() and not line.startswith("#")}
     for excluded in (".venv", ".git", "tests", "benchmarks", "docs", "*.db", ".mypy_cache", ".pytest_cache"):
         assert excluded in ignored, f".dockerignore should exclude {excluded}"
-    assert not ignored & {"pyproject.toml", "README.md", *packages}, "the context must keep what is copied"
+    assert not ignored & {"pyproject.toml", "README.md", *PACKAGES}, "the context must keep what is copied"
