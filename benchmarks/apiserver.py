@@ -33,7 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,15 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.support
 
-from benchmarks.support import REQUEST_TIMEOUT, BenchError, ServerProcess, expect, py_spy, run_server
+from benchmarks.support import (
+    REQUEST_TIMEOUT,
+    BenchError,
+    ServerProcess,
+    expect,
+    prepare_profile_dir,
+    py_spy_recording,
+    run_server,
+)
 
 NAMESPACE = "bench"
 CM_PATH = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
@@ -116,28 +124,11 @@ class Bench:
         self.phases.append(phase)
         return phase
 
-    @contextlib.asynccontextmanager
-    async def profiled(self, name: str) -> AsyncIterator[None]:
+    def profiled(self, name: str) -> contextlib.AbstractAsyncContextManager[None]:
         """With --profile DIR: py-spy samples the server during the phase (DIR/<phase>.txt, collapsed stacks)."""
-        if self.args.profile is None:
-            yield
-            return
-        out = self.args.profile / (name.replace(" ", "-").replace("=", "") + ".txt")
-        spy = await asyncio.create_subprocess_exec(
-            py_spy(), "record", "--pid", str(self.server.pid), "--rate", "1000", "--format", "raw",
-            "--threads", "--gil", "--nonblocking", "--output", str(out),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        await asyncio.sleep(1.0)  # let it attach
-        try:
-            yield
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
-            try:
-                await asyncio.wait_for(spy.wait(), 10.0)
-            except TimeoutError:
-                spy.kill()
-                await spy.wait()
+        outputs = ({self.args.profile / (name.replace(" ", "-").replace("=", "") + ".txt"): self.server.pid}
+                   if self.args.profile is not None else {})
+        return py_spy_recording(outputs, rate=1000, flags=("--threads", "--gil", "--nonblocking"))
 
     async def setup(self) -> None:
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
@@ -428,13 +419,10 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
-    if args.profile is not None:
-        try:
-            py_spy()
-        except BenchError as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        args.profile.mkdir(parents=True, exist_ok=True)
+    error = prepare_profile_dir(args.profile)
+    if error:
+        print(error, file=sys.stderr)
+        return 2
     tmp = Path(tempfile.mkdtemp(prefix="devplane-bench-"))
     try:
         if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):

@@ -69,7 +69,8 @@ from benchmarks.support import (  # noqa: E402
     expect,
     log_tail,
     pool,
-    py_spy,
+    prepare_profile_dir,
+    py_spy_recording,
     run_server,
     status_kib,
     stop_process,
@@ -122,31 +123,10 @@ async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[s
         await stop_process(proc, grace=10.0)
 
 
-@contextlib.asynccontextmanager
-async def profiled(directory: Path | None, pids: dict[str, int]) -> AsyncIterator[None]:
+def profiled(directory: Path | None, pids: dict[str, int]) -> contextlib.AbstractAsyncContextManager[None]:
     """With --profile DIR: py-spy samples each process (GIL holder only), collapsed stacks in DIR/<name>.txt."""
-    if directory is None:
-        yield
-        return
-    spies: list[asyncio.subprocess.Process] = []
-    try:
-        for name, pid in pids.items():
-            spies.append(await asyncio.create_subprocess_exec(
-                py_spy(), "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--gil", "--nonblocking",
-                "--output", str(directory / f"{name}.txt"),
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))
-        await asyncio.sleep(1.0)  # let them attach
-        yield
-    finally:
-        for spy in spies:
-            with contextlib.suppress(ProcessLookupError):
-                spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
-        for spy in spies:
-            try:
-                await asyncio.wait_for(spy.wait(), 15.0)
-            except TimeoutError:
-                spy.kill()
-                await spy.wait()
+    outputs = {directory / f"{name}.txt": pid for name, pid in pids.items()} if directory else {}
+    return py_spy_recording(outputs, rate=250, flags=("--gil", "--nonblocking"))
 
 
 # ------------------------------------------------------------------------------------------ HTTP helpers
@@ -580,13 +560,10 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
-    if args.profile is not None:
-        try:
-            py_spy()
-        except BenchError as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        args.profile.mkdir(parents=True, exist_ok=True)
+    error = prepare_profile_dir(args.profile)
+    if error:
+        print(error, file=sys.stderr)
+        return 2
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
           f"dev API server in a child process, in-memory storage")
     tmp = Path(tempfile.mkdtemp(prefix="rebalancer-bench-"))

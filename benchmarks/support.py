@@ -13,7 +13,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,3 +170,41 @@ def py_spy() -> str:
     if found is None:
         raise BenchError("--profile needs py-spy (pip install py-spy)")
     return found
+
+
+def prepare_profile_dir(directory: Path | None) -> str:
+    """For --profile DIR: check py-spy is there and create DIR; the error to print, or "" when ready."""
+    if directory is None:
+        return ""
+    try:
+        py_spy()
+    except BenchError as exc:
+        return str(exc)
+    directory.mkdir(parents=True, exist_ok=True)
+    return ""
+
+
+@contextlib.asynccontextmanager
+async def py_spy_recording(outputs: Mapping[Path, int], *, rate: int, flags: Sequence[str] = ()
+                           ) -> AsyncIterator[None]:
+    """py-spy samples each pid into its file (raw collapsed stacks) while the body runs; none: a no-op."""
+    spies: list[asyncio.subprocess.Process] = []
+    try:
+        for output, pid in outputs.items():
+            spies.append(await asyncio.create_subprocess_exec(
+                py_spy(), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", *flags,
+                "--output", str(output), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))
+        if spies:
+            await asyncio.sleep(1.0)  # let them attach
+        yield
+    finally:
+        for spy in spies:
+            with contextlib.suppress(ProcessLookupError):
+                spy.send_signal(signal.SIGINT)  # py-spy writes its output on Ctrl-C
+        for spy in spies:
+            try:
+                await asyncio.wait_for(spy.wait(), 15.0)
+            except TimeoutError:
+                spy.kill()
+                await spy.wait()
+

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import copy
 import secrets
-import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.support import stop_process
 from controller_manager.client import KubeClient
 from devplane.apiserver.authn import UserInfo
 from devplane.apiserver.server import ApiServer
@@ -58,16 +58,6 @@ def without(docs: list[dict[str, Any]], component: str, resource: str, verbs: se
     role["rules"] = [r for r in rules if r["resources"] and r["verbs"]]
     assert role["rules"] != original["rules"], f"the chart no longer grants {verbs} on {resource} to {component}"
     return docs, original
-
-
-async def stop(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except TimeoutError:
-            proc.kill()
-            await proc.wait()
 
 
 async def healthy(port: int) -> bool:
@@ -117,7 +107,7 @@ async def running(module: str, kubeconfig: Path, log: Path, *flags: str) -> Asyn
     try:
         yield proc, health
     finally:
-        await stop(proc)
+        await stop_process(proc, grace=10.0)
 
 
 async def test_a_missing_permission_is_reported_and_the_process_keeps_running(tmp_path: Path) -> None:
