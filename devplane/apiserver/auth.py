@@ -58,11 +58,6 @@ def validate_authorization_mode(mode: str) -> str:
     return mode
 
 
-def unauthorized() -> StatusError:
-    """kube's answer to a missing or unknown token (no details)."""
-    return StatusError(401, "Unauthorized", "Unauthorized")
-
-
 def _sanitize(text: str) -> str:
     """responsewriters' sanitizer: no text that looks like HTML."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -170,7 +165,7 @@ class RequestGuard:
             found = self.authenticator.authenticate(headers.get("Authorization"))
             if found is None:
                 log.debug("unauthorized", method=method, path=path)
-                raise unauthorized()
+                raise errors.unauthorized()
             user = found
         if self.authorizer is None and not self.record:
             return

@@ -148,6 +148,11 @@ def expired(message: str) -> StatusError:
     return StatusError(410, "Expired", message)
 
 
+def unauthorized() -> StatusError:
+    """kube's answer to a missing or unknown token (no details)."""
+    return StatusError(401, "Unauthorized", "Unauthorized")
+
+
 def forbidden(message: str, details: dict[str, Any] | None = None) -> StatusError:
     return StatusError(403, "Forbidden", message, details)
 
@@ -158,3 +163,9 @@ def too_large() -> StatusError:
 
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", message)
+
+
+def aggregate_messages(messages: list[str]) -> str:
+    """apimachinery's utilerrors.NewAggregate(...).Error(): one message bare, several deduplicated in ``[...]``."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"

@@ -19,6 +19,7 @@ from typing import Any
 import structlog
 
 from .authn import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, MASTERS
+from .errors import aggregate_messages
 from .resources import ResourceType
 from .store import Store
 from .watch import Stored
@@ -178,12 +179,6 @@ class PolicySnapshot:
         return rules, ""
 
 
-def aggregate(messages: list[str]) -> str:
-    """apimachinery's utilerrors.NewAggregate(...).Error(): one as is, several deduplicated in brackets."""
-    unique = list(dict.fromkeys(messages))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-
-
 def evaluate(snapshot: PolicySnapshot, attrs: RequestAttributes) -> tuple[bool, str]:
     """(allowed, reason) for a request, visiting bindings in kube's order."""
     missing: list[str] = []
@@ -197,7 +192,7 @@ def evaluate(snapshot: PolicySnapshot, attrs: RequestAttributes) -> tuple[bool, 
             if any(rule_allows(attrs, rule) for rule in rules):
                 kind = "RoleBinding" if binding.namespace else "ClusterRoleBinding"
                 return True, f'RBAC: allowed by {kind} "{binding.name}" of {binding.role_kind} "{binding.role_name}"'
-    return False, f"RBAC: {aggregate(missing)}" if missing else ""
+    return False, f"RBAC: {aggregate_messages(missing)}" if missing else ""
 
 
 class RBACAuthorizer:

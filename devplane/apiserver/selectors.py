@@ -15,7 +15,7 @@ import functools
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
-from devplane.apiserver.errors import StatusError, bad_request
+from devplane.apiserver.errors import StatusError, aggregate_messages, bad_request
 from devplane.apiserver.validation import go_quote, invalid_message, is_qualified_name, is_valid_label_value
 
 __all__ = ["FieldSelector", "LabelSelector", "field_values"]
@@ -173,12 +173,6 @@ def _parse_int64(s: str) -> int | None:
     return n if _INT64_MIN <= n <= _INT64_MAX else None
 
 
-def _aggregate(messages: list[str]) -> str:
-    """utilerrors.Aggregate.Error(): one message bare, several deduplicated inside ``[...]``."""
-    unique = list(dict.fromkeys(messages))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-
-
 def _requirement_string(key: str, op: str, values: list[str]) -> str:
     if op == "!":
         return "!" + key
@@ -206,7 +200,7 @@ def _new_requirement(key: str, op: str, values: list[str]) -> _Requirement:
         if msgs:
             errs.append(f"values[{i}][{key}]: " + invalid_message(v, "; ".join(msgs)))
     if errs:
-        raise _ParseError(_aggregate(errs))
+        raise _ParseError(aggregate_messages(errs))
 
     symbol = {"gt": ">", "lt": "<"}.get(op, op)
     text = _requirement_string(key, symbol, values)
