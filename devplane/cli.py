@@ -27,6 +27,7 @@ from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
 from .ctl import add_ctl_parser, run_ctl
 from .demo import run_demo
+from .gcpolicy import tune_for_large_heap
 from .kubeconfig import write_kubeconfig
 from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token, secured
 
@@ -176,6 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ("apiserver", "up"):
         _check_token_file(args.command, args.token_auth_file)
+        tune_for_large_heap()
     if args.command == "demo":
         configure_logging(args.logging_format, args.verbosity if args.verbosity else -1)
     else:
