@@ -26,7 +26,7 @@ itself: its CPU next to the server's, and its informers' watches. Every phase is
 time, the whole benchmark by ``--time-limit``; the children are always stopped (and die with us), the
 temp dir is removed.
 
-    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers (~60-80 s)
+    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers, 3 rounds (~2.5 min)
     .venv/bin/python benchmarks/rebalancer.py --no-minimal         # without the third run
     .venv/bin/python benchmarks/rebalancer.py --sizes 1000 --profile DIR   # py-spy the controller-manager
 """
