@@ -11,6 +11,7 @@ import anyio
 import pytest
 from kubernetes_asyncio import client
 
+from controller_manager.client import KubeClient
 from devplane.apiserver.server import ApiServer
 
 
@@ -26,6 +27,14 @@ async def api(server: ApiServer) -> AsyncIterator[client.ApiClient]:
     config = client.Configuration(host=server.url)
     async with client.ApiClient(config) as api_client:
         yield api_client
+
+
+@pytest.fixture
+async def kube(server: ApiServer) -> AsyncIterator[KubeClient]:
+    """The framework's client pointed at the server, not rate-limited."""
+    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
+    yield kube
+    await kube.close()
 
 
 @pytest.fixture
@@ -56,6 +65,16 @@ async def get_or_none(http: aiohttp.ClientSession, path: str) -> dict[str, Any] 
         assert r.status == 200, await r.text()
         result: dict[str, Any] = await r.json()
         return result
+
+
+async def events_about(http: aiohttp.ClientSession, obj: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+    """The Events of ``reason`` about ``obj`` (by its uid), as ``kubectl describe`` finds them."""
+    ns = obj["metadata"].get("namespace") or "default"
+    async with http.get(f"/api/v1/namespaces/{ns}/events",
+                        params={"fieldSelector": f"involvedObject.uid={obj['metadata']['uid']}"}) as r:
+        assert r.status == 200
+        items: list[dict[str, Any]] = (await r.json())["items"]
+    return [e for e in items if e["reason"] == reason]
 
 
 async def ensure_namespace(http: aiohttp.ClientSession, name: str) -> None:

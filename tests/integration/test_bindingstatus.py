@@ -17,7 +17,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
 from prometheus_client import REGISTRY
 
 from controller_manager.client import ApiError, KubeClient, Resource
@@ -47,7 +46,6 @@ from controllers.bindingstatus import (
     work_to_resource_binding,
     works_fully_applied,
 )
-from devplane.apiserver.server import ApiServer
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,
     CRB_PERMANENT_ID,
@@ -57,7 +55,7 @@ from karmada_api.labels import (
 )
 from karmada_api.resources import RESOURCE_BINDINGS, WORKS
 from karmada_api.timeutil import now_text
-from tests.conftest import ensure_namespace, eventually, get_or_none, send
+from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, send
 
 RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
 CRBS = "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
@@ -223,15 +221,6 @@ async def wait_fully_applied(http: aiohttp.ClientSession, binding: Binding, stat
     return result
 
 
-async def events_about(http: aiohttp.ClientSession, obj: dict[str, Any], reason: str = SUCCEED) -> list[dict[str, Any]]:
-    ns = obj["metadata"].get("namespace") or "default"
-    async with http.get(f"/api/v1/namespaces/{ns}/events",
-                        params={"fieldSelector": f"involvedObject.uid={obj['metadata']['uid']}"}) as r:
-        assert r.status == 200
-        items: list[dict[str, Any]] = (await r.json())["items"]
-    return [e for e in items if e["reason"] == reason]
-
-
 def aggregations(result: str) -> float:
     return REGISTRY.get_sample_value("binding_status_aggregations_total", {"result": result}) or 0.0
 
@@ -255,13 +244,6 @@ class Env:
 
     async def flush_events(self) -> None:
         await self.manager.flush_events()
-
-
-@pytest.fixture
-async def kube(server: ApiServer) -> AsyncIterator[KubeClient]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
-    yield kube
-    await kube.close()
 
 
 @pytest.fixture
@@ -294,7 +276,7 @@ async def test_rb_single_work(env: Env, http: aiohttp.ClientSession) -> None:
     assert (cond["reason"], cond["message"]) == ("FullyAppliedSuccess", "All works have been successfully applied")
     assert "observedGeneration" not in cond
     assert obj["status"]["lastScheduledTime"]  # other status fields are kept
-    [event] = await eventually(lambda: events_about(http, obj))
+    [event] = await eventually(lambda: events_about(http, obj, SUCCEED))
     assert event["message"] == "Update ResourceBinding(default/binding-1) with AggregatedStatus successfully."
     assert event["type"] == "Normal"
     assert event["source"]["component"] == "resource-binding-status-controller"
@@ -306,7 +288,7 @@ async def test_rb_single_work(env: Env, http: aiohttp.ClientSession) -> None:
 
     current = await eventually(template_status)
     assert current["status"] == {"replicas": 3}  # members report no generations: observedGeneration kept
-    [template_event] = await eventually(lambda: events_about(http, deploy))
+    [template_event] = await eventually(lambda: events_about(http, deploy, SUCCEED))
     assert template_event["message"] == TEMPLATE_MESSAGE
     assert template_event["source"]["component"] == "resource-binding-status-controller"
 
@@ -362,7 +344,7 @@ async def test_crb_single_work_and_pv_template(env: Env, http: aiohttp.ClientSes
     obj = await wait_fully_applied(http, binding, "True", items=1)
     assert obj["status"]["aggregatedStatus"] == [
         {"clusterName": "member1", "status": {"phase": "Bound"}, "applied": True, "health": "Healthy"}]
-    [event] = await eventually(lambda: events_about(http, obj))
+    [event] = await eventually(lambda: events_about(http, obj, SUCCEED))
     assert event["message"] == "Update ClusterResourceBinding(binding-1) with AggregatedStatus successfully."
     assert event["source"]["component"] == "cluster-resource-binding-status-controller"
 
@@ -371,7 +353,7 @@ async def test_crb_single_work_and_pv_template(env: Env, http: aiohttp.ClientSes
         return bool(current and current.get("status") == {"phase": "Bound"})
 
     await eventually(bound)
-    [template_event] = await eventually(lambda: events_about(http, pv))
+    [template_event] = await eventually(lambda: events_about(http, pv, SUCCEED))
     assert template_event["message"] == TEMPLATE_MESSAGE
 
 
@@ -413,7 +395,7 @@ async def test_crb_template_without_interpreter_is_left_alone(env: Env, http: ai
     await wait_fully_applied(http, binding, "True", items=1)
     current = await get_or_none(http, f"{CLUSTERROLES}/reader")
     assert current is not None and current["metadata"]["resourceVersion"] == role["metadata"]["resourceVersion"]
-    assert await events_about(http, role) == []
+    assert await events_about(http, role, SUCCEED) == []
 
 
 # ----------------------------------------------------------------------------- assembleWorkStatus rows
@@ -528,7 +510,7 @@ async def test_template_deployment_status_from_two_clusters(env: Env, http: aioh
         return bool(current and current.get("status") == expected)
 
     await eventually(aggregated)
-    [event] = await eventually(lambda: events_about(http, deploy))
+    [event] = await eventually(lambda: events_about(http, deploy, SUCCEED))
     assert event["message"] == TEMPLATE_MESSAGE
     assert event["count"] == 1
 
@@ -551,8 +533,8 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     path = await applied_work(http, binding, "member1", {"replicas": 3})
     await env.start()
     obj = await wait_fully_applied(http, binding, "True", items=1)
-    await eventually(lambda: events_about(http, obj))
-    await eventually(lambda: events_about(http, deploy))
+    await eventually(lambda: events_about(http, obj, SUCCEED))
+    await eventually(lambda: events_about(http, deploy, SUCCEED))
     template_rv = (await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment") or {})["metadata"][
         "resourceVersion"]
 
@@ -570,8 +552,8 @@ async def test_one_change_gives_one_event_and_steady_state_adds_none(env: Env, h
     await eventually(lambda: aggregations("unchanged") >= unchanged + 3)
     await env.flush_events()
 
-    [binding_event] = await events_about(http, obj)
-    [template_event] = await events_about(http, deploy)
+    [binding_event] = await events_about(http, obj, SUCCEED)
+    [template_event] = await events_about(http, deploy, SUCCEED)
     assert binding_event["count"] == 1
     assert template_event["count"] == 1
     current = await get_or_none(http, binding.path)
@@ -720,7 +702,7 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
     template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
     assert template is not None and template["status"]["replicas"] == 7
     await setup.recorder.flush()
-    assert len(await events_about(http, obj)) == 1
+    assert len(await events_about(http, obj, SUCCEED)) == 1
 
 
 class FailingClient(KubeClient):
@@ -754,7 +736,7 @@ async def test_failed_binding_write_records_a_warning(kube: KubeClient, http: ai
     [warning] = await events_about(http, obj, "AggregateStatusFailed")
     assert warning["type"] == "Warning"
     assert "etcd is on fire" in warning["message"]
-    assert await events_about(http, obj) == []
+    assert await events_about(http, obj, SUCCEED) == []
 
 
 async def test_unreadable_member_status_records_a_warning_on_the_template(env: Env,
@@ -767,7 +749,7 @@ async def test_unreadable_member_status_records_a_warning_on_the_template(env: E
     [warning] = await eventually(lambda: events_about(http, deploy, "AggregateStatusFailed"))
     assert warning["type"] == "Warning"
     assert "replicas" in warning["message"]
-    assert await events_about(http, deploy) == []
+    assert await events_about(http, deploy, SUCCEED) == []
 
 
 async def test_binding_gone_or_deleting_is_a_no_op(kube: KubeClient, http: aiohttp.ClientSession) -> None:

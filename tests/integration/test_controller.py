@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator
 
 import aiohttp
-import pytest
 from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
@@ -18,7 +16,6 @@ from controller_manager.controller import Controller, GenerationChangedPredicate
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.metrics import WORKQUEUE_BUCKETS
 from controller_manager.ratelimiter import RateLimiterOptions
-from devplane.apiserver.server import ApiServer
 from tests.conftest import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
@@ -32,13 +29,6 @@ ARCHITECTURE_METRICS = [
     "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
     "leader_election_master_status", "rest_client_requests_total",
 ]
-
-
-@pytest.fixture
-async def kube(server: ApiServer) -> AsyncIterator[KubeClient]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
-    yield kube
-    await kube.close()
 
 
 def make_manager(kube: KubeClient, name: str, **options: object) -> Manager:

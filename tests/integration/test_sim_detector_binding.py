@@ -23,7 +23,7 @@ from devplane.apiserver.server import ApiServer
 from devplane.karmada.binding import setup_binding_controllers
 from devplane.karmada.detector import setup_detector
 from karmada_api.names import work_name
-from tests.conftest import ensure_namespace, eventually, get_or_none, send
+from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, send
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 PPS = "/apis/policy.karmada.io/v1alpha1/namespaces/{ns}/propagationpolicies"
@@ -70,15 +70,6 @@ def policy(name: str, selectors: list[dict[str, Any]], *, namespace: str = "defa
 
 
 
-
-
-async def events(http: aiohttp.ClientSession, obj: dict[str, Any], reason: str) -> list[dict[str, Any]]:
-    ns = obj["metadata"].get("namespace") or "default"
-    async with http.get(f"/api/v1/namespaces/{ns}/events",
-                        params={"fieldSelector": f"involvedObject.uid={obj['metadata']['uid']}"}) as r:
-        assert r.status == 200
-        items: list[dict[str, Any]] = (await r.json())["items"]
-    return [e for e in items if e["reason"] == reason]
 
 
 def labels_of(obj: dict[str, Any] | None) -> dict[str, str]:
@@ -165,7 +156,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     assert labels_of(template)["propagationpolicy.karmada.io/permanent-id"] == pp_id
     assert annotations_of(template)["propagationpolicy.karmada.io/name"] == "default-pp"
     assert annotations_of(template)["propagationpolicy.karmada.io/namespace"] == "default"
-    [applied] = await eventually(lambda: events(http, template, "ApplyPolicySucceed"))
+    [applied] = await eventually(lambda: events_about(http, template, "ApplyPolicySucceed"))
     assert (applied["type"], applied["message"]) == ("Normal", "Apply policy(default/default-pp) succeed")
     assert applied["source"]["component"] == "resource-detector"
 
@@ -196,7 +187,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
                                      "resourcebinding.karmada.io/name": "foo-deployment"}
         assert body["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"cpu": "10m",
                                                                                             "memory": "10Mi"}
-    synced = await eventually(lambda: events(http, rb, "SyncWorkSucceed"))
+    synced = await eventually(lambda: events_about(http, rb, "SyncWorkSucceed"))
     assert synced[0]["message"] == "Sync work of resourceBinding(default/foo-deployment) successful."
 
     # Rescheduling away from member1 removes its Work and resizes the other.
@@ -240,7 +231,7 @@ async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aioh
     rb_path = RBS.format(ns="default") + "/foo-deployment"
     rb = await wait_binding(http, rb_path)
     await schedule(http, rb_path, [{"name": "member3", "replicas": 3}])
-    failed = await eventually(lambda: events(http, rb, "SyncWorkFailed"))
+    failed = await eventually(lambda: events_about(http, rb, "SyncWorkFailed"))
     assert failed[0]["type"] == "Warning" and "member3" in failed[0]["message"]
     await ensure_namespace(http, "karmada-es-member3")  # what the cluster controller does when the Cluster joins
     work = await wait_binding(http, WORKS.format(ns="karmada-es-member3") + f"/{FOO_WORK}")
@@ -307,7 +298,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
     assert "karmada.io/cluster-resource-binding-controller" in crb["metadata"]["finalizers"]
     assert crb["spec"]["resource"]["name"] == "demo-reader" and "namespace" not in crb["spec"]["resource"]
     assert "replicas" not in crb["spec"] and "replicaRequirements" not in crb["spec"]
-    [applied] = await eventually(lambda: events(http, role, "ApplyPolicySucceed"))
+    [applied] = await eventually(lambda: events_about(http, role, "ApplyPolicySucceed"))
     assert applied["message"] == "Apply cluster policy(roles) succeed"
 
     await ensure_namespace(http, "karmada-es-member1")
@@ -320,7 +311,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
     body = manifest(work)
     assert body["rules"] == role["rules"] and "namespace" not in body["metadata"]
     assert annotations_of(body)["clusterresourcebinding.karmada.io/name"] == "demo-reader-clusterrole"
-    synced = await eventually(lambda: events(http, crb, "SyncWorkSucceed"))
+    synced = await eventually(lambda: events_about(http, crb, "SyncWorkSucceed"))
     assert synced[0]["message"] == "Sync work of clusterResourceBinding(demo-reader-clusterrole) successful."
 
 

@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client
 
 from controller_manager.client import KubeClient, Resource
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager, ManagerOptions
-from devplane.apiserver.server import ApiServer
 from devplane.karmada.scheduler import setup_scheduler
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
@@ -80,13 +78,6 @@ class Env:
                     status["resourceSummary"]
 
             await eventually(seen)
-
-
-@pytest.fixture
-async def kube(server: ApiServer) -> AsyncIterator[KubeClient]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
-    yield kube
-    await kube.close()
 
 
 @pytest.fixture
