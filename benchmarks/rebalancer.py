@@ -42,7 +42,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -67,6 +66,7 @@ from benchmarks.support import (  # noqa: E402
     cpu_seconds,
     die_with_parent,
     expect,
+    free_port,
     log_tail,
     pool,
     prepare_profile_dir,
@@ -86,14 +86,6 @@ WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORK
 
 
 # ------------------------------------------------------------------------------------------ processes
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now (the child binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

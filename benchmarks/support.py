@@ -11,6 +11,7 @@ import ctypes
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -52,6 +53,14 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 5.0) -> 
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         await asyncio.wait_for(proc.wait(), 5.0)
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now (for a child that must be told its port; it binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def cpu_seconds(pid: int | str = "self") -> float:

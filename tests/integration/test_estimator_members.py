@@ -13,7 +13,6 @@ import base64
 import contextlib
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
+from benchmarks.support import free_port
 from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import SharedInformer
 from devplane.apiserver.server import ApiServer
@@ -241,13 +241,6 @@ async def seed_workloads(plane: Plane, now: datetime) -> None:
 
 WEB = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": NAMESPACE, "name": "web"}
 ALL = ["member1", "member2", "member3"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Relay:

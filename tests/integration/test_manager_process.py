@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -21,19 +20,13 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.support import free_port
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "configmap_stamper.py"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/configmap-stamper"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
