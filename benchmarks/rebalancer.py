@@ -4,7 +4,8 @@ For each ``--sizes`` N (default 100 and 1,000 rebalancers of ``--workloads`` = 1
 
 1. controller   a fresh dev API server (``python -m devplane apiserver --port 0``, in-memory storage) in a
                 child process; N x 10 ResourceBindings created in ``--namespaces`` namespaces (POST, then a
-                status PATCH setting ``status.lastScheduledTime`` an hour ago); then
+                status PATCH: ``lastScheduledTime`` an hour ago and the ``FullyApplied`` condition that the
+                binding-status controller would write, so its start-up writes nothing); then
                 ``python -m controller_manager --kubeconfig F --leader-elect=false --kube-api-qps=-1`` (all
                 default controllers, metrics and probes on free 127.0.0.1 ports) in a child process, waited
                 for until ``/readyz`` answers 200 and its work queues are idle. Timed: from the first POST of
@@ -75,6 +76,7 @@ from benchmarks.support import (  # noqa: E402
     status_kib,
     stop_process,
 )
+from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
@@ -173,13 +175,20 @@ class Layout:
 
 async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int,
                    time_limit: float) -> list[dict[str, Any]]:
-    """The namespaces and bindings (POST, then status PATCH with lastScheduledTime an hour ago); the bindings."""
+    """The namespaces and bindings (POST, then a status PATCH); the bindings as the server returned them.
+
+    The status is the steady state the controller-manager's binding-status controller leaves behind
+    (``lastScheduledTime`` an hour ago and its ``FullyApplied`` condition), so that its start-up writes
+    nothing and both runs PUT the very same objects.
+    """
     for n in range(layout.namespaces):
         ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"bench-{n}"}}
         async with http.post("/api/v1/namespaces", json=ns) as resp:
             await expect(resp, 201)
     hour_ago = format_time(datetime.now(UTC) - timedelta(hours=1))
-    status_patch = json.dumps({"status": {"lastScheduledTime": hour_ago}}).encode()
+    spec = {"replicas": 2}
+    condition = {**fully_applied_condition(spec, []), "lastTransitionTime": hour_ago}
+    status_patch = json.dumps({"status": {"lastScheduledTime": hour_ago, "conditions": [condition]}}).encode()
     bindings: list[dict[str, Any]] = [{} for _ in range(layout.bindings)]
 
     async def create(k: int) -> None:
@@ -188,7 +197,7 @@ async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int
                 "metadata": {"name": f"{name}-deployment", "namespace": namespace},
                 "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
                                       "namespace": namespace},
-                         "replicas": 2}}
+                         **spec}}
         async with http.post(f"{RB_GROUP}/namespaces/{namespace}/resourcebindings", json=body) as resp:
             await expect(resp, 201)
         async with http.patch(f"{layout.binding_path(k)}/status", data=status_patch, headers=MERGE_PATCH) as resp:
