@@ -198,7 +198,7 @@ class Controller:
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(limiter, name=name, controller=name)
         self.informers: list[SharedInformer] = []
         self._stopping = False
-        metrics.init_controller_metrics(name, workers)
+        self._metrics = metrics.ControllerMetrics(name, workers)
 
     def watches(self, informer: SharedInformer, *, map_func: MapFunc | None = None,
                 predicates: Iterable[Predicate] = ()) -> Controller:
@@ -253,35 +253,35 @@ class Controller:
                 self.queue.done(request)
 
     async def _process(self, request: Request) -> None:
-        name = self.name
-        metrics.ACTIVE_WORKERS.labels(name).inc()
+        name, counts = self.name, self._metrics
+        counts.active_workers.inc()
         started = time.perf_counter()
         try:
             result = _as_result(await self._reconcile(request))
             if result.requeue_after > 0:
                 self.queue.forget(request)
                 self.queue.add_after(request, result.requeue_after)
-                metrics.RECONCILE_TOTAL.labels(name, "requeue_after").inc()
+                counts.reconciles["requeue_after"].inc()
             elif result.requeue:
                 self.queue.add_rate_limited(request)
-                metrics.RECONCILE_TOTAL.labels(name, "requeue").inc()
+                counts.reconciles["requeue"].inc()
             else:
                 self.queue.forget(request)
-                metrics.RECONCILE_TOTAL.labels(name, "success").inc()
+                counts.reconciles["success"].inc()
         except asyncio.CancelledError:
             raise
         except TerminalError as exc:
-            metrics.TERMINAL_RECONCILE_ERRORS.labels(name).inc()
-            metrics.RECONCILE_ERRORS.labels(name).inc()
-            metrics.RECONCILE_TOTAL.labels(name, "error").inc()
+            counts.terminal_errors.inc()
+            counts.errors.inc()
+            counts.reconciles["error"].inc()
             log.error("reconcile failed permanently", controller=name, request=str(request), error=str(exc))
             self.queue.forget(request)
         except Exception as exc:
-            metrics.RECONCILE_ERRORS.labels(name).inc()
-            metrics.RECONCILE_TOTAL.labels(name, "error").inc()
+            counts.errors.inc()
+            counts.reconciles["error"].inc()
             log.error("reconcile failed, will retry", controller=name, request=str(request),
                       error=f"{type(exc).__name__}: {exc}", retries=self.queue.num_requeues(request))
             self.queue.add_rate_limited(request)
         finally:
-            metrics.RECONCILE_TIME.labels(name).observe(time.perf_counter() - started)
-            metrics.ACTIVE_WORKERS.labels(name).dec()
+            counts.reconcile_time.observe(time.perf_counter() - started)
+            counts.active_workers.dec()
