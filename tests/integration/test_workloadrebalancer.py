@@ -23,7 +23,7 @@ from controllers import ttlcleaner, workloadrebalancer
 from controllers.workloadrebalancer import trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.timeutil import format_time, now, parse_time
-from tests.conftest import eventually, get_or_none
+from tests.conftest import events_about, eventually, get_or_none
 
 WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 RB = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -191,6 +191,62 @@ async def test_batch_with_cluster_role_sorted(manager: Manager, http: aiohttp.Cl
     assert {i["result"] for i in done["status"]["observedWorkloads"]} == {"Successful"}
     crb = await get_or_none(http, f"{CRB}/demo-role-clusterrole")
     assert crb is not None and crb["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
+
+
+# ----------------------------------------------------------------------------- beyond Karmada
+
+
+async def test_each_workload_result_is_an_event_in_status_order(manager: Manager,
+                                                                 http: aiohttp.ClientSession) -> None:
+    for name in ("b", "d", "e"):
+        await make_binding(http, "Deployment", name)
+    wr = await create_rebalancer(http, "told", [deploy_ref(n) for n in ("e", "d", "c", "b", "a")])
+    done = await finished(http, "told")
+    assert observed(done) == [("a", "Failed", "ReferencedBindingNotFound"), ("b", "Successful", ""),
+                              ("c", "Failed", "ReferencedBindingNotFound"), ("d", "Successful", ""),
+                              ("e", "Successful", "")]
+
+    async def all_recorded() -> list[dict[str, Any]]:
+        events = (await events_about(http, wr, "RescheduleTriggered")
+                  + await events_about(http, wr, "ReferencedBindingNotFound"))
+        assert len(events) == 5
+        return sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))
+
+    events = await eventually(all_recorded)
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
+        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/a: its binding was not found"),
+        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/b: rescheduling triggered"),
+        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/c: its binding was not found"),
+        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/d: rescheduling triggered"),
+        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/e: rescheduling triggered"),
+    ]
+
+
+async def test_many_workloads_are_all_triggered(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """More workloads than are written at once (TRIGGER_CONCURRENCY): every binding gets the trigger."""
+    names = [f"app-{i:02d}" for i in range(4 * workloadrebalancer.TRIGGER_CONCURRENCY + 3)]
+    for name in names:
+        await make_binding(http, "Deployment", name)
+    wr = await create_rebalancer(http, "many", [deploy_ref(n) for n in reversed(names)])
+    done = await finished(http, "many")
+    assert observed(done) == [(n, "Successful", "") for n in names]
+    for name in names:
+        binding = await get_or_none(http, RB.format(ns="default") + f"/{name}-deployment")
+        assert binding is not None
+        assert binding["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
+
+
+async def test_two_entries_for_one_binding_both_succeed(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """Two apiVersions of one Deployment name one binding: the writes race, the loser retries, both succeed."""
+    await make_binding(http, "Deployment", "shared")
+    wr = await create_rebalancer(http, "same-binding", [
+        deploy_ref("shared"), {**deploy_ref("shared"), "apiVersion": "apps/v1beta1"}])
+    done = await finished(http, "same-binding")
+    assert [(i["workload"]["apiVersion"], i.get("result")) for i in done["status"]["observedWorkloads"]] == [
+        ("apps/v1", "Successful"), ("apps/v1beta1", "Successful")]
+    binding = await get_or_none(http, RB.format(ns="default") + "/shared-deployment")
+    assert binding is not None
+    assert binding["spec"]["rescheduleTriggeredAt"] == wr["metadata"]["creationTimestamp"]
 
 
 # ----------------------------------------------------------------------------- bad input
