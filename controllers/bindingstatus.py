@@ -326,12 +326,9 @@ class BindingStatusReconciler:
         resource = self.kind.resource
 
         async def attempt() -> _BindingResult:
-            try:
-                latest = await self.client.get(resource, request.name, request.namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return _BindingResult()
-                raise
+            latest = await self.client.get_or_none(resource, request.name, request.namespace)
+            if latest is None:
+                return _BindingResult()
             if (latest.get("metadata") or {}).get("deletionTimestamp"):
                 return _BindingResult()
             ref = (latest.get("spec") or {}).get("resource") or {}
@@ -370,12 +367,9 @@ class BindingStatusReconciler:
 
         async def attempt() -> bool:
             nonlocal fetched
-            try:
-                template = await self.client.get(resource, name, namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return False
-                raise
+            template = await self.client.get_or_none(resource, name, namespace)
+            if template is None:
+                return False
             fetched = template
             status = aggregate_status(template, items)
             if status is None or status == (template.get("status") or {}):

@@ -68,12 +68,9 @@ class TTLCleaner:
             return Result()
         if left > 0:
             return Result(requeue_after=left)
-        try:
-            fresh = await self.client.get(WORKLOAD_REBALANCERS, request.name)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return Result()
-            raise
+        fresh = await self.client.get_or_none(WORKLOAD_REBALANCERS, request.name)
+        if fresh is None:
+            return Result()
         left = seconds_left(fresh)
         if left is None:
             return Result()

@@ -111,12 +111,9 @@ async def taint_cluster(host: KubeClient, name: str, specs: Sequence[str], *, ov
 
     async def attempt() -> None:
         nonlocal verb
-        try:
-            cluster = await host.get(CLUSTERS, name)
-        except ApiError as exc:
-            if exc.is_not_found:
-                raise CtlError(f'clusters.cluster.karmada.io "{name}" not found') from None
-            raise
+        cluster = await host.get_or_none(CLUSTERS, name)
+        if cluster is None:
+            raise CtlError(f'clusters.cluster.karmada.io "{name}" not found')
         spec = cluster.setdefault("spec", {})
         spec["taints"], verb = apply_taints(name, spec.get("taints") or [], changes, overwrite=overwrite)
         if not spec["taints"]:

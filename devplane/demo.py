@@ -334,13 +334,7 @@ async def _rebalancer_successful(s: Session, name: str) -> bool:
 
 
 async def _rebalancer_gone(s: Session, name: str) -> bool:
-    try:
-        await s.host_client.get(WORKLOAD_REBALANCERS, name)
-    except ApiError as exc:
-        if exc.is_not_found:
-            return True
-        raise
-    return False
+    return await s.host_client.get_or_none(WORKLOAD_REBALANCERS, name) is None
 
 
 async def _tutorial_events(s: Session) -> bool:

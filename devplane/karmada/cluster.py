@@ -216,12 +216,9 @@ class ClusterReconciler:
 
     async def _edit_finalizer(self, name: str, *, add: bool) -> None:
         async def attempt() -> None:
-            try:
-                latest = await self.client.get(CLUSTERS, name)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return
-                raise
+            latest = await self.client.get_or_none(CLUSTERS, name)
+            if latest is None:
+                return
             finalizers = _finalizers(latest)
             if (CLUSTER_CONTROLLER_FINALIZER in finalizers) == add:
                 return
@@ -291,12 +288,9 @@ class ClusterReconciler:
 
     async def _drop_work_finalizer(self, name: str, namespace: str) -> None:
         async def attempt() -> None:
-            try:
-                work = await self.client.get(WORKS, name, namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return
-                raise
+            work = await self.client.get_or_none(WORKS, name, namespace)
+            if work is None:
+                return
             finalizers = _finalizers(work)
             if EXECUTION_CONTROLLER_FINALIZER not in finalizers:
                 return

@@ -169,12 +169,9 @@ class ExecutionReconciler:
         """The latest Work, with our finalizer added if missing; None when gone or being deleted."""
 
         async def attempt() -> Obj | None:
-            try:
-                latest = await self.client.get(WORKS, request.name, request.namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return None
-                raise
+            latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
+            if latest is None:
+                return None
             meta = latest.get("metadata") or {}
             if meta.get("deletionTimestamp"):
                 return None
@@ -209,12 +206,9 @@ class ExecutionReconciler:
 
     async def _remove_finalizer(self, request: Request) -> None:
         async def attempt() -> None:
-            try:
-                latest = await self.client.get(WORKS, request.name, request.namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return
-                raise
+            latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
+            if latest is None:
+                return
             meta = latest.get("metadata") or {}
             finalizers = list(meta.get("finalizers") or [])
             if EXECUTION_FINALIZER not in finalizers:

@@ -644,12 +644,9 @@ async def set_applied_condition(client: KubeClient, request: Request, status: st
     condition = {"type": WORK_APPLIED, "status": status, "reason": reason, "message": message}
 
     async def attempt() -> None:
-        try:
-            latest = await client.get(WORKS, request.name, request.namespace)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return
-            raise
+        latest = await client.get_or_none(WORKS, request.name, request.namespace)
+        if latest is None:
+            return
         old = latest.get("status") or {}
         conditions = set_condition(old.get("conditions") or [], condition)
         if conditions == (old.get("conditions") or []):

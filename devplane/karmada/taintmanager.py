@@ -307,12 +307,9 @@ class BindingEvictionReconciler:
 
         async def attempt() -> float:
             nonlocal failed
-            try:
-                binding = await self.client.get(self.resource, key.name, key.namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return 0.0
-                raise
+            binding = await self.client.get_or_none(self.resource, key.name, key.namespace)
+            if binding is None:
+                return 0.0
             decision = decide_binding_eviction(binding, key.cluster, self.clusters.get(key.cluster),
                                                now=datetime.now(UTC), enabled=self.enabled,
                                                purge_mode=self.purge_mode)

@@ -553,12 +553,9 @@ class WorkStatusReconciler:
         """Write manifestStatuses (status subresource, conflict retry) when they differ."""
 
         async def attempt() -> None:
-            try:
-                latest = await self.client.get(WORKS, request.name, request.namespace)
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return
-                raise
+            latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
+            if latest is None:
+                return
             if (latest.get("metadata") or {}).get("deletionTimestamp"):
                 return
             status = latest.get("status") or {}

@@ -214,13 +214,7 @@ class Kubelet:
         return address
 
     async def _node_exists(self, name: str) -> bool:
-        try:
-            await self.client.get(NODES, name)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return False
-            raise
-        return True
+        return await self.client.get_or_none(NODES, name) is not None
 
     async def _force_delete(self, pod: Obj) -> None:
         meta = pod.get("metadata") or {}

@@ -332,12 +332,9 @@ class SchedulerReconciler:
         store = self.cluster_bindings if kind.cluster_scoped else self.bindings
         if store.get(str(request)) is None:
             return Result()
-        try:
-            binding = await self.client.get(kind.resource, request.name, request.namespace)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return Result()
-            raise
+        binding = await self.client.get_or_none(kind.resource, request.name, request.namespace)
+        if binding is None:
+            return Result()
         if not schedulable(binding, self.scheduler_name):
             return Result()
         if (binding.get("metadata") or {}).get("deletionTimestamp"):
