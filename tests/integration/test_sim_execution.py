@@ -179,6 +179,16 @@ async def wait_applied(plane: Plane, cluster: str, name: str) -> Obj:
     return result
 
 
+async def wait_apply_failed(plane: Plane, cluster: str, name: str) -> dict[str, Any]:
+    """The Work's ``Applied`` condition, once it is False."""
+    async def failed() -> dict[str, Any] | None:
+        condition = applied(await plane.work(cluster, name))
+        return condition if condition and condition["status"] == "False" else None
+
+    condition: dict[str, Any] = await eventually(failed, timeout=10)
+    return condition
+
+
 # ----------------------------------------------------------------------------- tests
 
 
@@ -334,11 +344,7 @@ async def test_unknown_kind_is_not_applied(plane: Plane) -> None:
                 "spec": {"size": 3}}
     name = await create_work(plane, "member1", manifest)
 
-    async def failed() -> dict[str, Any] | None:
-        condition = applied(await plane.work("member1", name))
-        return condition if condition and condition["status"] == "False" else None
-
-    condition = await eventually(failed, timeout=10)
+    condition = await wait_apply_failed(plane, "member1", name)
     assert condition["reason"] == "AppliedFailed"
     assert condition["message"] == 'Failed to apply all manifests (0/1): no matches for kind "Widget" in version ' \
                                    '"example.io/v1"'
@@ -382,11 +388,7 @@ async def test_conflict_resolution_abort_refuses_an_unmanaged_object(plane: Plan
     manifest = deployment_manifest(annotations={"work.karmada.io/conflict-resolution": "abort"})
     name = await create_work(plane, "member1", manifest)
 
-    async def failed() -> dict[str, Any] | None:
-        condition = applied(await plane.work("member1", name))
-        return condition if condition and condition["status"] == "False" else None
-
-    condition = await eventually(failed, timeout=10)
+    condition = await wait_apply_failed(plane, "member1", name)
     assert condition["reason"] == "AppliedFailed"
     assert "Karmada will not manage this resource" in condition["message"]
     deployment = await plane.member_object("member1", DEPLOYMENTS, "web")
