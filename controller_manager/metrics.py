@@ -91,8 +91,8 @@ class ControllerMetrics:
                            for result in ("success", "error", "requeue", "requeue_after")}
         self.errors = RECONCILE_ERRORS.labels(controller)
         self.terminal_errors = TERMINAL_RECONCILE_ERRORS.labels(controller)
-        self.panics = RECONCILE_PANICS.labels(controller)
         self.reconcile_time = RECONCILE_TIME.labels(controller)
         self.active_workers = ACTIVE_WORKERS.labels(controller)
-        MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent)
         self.active_workers.set(0)
+        RECONCILE_PANICS.labels(controller)  # exported at 0: a Python reconcile raises, it does not panic
+        MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent)
