@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from controller_manager.client import KubeClient
+from controller_manager.manager import Manager
 from devplane.apiserver.server import ApiServer
 
 
@@ -98,3 +101,15 @@ async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interva
                 last = exc
             await anyio.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s") from last
+
+
+@contextlib.asynccontextmanager
+async def running(manager: Manager, *, stop_timeout: float = 10.0) -> AsyncIterator[Manager]:
+    """``manager.run()`` for the block, entered once its informers have synced; shut down and awaited on exit."""
+    task = asyncio.create_task(manager.run())
+    try:
+        await manager.informers.wait_for_sync(timeout=10)
+        yield manager
+    finally:
+        manager.request_shutdown()
+        await asyncio.wait_for(task, stop_timeout)

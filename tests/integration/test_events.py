@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
 
 from controller_manager.client import KubeClient
 from controller_manager.events import COMBINED_PREFIX, SIMILAR_LIMIT, EventRecorder
-from devplane.apiserver.server import ApiServer
 
 
 @pytest.fixture
-async def recorder(server: ApiServer) -> AsyncIterator[EventRecorder]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
-    yield EventRecorder(kube, "test-controller", host="node-a")
-    await kube.close()
+async def recorder(kube: KubeClient) -> EventRecorder:
+    return EventRecorder(kube, "test-controller", host="node-a")
 
 
 async def _deployment(http: aiohttp.ClientSession) -> dict[str, Any]:

@@ -9,21 +9,18 @@ ClusterResourceBinding; policy priority rows pick the policy a user expects.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
 
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
-from devplane.apiserver.server import ApiServer
 from devplane.karmada.binding import setup_binding_controllers
 from devplane.karmada.detector import setup_detector
 from karmada_api.names import work_name
-from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, send
+from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, running, send
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 PPS = "/apis/policy.karmada.io/v1alpha1/namespaces/{ns}/propagationpolicies"
@@ -89,18 +86,13 @@ def manifest(work: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def plane(server: ApiServer, http: aiohttp.ClientSession) -> AsyncIterator[Manager]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
+async def plane(kube: KubeClient, http: aiohttp.ClientSession) -> AsyncIterator[Manager]:
     manager = Manager(kube, ManagerOptions(name="test-detector", metrics_bind_address="127.0.0.1:0",
                                            health_probe_bind_address="127.0.0.1:0"))
     setup_detector(manager, workers=2)
     setup_binding_controllers(manager, workers=2)
-    task = asyncio.create_task(manager.run())
-    await manager.informers.wait_for_sync(timeout=10)
-    yield manager
-    manager.request_shutdown()
-    await asyncio.wait_for(task, 10)
-    await kube.close()
+    async with running(manager):
+        yield manager
 
 
 async def wait_binding(http: aiohttp.ClientSession, path: str, check: Any = None) -> dict[str, Any]:

@@ -7,14 +7,12 @@ table become bindings whose triggers are newer than the rebalancer.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import aiohttp
 import pytest
-from kubernetes_asyncio import client
 
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
@@ -23,7 +21,7 @@ from controllers import ttlcleaner, workloadrebalancer
 from controllers.workloadrebalancer import trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.timeutil import format_time, now, parse_time
-from tests.conftest import events_about, eventually, get_or_none
+from tests.conftest import events_about, eventually, get_or_none, running
 
 WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 RB = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -32,18 +30,13 @@ HOUR_AGO = format_time(now() - timedelta(hours=1))
 
 
 @pytest.fixture
-async def manager(server: ApiServer) -> AsyncIterator[Manager]:
-    kube = KubeClient(client.ApiClient(client.Configuration(host=server.url)), qps=0)
+async def manager(kube: KubeClient) -> AsyncIterator[Manager]:
     mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
     fast = RateLimiterOptions(base_delay=0.05, max_delay=1.0)
     workloadrebalancer.setup(mgr, workers=2, rate_limiter_options=fast)
     ttlcleaner.setup(mgr, rate_limiter_options=fast)
-    task = asyncio.create_task(mgr.run())
-    await mgr.informers.wait_for_sync(timeout=10)
-    yield mgr
-    mgr.request_shutdown()
-    await asyncio.wait_for(task, 10)
-    await kube.close()
+    async with running(mgr):
+        yield mgr
 
 
 def deploy_ref(name: str, ns: str = "default") -> dict[str, str]:
