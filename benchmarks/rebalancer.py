@@ -261,6 +261,8 @@ class ControllerRun:
     controller_cpu: float
     server_cpu: float
     requests: dict[str, float] = field(default_factory=dict)
+    collections: dict[str, float] = field(default_factory=dict)
+    """The controller-manager's garbage collections in the timed window, by generation."""
 
 
 @dataclass
@@ -353,8 +355,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
             startup = await wait_until_idle(http, cm, args.phase_time)
             async with http.get(WR_PATH, params={"limit": "1"}) as resp:
                 rv = json.loads(await expect(resp, 200))["metadata"]["resourceVersion"]
-            before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics)
-                      if n == "rest_client_requests_total"}
+            counted = ("rest_client_requests_total", "python_gc_collections_total")
+            before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics) if n in counted}
             watching = asyncio.Event()
             watcher = asyncio.create_task(watch_finished(server.url, rv, layout.rebalancers, watching,
                                                          args.phase_time))
@@ -374,13 +376,16 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
             peak = status_kib("VmHWM", cm.proc.pid)
             after = await scrape(http, cm.metrics)
             requests: dict[str, float] = {}
+            collections: dict[str, float] = {}
             for name, labels, value in after:
-                if name == "rest_client_requests_total":
-                    method = re.search(r'method="(\w+)"', labels)
-                    key = method.group(1) if method else "?"
-                    requests[key] = requests.get(key, 0.0) + value - before.get((name, labels), 0.0)
+                if name not in counted:
+                    continue
+                found = re.search(r'(?:method|generation)="(\w+)"', labels)
+                key = found.group(1) if found else "?"
+                into = requests if name == "rest_client_requests_total" else collections
+                into[key] = into.get(key, 0.0) + value - before.get((name, labels), 0.0)
         await check_results(http, layout)
-    return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests)
+    return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests, collections)
 
 
 def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
@@ -500,6 +505,9 @@ def report(layout: Layout, rounds: list[Round]) -> None:
     print(f"              controller-manager peak RSS (VmHWM) {spread([c.peak_rss_kib / 1024 for c in ctl], '{:.0f}')} "
           f"MiB; start-up (ready, then idle) {spread([c.startup_seconds for c in ctl], '{:.1f}')} s")
     print(f"              requests of the controller-manager (last round): {describe(ctl[-1].requests)}")
+    generations = ", ".join(f"{spread([c.collections.get(g, 0.0) for c in ctl], '{:.0f}')} of generation {g}"
+                            for g in ("0", "1", "2"))
+    print(f"              its garbage collections in the timed window: {generations}")
     print(f"  ceiling     the same writes in {spread([c.seconds for c in ceilings])} s; server CPU "
           f"{spread([c.server_cpu for c in ceilings])} s, client CPU {spread([c.client_cpu for c in ceilings])} s; "
           f"last round: {describe(ceilings[-1].requests)}")
