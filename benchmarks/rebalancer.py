@@ -17,9 +17,14 @@ For each ``--sizes`` N (default 100 and 1,000 rebalancers of ``--workloads`` = 1
                 controller run, issued by this process over 16 connections. For each rebalancer: its POST, one PUT
                 per binding setting ``spec.rescheduleTriggeredAt`` (with the binding's current resourceVersion),
                 the controller-manager's Event POSTs (as many as it made in its timed window, spread evenly over
-                the bindings), then one status merge PATCH (all items ``Successful``, ``finishTime``).
+                the bindings), then one status merge PATCH (all items ``Successful``, ``finishTime``). Even
+                rounds run it before the controller run (with the previous controller run's Event count).
 3. minimal      (skipped with ``--no-minimal``) a stricter ceiling on a third fresh server: the rebalancers are
                 created before the timing, and only the binding PUTs and the status PATCHes are timed.
+
+Before the timing, each run also finishes ``--warm-up`` rebalancers (default 10) on bindings of their own
+(namespace ``warm-up-0``): the controller-manager through its controllers, the ceiling with the same writes.
+The timed window then measures the steady state, not the opening of connections or first calls.
 
 The ratio controller/ceiling says how far the controller is from being limited by the API server
 alone (the goal: within 1.3x). What the controller run has beyond the ceiling is the controller-manager
@@ -27,7 +32,7 @@ itself: its CPU next to the server's, and its informers' watches. Every phase is
 time, the whole benchmark by ``--time-limit``; the children are always stopped (and die with us), the
 temp dir is removed.
 
-    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers, 3 rounds (~2.5 min)
+    .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers, 3 rounds (~2 min)
     .venv/bin/python benchmarks/rebalancer.py --no-minimal         # without the third run
     .venv/bin/python benchmarks/rebalancer.py --sizes 1000 --profile DIR   # py-spy the controller-manager
 """
@@ -47,7 +52,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -140,18 +145,32 @@ def format_time(moment: datetime) -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """N rebalancers of ``workloads`` Deployments each; Deployment k lives in namespace k % namespaces."""
+    """N rebalancers of ``workloads`` Deployments each; Deployment k lives in namespace k % namespaces.
+
+    Names start with ``prefix``: its namespaces are ``<prefix>-<n>`` and its rebalancers ``<prefix>-<i>``,
+    so that the warm-up's objects and the timed ones never mix.
+    """
 
     rebalancers: int
     workloads: int
     namespaces: int
+    prefix: str = "bench"
 
     @property
     def bindings(self) -> int:
         return self.rebalancers * self.workloads
 
     def namespace(self, k: int) -> str:
-        return f"bench-{k % self.namespaces}"
+        return f"{self.prefix}-{k % self.namespaces}"
+
+    def owns(self, obj: dict[str, Any]) -> bool:
+        """A rebalancer or binding of this layout."""
+        meta = obj.get("metadata") or {}
+        return str(meta.get("namespace") or meta.get("name", "")).startswith(f"{self.prefix}-")
+
+    def warm_up(self, rebalancers: int) -> Layout:
+        """A smaller layout of its own, in its own namespace, for the untimed warm-up."""
+        return Layout(rebalancers, self.workloads, 1, "warm-up")
 
     @staticmethod
     def deployment(k: int) -> str:
@@ -160,9 +179,8 @@ class Layout:
     def binding_path(self, k: int) -> str:
         return f"{RB_GROUP}/namespaces/{self.namespace(k)}/resourcebindings/{self.deployment(k)}-deployment"
 
-    @staticmethod
-    def rebalancer_name(i: int) -> str:
-        return f"rebalance-{i:05d}"
+    def rebalancer_name(self, i: int) -> str:
+        return f"{self.prefix}-{i:05d}"
 
     def workload_refs(self, i: int) -> list[dict[str, str]]:
         return [{"apiVersion": "apps/v1", "kind": "Deployment", "name": self.deployment(k),
@@ -182,7 +200,7 @@ async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int
     nothing and both runs PUT the very same objects.
     """
     for n in range(layout.namespaces):
-        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"bench-{n}"}}
+        ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": layout.namespace(n)}}
         async with http.post("/api/v1/namespaces", json=ns) as resp:
             await expect(resp, 201)
     hour_ago = format_time(datetime.now(UTC) - timedelta(hours=1))
@@ -231,7 +249,7 @@ async def list_items(http: aiohttp.ClientSession, path: str) -> list[dict[str, A
 
 async def check_results(http: aiohttp.ClientSession, layout: Layout) -> None:
     """Every rebalancer finished with every item Successful; every binding triggered at its creationTimestamp."""
-    rebalancers = await list_items(http, WR_PATH)
+    rebalancers = [wr for wr in await list_items(http, WR_PATH) if layout.owns(wr)]
     created: dict[str, str] = {}
     for wr in rebalancers:
         items = (wr.get("status") or {}).get("observedWorkloads") or []
@@ -241,7 +259,7 @@ async def check_results(http: aiohttp.ClientSession, layout: Layout) -> None:
             created[f"{ref['namespace']}/{ref['name']}-deployment"] = wr["metadata"]["creationTimestamp"]
     if len(rebalancers) != layout.rebalancers:
         raise BenchError(f"{len(rebalancers)} rebalancers, wanted {layout.rebalancers}")
-    bindings = await list_items(http, f"{RB_GROUP}/resourcebindings")
+    bindings = [b for b in await list_items(http, f"{RB_GROUP}/resourcebindings") if layout.owns(b)]
     wrong = [b["metadata"]["name"] for b in bindings
              if b["spec"].get("rescheduleTriggeredAt") != created.get(f"{b['metadata']['namespace']}/"
                                                                        f"{b['metadata']['name']}")]
@@ -320,9 +338,10 @@ async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, ti
     raise BenchError("controller-manager never became idle")
 
 
-async def watch_finished(url: str, resource_version: str, want: int, started: asyncio.Event,
+async def watch_finished(url: str, resource_version: str, layout: Layout, started: asyncio.Event,
                          time_limit: float) -> float:
-    """Watch rebalancers from ``resource_version``; the monotonic time when ``want`` of them have a finishTime."""
+    """Watch rebalancers from ``resource_version``; the monotonic time when all of ``layout``'s have a finishTime."""
+    want = layout.rebalancers
     finished: set[str] = set()
     timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
     async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
@@ -337,28 +356,55 @@ async def watch_finished(url: str, resource_version: str, want: int, started: as
                     break
                 event = json.loads(line)
                 obj = event.get("object") or {}
-                if event.get("type") in ("ADDED", "MODIFIED") and (obj.get("status") or {}).get("finishTime"):
+                if (event.get("type") in ("ADDED", "MODIFIED") and layout.owns(obj)
+                        and (obj.get("status") or {}).get("finishTime")):
                     finished.add(obj["metadata"]["name"])
                     if len(finished) >= want:
                         return time.monotonic()
     raise BenchError(f"only {len(finished)}/{want} rebalancers finished within {time_limit:.0f}s")
 
 
+async def current_resource_version(http: aiohttp.ClientSession) -> str:
+    async with http.get(WR_PATH, params={"limit": "1"}) as resp:
+        rv: str = json.loads(await expect(resp, 200))["metadata"]["resourceVersion"]
+    return rv
+
+
+async def warm_up_controller(http: aiohttp.ClientSession, url: str, warm_up: Layout,
+                             args: argparse.Namespace) -> None:
+    """Untimed: the warm-up's rebalancers, created together and waited for until all finished."""
+    rv = await current_resource_version(http)
+    watching = asyncio.Event()
+    watcher = asyncio.create_task(watch_finished(url, rv, warm_up, watching, args.phase_time))
+    try:
+        await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
+        await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
+        await asyncio.wait_for(watcher, args.phase_time)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
 async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str) -> ControllerRun:
+    warm_up = layout.warm_up(args.warm_up)
     async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
         await populate(http, layout, args.concurrency, args.phase_time)
+        if warm_up.rebalancers:
+            await populate(http, warm_up, args.concurrency, args.phase_time)
         kubeconfig = tmp / f"kubeconfig-{tag}"
         write_kubeconfig(kubeconfig, {"karmada-apiserver": server.url}, "karmada-apiserver")
         extra = [f"--controllers={args.controllers}"] if args.controllers else []
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log", extra,
                                           args.workers) as cm:
             startup = await wait_until_idle(http, cm, args.phase_time)
-            async with http.get(WR_PATH, params={"limit": "1"}) as resp:
-                rv = json.loads(await expect(resp, 200))["metadata"]["resourceVersion"]
+            if warm_up.rebalancers:
+                await warm_up_controller(http, server.url, warm_up, args)
+                await wait_until_idle(http, cm, args.phase_time)
+            rv = await current_resource_version(http)
             counted = ("rest_client_requests_total", "python_gc_collections_total")
             before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics) if n in counted}
             watching = asyncio.Event()
-            watcher = asyncio.create_task(watch_finished(server.url, rv, layout.rebalancers, watching,
+            watcher = asyncio.create_task(watch_finished(server.url, rv, layout, watching,
                                                          args.phase_time))
             try:
                 await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
@@ -385,6 +431,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 into = requests if name == "rest_client_requests_total" else collections
                 into[key] = into.get(key, 0.0) + value - before.get((name, labels), 0.0)
         await check_results(http, layout)
+        if warm_up.rebalancers:
+            await check_results(http, warm_up)
     return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests, collections)
 
 
@@ -400,6 +448,39 @@ def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
             "reportingComponent": "workload-rebalancer", "reportingInstance": ""}
 
 
+def direct_writes(http: aiohttp.ClientSession, layout: Layout, bindings: list[dict[str, Any]],
+                  rebalancers: list[dict[str, Any]], *, events: int | None,
+                  counts: dict[str, int]) -> Callable[[int], Awaitable[None]]:
+    """What the controller-manager writes for rebalancer ``i`` of ``layout``, as one function (see ceiling_phase)."""
+
+    async def rebalance(i: int) -> None:
+        if events is not None:
+            async with http.post(WR_PATH, json=layout.rebalancer(i)) as resp:
+                rebalancers[i] = json.loads(await expect(resp, 201))
+            counts["POST"] += 1
+        trigger = rebalancers[i]["metadata"]["creationTimestamp"]
+        for k in range(i * layout.workloads, (i + 1) * layout.workloads):
+            binding = bindings[k]  # as the server last returned it: its resourceVersion is current
+            updated = {**binding, "spec": {**binding["spec"], "rescheduleTriggeredAt": trigger}}
+            async with http.put(layout.binding_path(k), json=updated) as resp:
+                await expect(resp, 200)
+            counts["PUT"] += 1
+            if events and (k + 1) * events // layout.bindings > k * events // layout.bindings:
+                async with http.post("/api/v1/namespaces/default/events", json=event_for(layout, i, k)) as resp:
+                    await expect(resp, 201)
+                counts["POST"] += 1
+        observed = [{"workload": ref, "result": "Successful"}
+                    for ref in sorted(layout.workload_refs(i), key=lambda r: (r["namespace"], r["name"]))]
+        status = {"status": {"observedWorkloads": observed, "observedGeneration": 1,
+                             "finishTime": format_time(datetime.now(UTC))}}
+        async with http.patch(f"{WR_PATH}/{layout.rebalancer_name(i)}/status", data=json.dumps(status),
+                              headers=MERGE_PATCH) as resp:
+            await expect(resp, 200)
+        counts["PATCH"] += 1
+
+    return rebalance
+
+
 async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str,
                         events: int | None) -> CeilingRun:
     """The controller run's writes, issued by this process on a fresh server.
@@ -407,39 +488,27 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
     With ``events`` (the Event POSTs the controller-manager made in its timed window), the same writes as
     the controller run: each rebalancer's create inside the timing, just before its binding PUTs, that many
     Events spread evenly over the bindings, then its status PATCH. With ``None``, the minimal ceiling: the
-    rebalancers are created before the timing, and only the PUTs and the PATCHes are timed.
+    rebalancers are created before the timing, and only the PUTs and the PATCHes are timed. The warm-up's
+    writes, the same kinds in proportion, come first and untimed, as in the controller run.
     """
+    warm_up = layout.warm_up(args.warm_up)
     async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
         bindings = await populate(http, layout, args.concurrency, args.phase_time)
         rebalancers: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
         if events is None:
             rebalancers = await create_rebalancers(http, layout, args.concurrency, args.phase_time)
+        if warm_up.rebalancers:
+            warm_bindings = await populate(http, warm_up, args.concurrency, args.phase_time)
+            warm_rebalancers: list[dict[str, Any]] = [{} for _ in range(warm_up.rebalancers)]
+            if events is None:
+                warm_rebalancers = await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
+            warm_events = None if events is None else events * warm_up.bindings // layout.bindings
+            writes = direct_writes(http, warm_up, warm_bindings, warm_rebalancers, events=warm_events,
+                                   counts={"POST": 0, "PUT": 0, "PATCH": 0})
+            if await pool(warm_up.rebalancers, args.concurrency, args.phase_time, writes) < warm_up.rebalancers:
+                raise BenchError(f"{tag}: the warm-up did not finish within {args.phase_time:.0f}s")
         counts = {"POST": 0, "PUT": 0, "PATCH": 0}
-
-        async def rebalance(i: int) -> None:
-            if events is not None:
-                async with http.post(WR_PATH, json=layout.rebalancer(i)) as resp:
-                    rebalancers[i] = json.loads(await expect(resp, 201))
-                counts["POST"] += 1
-            trigger = rebalancers[i]["metadata"]["creationTimestamp"]
-            for k in range(i * layout.workloads, (i + 1) * layout.workloads):
-                binding = bindings[k]  # as the server last returned it: its resourceVersion is current
-                updated = {**binding, "spec": {**binding["spec"], "rescheduleTriggeredAt": trigger}}
-                async with http.put(layout.binding_path(k), json=updated) as resp:
-                    await expect(resp, 200)
-                counts["PUT"] += 1
-                if events and (k + 1) * events // layout.bindings > k * events // layout.bindings:
-                    async with http.post("/api/v1/namespaces/default/events", json=event_for(layout, i, k)) as resp:
-                        await expect(resp, 201)
-                    counts["POST"] += 1
-            observed = [{"workload": ref, "result": "Successful"}
-                        for ref in sorted(layout.workload_refs(i), key=lambda r: (r["namespace"], r["name"]))]
-            status = {"status": {"observedWorkloads": observed, "observedGeneration": 1,
-                                 "finishTime": format_time(datetime.now(UTC))}}
-            async with http.patch(f"{WR_PATH}/{layout.rebalancer_name(i)}/status", data=json.dumps(status),
-                                  headers=MERGE_PATCH) as resp:
-                await expect(resp, 200)
-            counts["PATCH"] += 1
+        rebalance = direct_writes(http, layout, bindings, rebalancers, events=events, counts=counts)
 
         async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
             server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
@@ -480,7 +549,8 @@ def spread(values: list[float], fmt: str = "{:.2f}") -> str:
 
 def report_round(index: int, result: Round) -> None:
     ctl, ceiling, minimal = result.controller, result.ceiling, result.minimal
-    print(f"  round {index}: controller {ctl.seconds:.2f} s, ceiling {ceiling.seconds:.2f} s"
+    first = " (ceiling run first)" if index % 2 == 0 else ""
+    print(f"  round {index}{first}: controller {ctl.seconds:.2f} s, ceiling {ceiling.seconds:.2f} s"
           + (f", minimal {minimal.seconds:.2f} s" if minimal else "")
           + f"; controller / ceiling {result.ratio:.2f}x; CPU controller-manager {ctl.controller_cpu:.2f} s, "
           f"server {ctl.server_cpu:.2f} s (ceiling: server {ceiling.server_cpu:.2f} s, client "
@@ -533,9 +603,16 @@ async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
                 rounds: list[Round] = []
                 for index in range(1, args.rounds + 1):
                     tag = f"{size}-r{index}"
-                    ctl = await controller_phase(args, layout, tmp, tag)
-                    events = int(ctl.requests.get("POST", 0))
-                    ceiling = await ceiling_phase(args, layout, tmp, f"{tag}-ceiling", events)
+                    if rounds and index % 2 == 0:
+                        # Every other round runs the ceiling first, so that neither run always comes first
+                        # (this VM's speed drifts); its Events are as many as the previous controller run's.
+                        ceiling = await ceiling_phase(args, layout, tmp, f"{tag}-ceiling",
+                                                      int(rounds[-1].controller.requests.get("POST", 0)))
+                        ctl = await controller_phase(args, layout, tmp, tag)
+                    else:
+                        ctl = await controller_phase(args, layout, tmp, tag)
+                        ceiling = await ceiling_phase(args, layout, tmp, f"{tag}-ceiling",
+                                                      int(ctl.requests.get("POST", 0)))
                     minimal = await ceiling_phase(args, layout, tmp, f"{tag}-minimal", None) if args.minimal else None
                     rounds.append(Round(ctl, ceiling, minimal))
                     report_round(index, rounds[-1])
@@ -557,6 +634,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=None,
                    help="an experiment: run the controller-manager's main() with REBALANCER_WORKERS set to this "
                         "(default: python -m controller_manager as it is)")
+    p.add_argument("--warm-up", type=int, default=10, metavar="N",
+                   help="rebalancers (on bindings of their own) run before each timed run, untimed, so that "
+                        "connections and code paths are warm in both runs (default 10; 0: none)")
     p.add_argument("--rounds", type=int, default=3,
                    help="rounds of (controller, ceiling, minimal) for each size; the report gives medians (default 3)")
     p.add_argument("--phase-time", type=float, default=60.0, help="time limit of each phase, seconds")
