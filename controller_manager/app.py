@@ -8,7 +8,6 @@ do ("leaderelection lost"); a configuration error found at start exits 2.
 from __future__ import annotations
 
 import asyncio
-import gc
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -17,6 +16,7 @@ import anyio
 import structlog
 
 from .client import KubeClient
+from .gcpolicy import tune_for_large_heap
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, default_identity
 from .logging import configure_logging
 from .manager import ComponentFailed, Manager, ManagerOptions
@@ -69,30 +69,11 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
         cache_sync_timeout=cache_sync_timeout))
 
 
-GC_YOUNGEST_THRESHOLD = 10_000
-"""Net container allocations between two collections of the youngest generation (CPython's default: 700)."""
-
-
 def run_component(name: str, options: CommonOptions, build: Callable[[], Awaitable[Manager]]) -> int:
     """Configure logging, build the manager, run it until a signal; return the exit code."""
     configure_logging(options.logging_format, options.verbosity)
-    tune_garbage_collector()
+    tune_for_large_heap()  # informer caches are a large heap: see gcpolicy
     return anyio.run(_run, name, build)
-
-
-def tune_garbage_collector() -> None:
-    """Run the cyclic garbage collector less often: informer caches make each full collection long.
-
-    A component's caches hold every watched object, tens of thousands of dicts and lists, and a full
-    collection walks them all. CPython considers one every 100 young collections, and with its default
-    threshold (700 net allocations) a burst of watch events gets there within a fraction of a second:
-    at 10,000 bindings the controller-manager spent about 12% of its CPU in the collector, and each
-    full collection stopped it for 80-110 ms (docs/benchmarks.md). Garbage without cycles, nearly all
-    of it here, is freed by reference counting whatever the threshold; a higher one only lets cyclic
-    garbage wait a little longer.
-    """
-    _, middle, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNGEST_THRESHOLD, middle, oldest)
 
 
 async def _run(name: str, build: Callable[[], Awaitable[Manager]]) -> int:

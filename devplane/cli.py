@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from controller_manager.gcpolicy import tune_for_large_heap
 from controller_manager.logging import configure_logging
 from controller_manager.options import boolean, port, positive_duration, positive_int
 
@@ -27,7 +28,6 @@ from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
 from .ctl import add_ctl_parser, run_ctl
 from .demo import run_demo
-from .gcpolicy import tune_for_large_heap
 from .kubeconfig import write_kubeconfig
 from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token, secured
 
