@@ -76,6 +76,7 @@ from benchmarks.support import (  # noqa: E402
     free_port,
     log_tail,
     pool,
+    preemptions,
     prepare_profile_dir,
     py_spy_recording,
     run_server,
@@ -282,6 +283,7 @@ class ControllerRun:
     requests: dict[str, float] = field(default_factory=dict)
     collections: dict[str, float] = field(default_factory=dict)
     """The controller-manager's garbage collections in the timed window, by generation."""
+    server_preemptions: int = 0
 
 
 @dataclass
@@ -290,6 +292,7 @@ class CeilingRun:
     server_cpu: float
     client_cpu: float
     requests: dict[str, int]
+    server_preemptions: int = 0
 
 
 _METRIC = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
@@ -412,11 +415,13 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 async with profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
                                                    f"server-{tag}": server.proc.pid}):
                     cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
+                    preempted0 = preemptions(server.proc.pid)
                     t0 = time.monotonic()
                     await create_rebalancers(http, layout, args.concurrency, args.phase_time)
                     created = time.monotonic()
                     finished = await asyncio.wait_for(watcher, args.phase_time)
                     cm_cpu, server_cpu = cpu_seconds(cm.proc.pid) - cm_cpu0, cpu_seconds(server.proc.pid) - server_cpu0
+                    preempted = preemptions(server.proc.pid) - preempted0
             finally:
                 watcher.cancel()
                 await asyncio.gather(watcher, return_exceptions=True)
@@ -434,7 +439,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         await check_results(http, layout)
         if warm_up.rebalancers:
             await check_results(http, warm_up)
-    return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests, collections)
+    return ControllerRun(finished - t0, created - t0, startup, peak, cm_cpu, server_cpu, requests, collections,
+                         preempted)
 
 
 def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
@@ -518,19 +524,21 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
             await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
             async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
                 server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+                preempted0 = preemptions(server.proc.pid)
                 t0 = time.monotonic()
                 done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
                 finished = await asyncio.wait_for(watcher, args.phase_time) if done == layout.rebalancers else 0.0
                 seconds = finished - t0
                 server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
                 client_cpu = time.process_time() - client_cpu0
+                preempted = preemptions(server.proc.pid) - preempted0
         finally:
             watcher.cancel()
             await asyncio.gather(watcher, return_exceptions=True)
         if done < layout.rebalancers:
             raise BenchError(f"{tag}: only {done}/{layout.rebalancers} rebalancers within {args.phase_time:.0f}s")
         await check_results(http, layout)
-    return CeilingRun(seconds, server_cpu, client_cpu, counts)
+    return CeilingRun(seconds, server_cpu, client_cpu, counts, preempted)
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -564,7 +572,8 @@ def report_round(index: int, result: Round) -> None:
           + (f", minimal {minimal.seconds:.2f} s" if minimal else "")
           + f"; controller / ceiling {result.ratio:.2f}x; CPU controller-manager {ctl.controller_cpu:.2f} s, "
           f"server {ctl.server_cpu:.2f} s (ceiling: server {ceiling.server_cpu:.2f} s, client "
-          f"{ceiling.client_cpu:.2f} s)", flush=True)
+          f"{ceiling.client_cpu:.2f} s); server preempted {ctl.server_preemptions} times (ceiling: "
+          f"{ceiling.server_preemptions})", flush=True)
 
 
 def report(layout: Layout, rounds: list[Round]) -> None:
@@ -588,6 +597,9 @@ def report(layout: Layout, rounds: list[Round]) -> None:
     generations = ", ".join(f"{spread([c.collections.get(g, 0.0) for c in ctl], '{:.0f}')} of generation {g}"
                             for g in ("0", "1", "2"))
     print(f"              its garbage collections in the timed window: {generations}")
+    preempted = spread([c.server_preemptions for c in ctl], "{:.0f}")
+    print(f"              the server lost its CPU while runnable {preempted} times (ceiling: "
+          f"{spread([c.server_preemptions for c in ceilings], '{:.0f}')})")
     print(f"  ceiling     the same writes in {spread([c.seconds for c in ceilings])} s; server CPU "
           f"{spread([c.server_cpu for c in ceilings])} s, client CPU {spread([c.client_cpu for c in ceilings])} s; "
           f"last round: {describe(ceilings[-1].requests)}")

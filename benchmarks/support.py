@@ -75,11 +75,21 @@ def cpu_seconds(pid: int | str = "self") -> float:
 
 def status_kib(key: str, pid: int | str = "self") -> int:
     """A ``VmRSS``/``VmHWM`` line of /proc/<pid>/status, in KiB (0 if unavailable)."""
+    return status_number(key, pid)
+
+
+def status_number(key: str, pid: int | str = "self") -> int:
+    """The number on a line of /proc/<pid>/status (``VmHWM`` in KiB, ``nonvoluntary_ctxt_switches``...), or 0."""
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def preemptions(pid: int | str = "self") -> int:
+    """How often the process (its main thread) lost its CPU while it could still run."""
+    return status_number("nonvoluntary_ctxt_switches", pid)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
