@@ -600,6 +600,10 @@ def report(layout: Layout, rounds: list[Round]) -> None:
     preempted = spread([c.server_preemptions for c in ctl], "{:.0f}")
     print(f"              the server lost its CPU while runnable {preempted} times (ceiling: "
           f"{spread([c.server_preemptions for c in ceilings], '{:.0f}')})")
+    # Near 100%: the API server is the bottleneck, and the controller-manager keeps it busy.
+    busy = spread([100 * c.server_cpu / c.seconds for c in ctl], "{:.0f}")
+    print(f"              the server was busy {busy}% of the timed window (ceiling: "
+          f"{spread([100 * c.server_cpu / c.seconds for c in ceilings], '{:.0f}')}%)")
     print(f"  ceiling     the same writes in {spread([c.seconds for c in ceilings])} s; server CPU "
           f"{spread([c.server_cpu for c in ceilings])} s, client CPU {spread([c.client_cpu for c in ceilings])} s; "
           f"last round: {describe(ceilings[-1].requests)}")
