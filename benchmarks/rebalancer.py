@@ -85,11 +85,11 @@ from benchmarks.support import (  # noqa: E402
 )
 from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
+from karmada_api.timeutil import format_time  # noqa: E402
 
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORKERS = int(sys.argv[1]); "
                  "sys.exit(app.main(sys.argv[2:]))")
 
@@ -136,10 +136,6 @@ def profiled(directory: Path | None, pids: dict[str, int]) -> contextlib.Abstrac
 def session(url: str, connections: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
                                  connector=aiohttp.TCPConnector(limit=connections))
-
-
-def format_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(TIME_FORMAT)
 
 
 # ------------------------------------------------------------------------------------------ the data
@@ -374,16 +370,17 @@ async def current_resource_version(http: aiohttp.ClientSession) -> str:
     return rv
 
 
-async def warm_up_controller(http: aiohttp.ClientSession, url: str, warm_up: Layout,
-                             args: argparse.Namespace) -> None:
-    """Untimed: the warm-up's rebalancers, created together and waited for until all finished."""
-    rv = await current_resource_version(http)
+@contextlib.asynccontextmanager
+async def finishes_seen(http: aiohttp.ClientSession, url: str, layout: Layout,
+                        time_limit: float) -> AsyncIterator[asyncio.Task[float]]:
+    """A watch on rebalancers, open from now on when the block starts. The block awaits the task it gets:
+    the monotonic time when every one of ``layout``'s rebalancers had a finishTime."""
     watching = asyncio.Event()
-    watcher = asyncio.create_task(watch_finished(url, rv, warm_up, watching, args.phase_time))
+    watcher = asyncio.create_task(watch_finished(url, await current_resource_version(http), layout, watching,
+                                                 time_limit))
     try:
         await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
-        await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
-        await asyncio.wait_for(watcher, args.phase_time)
+        yield watcher
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
@@ -401,30 +398,24 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log", extra,
                                           args.workers) as cm:
             startup = await wait_until_idle(http, cm, args.phase_time)
-            if warm_up.rebalancers:
-                await warm_up_controller(http, server.url, warm_up, args)
+            if warm_up.rebalancers:  # untimed: created together, waited for until all finished
+                async with finishes_seen(http, server.url, warm_up, args.phase_time) as warmed:
+                    await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
+                    await asyncio.wait_for(warmed, args.phase_time)
                 await wait_until_idle(http, cm, args.phase_time)
-            rv = await current_resource_version(http)
             counted = ("rest_client_requests_total", "python_gc_collections_total")
             before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics) if n in counted}
-            watching = asyncio.Event()
-            watcher = asyncio.create_task(watch_finished(server.url, rv, layout, watching,
-                                                         args.phase_time))
-            try:
-                await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
-                async with profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
-                                                   f"server-{tag}": server.proc.pid}):
-                    cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
-                    preempted0 = preemptions(server.proc.pid)
-                    t0 = time.monotonic()
-                    await create_rebalancers(http, layout, args.concurrency, args.phase_time)
-                    created = time.monotonic()
-                    finished = await asyncio.wait_for(watcher, args.phase_time)
-                    cm_cpu, server_cpu = cpu_seconds(cm.proc.pid) - cm_cpu0, cpu_seconds(server.proc.pid) - server_cpu0
-                    preempted = preemptions(server.proc.pid) - preempted0
-            finally:
-                watcher.cancel()
-                await asyncio.gather(watcher, return_exceptions=True)
+            async with (finishes_seen(http, server.url, layout, args.phase_time) as watcher,
+                        profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
+                                                f"server-{tag}": server.proc.pid})):
+                cm_cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
+                preempted0 = preemptions(server.proc.pid)
+                t0 = time.monotonic()
+                await create_rebalancers(http, layout, args.concurrency, args.phase_time)
+                created = time.monotonic()
+                finished = await asyncio.wait_for(watcher, args.phase_time)
+                cm_cpu, server_cpu = cpu_seconds(cm.proc.pid) - cm_cpu0, cpu_seconds(server.proc.pid) - server_cpu0
+                preempted = preemptions(server.proc.pid) - preempted0
             peak = status_kib("VmHWM", cm.proc.pid)
             after = await scrape(http, cm.metrics)
             requests: dict[str, float] = {}
@@ -455,10 +446,14 @@ def event_for(layout: Layout, i: int, k: int) -> dict[str, Any]:
             "reportingComponent": "workload-rebalancer", "reportingInstance": ""}
 
 
-def direct_writes(http: aiohttp.ClientSession, layout: Layout, bindings: list[dict[str, Any]],
-                  rebalancers: list[dict[str, Any]], *, events: int | None,
-                  counts: dict[str, int]) -> Callable[[int], Awaitable[None]]:
-    """What the controller-manager writes for rebalancer ``i`` of ``layout``, as one function (see ceiling_phase)."""
+async def direct_writes(http: aiohttp.ClientSession, layout: Layout, args: argparse.Namespace, *,
+                        events: int | None, counts: dict[str, int]) -> Callable[[int], Awaitable[None]]:
+    """``layout``'s bindings (and with ``events`` None, its rebalancers) created; then what the controller-manager
+    writes for rebalancer ``i``, as one function (see ceiling_phase)."""
+    bindings = await populate(http, layout, args.concurrency, args.phase_time)
+    rebalancers: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
+    if events is None:
+        rebalancers = await create_rebalancers(http, layout, args.concurrency, args.phase_time)
 
     async def rebalance(i: int) -> None:
         if events is not None:
@@ -500,41 +495,26 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
     """
     warm_up = layout.warm_up(args.warm_up)
     async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
-        bindings = await populate(http, layout, args.concurrency, args.phase_time)
-        rebalancers: list[dict[str, Any]] = [{} for _ in range(layout.rebalancers)]
-        if events is None:
-            rebalancers = await create_rebalancers(http, layout, args.concurrency, args.phase_time)
+        counts = {"POST": 0, "PUT": 0, "PATCH": 0}
+        rebalance = await direct_writes(http, layout, args, events=events, counts=counts)
         if warm_up.rebalancers:
-            warm_bindings = await populate(http, warm_up, args.concurrency, args.phase_time)
-            warm_rebalancers: list[dict[str, Any]] = [{} for _ in range(warm_up.rebalancers)]
-            if events is None:
-                warm_rebalancers = await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
             warm_events = None if events is None else events * warm_up.bindings // layout.bindings
-            writes = direct_writes(http, warm_up, warm_bindings, warm_rebalancers, events=warm_events,
-                                   counts={"POST": 0, "PUT": 0, "PATCH": 0})
+            writes = await direct_writes(http, warm_up, args, events=warm_events,
+                                         counts={"POST": 0, "PUT": 0, "PATCH": 0})
             if await pool(warm_up.rebalancers, args.concurrency, args.phase_time, writes) < warm_up.rebalancers:
                 raise BenchError(f"{tag}: the warm-up did not finish within {args.phase_time:.0f}s")
-        counts = {"POST": 0, "PUT": 0, "PATCH": 0}
-        rebalance = direct_writes(http, layout, bindings, rebalancers, events=events, counts=counts)
         # The end is seen as in the controller run: by a watch on rebalancers, which costs the server alike.
-        watching = asyncio.Event()
-        watcher = asyncio.create_task(watch_finished(server.url, await current_resource_version(http), layout,
-                                                     watching, args.phase_time))
-        try:
-            await asyncio.wait_for(watching.wait(), REQUEST_TIMEOUT)
-            async with profiled(args.profile, {f"server-{tag}": server.proc.pid}):
-                server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
-                preempted0 = preemptions(server.proc.pid)
-                t0 = time.monotonic()
-                done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
-                finished = await asyncio.wait_for(watcher, args.phase_time) if done == layout.rebalancers else 0.0
-                seconds = finished - t0
-                server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
-                client_cpu = time.process_time() - client_cpu0
-                preempted = preemptions(server.proc.pid) - preempted0
-        finally:
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
+        async with (finishes_seen(http, server.url, layout, args.phase_time) as watcher,
+                    profiled(args.profile, {f"server-{tag}": server.proc.pid})):
+            server_cpu0, client_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+            preempted0 = preemptions(server.proc.pid)
+            t0 = time.monotonic()
+            done = await pool(layout.rebalancers, args.concurrency, args.phase_time, rebalance)
+            finished = await asyncio.wait_for(watcher, args.phase_time) if done == layout.rebalancers else 0.0
+            seconds = finished - t0
+            server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
+            client_cpu = time.process_time() - client_cpu0
+            preempted = preemptions(server.proc.pid) - preempted0
         if done < layout.rebalancers:
             raise BenchError(f"{tag}: only {done}/{layout.rebalancers} rebalancers within {args.phase_time:.0f}s")
         await check_results(http, layout)
