@@ -66,16 +66,13 @@ from estimator.accurate import NodeUsage
 from estimator.client import EstimatorClient
 from estimator.members import CONTROLLER_INDEX, MemberCluster, MemberSettings
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from karmada_api.timeutil import format_time
 
 Obj = dict[str, Any]
 
 THRESHOLD_SECONDS = 300.0
 STUCK_FOR = timedelta(minutes=10)
 NOW = datetime.now(UTC)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def controller_uid(obj: Obj) -> list[str]:
@@ -183,12 +180,12 @@ def add_workload(objects: MemberObjects, namespace: str, app: str, index: int, *
             pod["status"] = {"phase": "Pending", "conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                 "message": "0/100 nodes are available: 100 Insufficient cpu.",
-                "lastTransitionTime": rfc3339(NOW - STUCK_FOR)}]}
+                "lastTransitionTime": format_time(NOW - STUCK_FOR)}]}
         else:
             pod["spec"] = {**pod["spec"], "nodeName": f"node-{replica % 100:05d}"}
             pod["status"] = {"phase": "Running", "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(NOW - STUCK_FOR)},
-                {"type": "Ready", "status": "True", "lastTransitionTime": rfc3339(NOW - STUCK_FOR)}]}
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(NOW - STUCK_FOR)},
+                {"type": "Ready", "status": "True", "lastTransitionTime": format_time(NOW - STUCK_FOR)}]}
         objects.pods.append(pod)
 
 
