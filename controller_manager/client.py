@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import aiohttp
+import structlog
 from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
@@ -25,6 +26,7 @@ from .metrics import REST_CLIENT_REQUESTS
 from .ratelimiter import TokenBucket
 
 T = TypeVar("T")
+log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT = 32.0  # kubectl's default request timeout; every call has one
 WATCH_READ_TIMEOUT = 150.0  # a watch silent this long is ended and resumed from its resourceVersion
@@ -64,31 +66,96 @@ class Resource:
         return base
 
 
-class ApiError(Exception):
-    """A non-2xx answer, carrying the ``Status`` reason (NotFound, Conflict, AlreadyExists, Invalid...)."""
+@dataclass(frozen=True, slots=True)
+class RequestTarget:
+    """What a request path names, as kube-apiserver's RequestInfo reads it.
 
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None) -> None:
+    ``/apis/work.karmada.io/v1alpha2/namespaces/ns/resourcebindings/rb/status`` is group
+    ``work.karmada.io``, resource ``resourcebindings``, namespace ``ns``, name ``rb``, subresource
+    ``status``; a collection has no name; ``/api/v1/namespaces/ns`` is the namespace ``ns`` itself.
+    """
+
+    group: str
+    resource: str
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    @property
+    def key(self) -> str:
+        """``resource.group``, how kube names a resource (``resourcebindings.work.karmada.io``)."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @classmethod
+    def from_path(cls, path: str) -> RequestTarget | None:
+        """The target of an API path; None for a path that names no resource (discovery, /healthz...)."""
+        parts = [part for part in path.split("?", 1)[0].split("/") if part]
+        if len(parts) >= 2 and parts[0] == "api":
+            group, rest = "", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, rest = parts[1], parts[3:]
+        else:
+            return None
+        namespace = ""
+        if len(rest) >= 2 and rest[0] == "namespaces":
+            if len(rest) == 2 or (len(rest) == 3 and rest[2] in ("status", "finalize")):
+                return cls(group, "namespaces", name=rest[1], subresource=rest[2] if len(rest) == 3 else "")
+            namespace, rest = rest[1], rest[2:]
+        if not rest:
+            return None
+        return cls(group, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
+
+
+MAX_RETRY_AFTER_RETRIES = 10  # client-go's default maxRetries for answers that carry Retry-After
+MAX_RETRY_AFTER_SECONDS = 60.0  # a server asking for a longer pause is waited for this long, then asked again
+
+
+class ApiError(Exception):
+    """A non-2xx answer, carrying the ``Status`` reason (NotFound, Conflict, AlreadyExists, Invalid...).
+
+    ``target`` is what the request named. A 404 means "this object does not exist" (``is_not_found``)
+    only when it is a Status with reason NotFound whose ``details`` name that object (or the namespace
+    it is in). Any other 404 (kube-apiserver's text/plain ``404 page not found``, or a Status without
+    details) says the *resource* is not served right now: a missing CRD, or an API server that is
+    still starting and has not installed its custom-resource handler yet. That is ``is_not_served``,
+    and callers treat it as transient, never as a final result.
+    """
+
+    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None, *,
+                 target: RequestTarget | None = None, retry_after: float | None = None) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
         self.body = body or {}
+        self.target = target
+        self.retry_after = retry_after
 
     @classmethod
-    def from_body(cls, status: int, raw: bytes) -> ApiError:
+    def from_body(cls, status: int, raw: bytes, *, target: RequestTarget | None = None,
+                  retry_after_header: str | None = None) -> ApiError:
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
         if isinstance(body, dict) and body.get("kind") == "Status":
-            return cls(status, str(body.get("reason") or ""), str(body.get("message") or ""), body)
-        text = raw.decode("utf-8", "replace").strip()
-        reason = {404: "NotFound", 401: "Unauthorized", 403: "Forbidden", 429: "TooManyRequests"}.get(status, "")
-        return cls(status, reason, text[:500])
+            error = cls(status, str(body.get("reason") or ""), str(body.get("message") or ""), body, target=target)
+        else:
+            text = raw.decode("utf-8", "replace").strip()
+            reason = {404: "NotFound", 401: "Unauthorized", 403: "Forbidden", 429: "TooManyRequests"}.get(status, "")
+            error = cls(status, reason, text[:500], target=target)
+        error.retry_after = _retry_after(status, retry_after_header, error.body)
+        return error
 
     @property
     def is_not_found(self) -> bool:
-        return self.status == 404
+        """The object (or the namespace it is in) does not exist: a Status that names it."""
+        return self.status == 404 and self.reason == "NotFound" and _names_target(self.body, self.target)
+
+    @property
+    def is_not_served(self) -> bool:
+        """A 404 that names no object: the resource is not served right now. Transient; retry with backoff."""
+        return self.status == 404 and not self.is_not_found
 
     @property
     def is_conflict(self) -> bool:
@@ -109,6 +176,49 @@ class ApiError(Exception):
     @property
     def is_forbidden(self) -> bool:
         return self.status == 403
+
+
+def _names_target(body: dict[str, Any], target: RequestTarget | None) -> bool:
+    """Whether a NotFound Status's ``details`` name what was requested.
+
+    kube-apiserver names the object with its plural resource (``details.kind``, ``deployments/scale``
+    for a subresource's own errors), its ``group`` (omitted for the core group) and ``name``; a create
+    or list in a missing namespace names the namespace (``kind: namespaces``). Without a target (an
+    error made by hand) a Status that names anything counts.
+    """
+    details = body.get("details")
+    if not isinstance(details, dict):
+        return False
+    kind = str(details.get("kind") or "").lower()
+    name = str(details.get("name") or "")
+    if target is None:
+        return bool(kind or name)
+    if kind == "namespaces" and name and name == (target.namespace or
+                                                  (target.name if target.resource == "namespaces" else "")):
+        return True
+    if kind not in (target.resource, f"{target.resource}/{target.subresource}"):
+        return False
+    group = details.get("group")
+    if group is not None and str(group) != target.group:
+        return False
+    return name == target.name
+
+
+def _retry_after(status: int, header: str | None, body: dict[str, Any]) -> float | None:
+    """Seconds the server asked to wait before the same request (client-go's checkWait): a 429 or a 5xx
+    with a ``Retry-After`` header, or a Status whose ``details.retryAfterSeconds`` says so. None: no ask."""
+    if status != 429 and status < 500:
+        return None
+    if header is not None:
+        try:
+            return max(0.0, float(int(header.strip())))
+        except ValueError:
+            pass
+    details = body.get("details")
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
+        return float(seconds)
+    return None
 
 
 def is_not_found(exc: BaseException) -> bool:
@@ -132,6 +242,7 @@ class KubeClient:
         self._env_checked_for = ""  # the server URL whose netrc/proxy environment was last checked
         self._session_trusts_env: bool | None = None  # as kubernetes_asyncio created the session
         self._counters: dict[tuple[str, str], Any] = {}
+        self._unserved: set[str] = set()  # resources answered by a 404 that names no object, until served again
 
     @classmethod
     async def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None, *,
@@ -214,13 +325,45 @@ class KubeClient:
 
     async def request(self, method: str, path: str, *, query: dict[str, Any] | None = None, body: Any = None,
                       content_type: str = "application/json") -> Any:
-        """One request; the parsed JSON answer, or ApiError."""
-        response = await self._send(method, path, query=query, body=body, content_type=content_type)
-        async with response:
-            raw = await response.read()
-            if not 200 <= response.status < 300:
-                raise ApiError.from_body(response.status, raw)
-        return json.loads(raw) if raw else None
+        """One request; the parsed JSON answer, or ApiError.
+
+        A 429 or 5xx that asks for a pause (``Retry-After``, or ``retryAfterSeconds`` in its Status: a
+        throttled or starting server) is sent again after that pause, up to 10 times, as client-go
+        does: the server did not act on it. Every other error is the caller's to handle.
+        """
+        for attempt in range(MAX_RETRY_AFTER_RETRIES + 1):
+            response = await self._send(method, path, query=query, body=body, content_type=content_type)
+            async with response:
+                raw = await response.read()
+                if 200 <= response.status < 300:
+                    if self._unserved:
+                        self._served_again(path)
+                    return json.loads(raw) if raw else None
+                error = ApiError.from_body(response.status, raw, target=RequestTarget.from_path(path),
+                                           retry_after_header=response.headers.get("Retry-After"))
+            if error.is_not_served:
+                self._report_not_served(error)
+            if error.retry_after is None or attempt == MAX_RETRY_AFTER_RETRIES:
+                raise error
+            log.info("server asked to retry later", method=method, path=path, status=error.status,
+                     reason=error.reason, retry_after=error.retry_after, attempt=attempt + 1)
+            await asyncio.sleep(min(error.retry_after, MAX_RETRY_AFTER_SECONDS))
+        raise AssertionError("unreachable")
+
+    def _report_not_served(self, error: ApiError) -> None:
+        """Warn once per resource while it is not served (a 404 that names no object), not per request."""
+        name = error.target.key if error.target is not None else "<unknown>"
+        if name in self._unserved:
+            return
+        self._unserved.add(name)
+        log.warning("resource not served by the API server right now; will retry", resource=name,
+                    server=self._host, answer=error.message[:200])
+
+    def _served_again(self, path: str) -> None:
+        target = RequestTarget.from_path(path)
+        if target is not None and target.key in self._unserved:
+            self._unserved.discard(target.key)
+            log.info("resource served again", resource=target.key, server=self._host)
 
     # ------------------------------------------------------------------ verbs
 
@@ -298,7 +441,14 @@ class KubeClient:
         response = await self._send("GET", resource.path(namespace), query=query, timeout=deadline)
         async with response:
             if response.status != 200:
-                raise ApiError.from_body(response.status, await response.read())
+                error = ApiError.from_body(response.status, await response.read(),
+                                           target=RequestTarget.from_path(resource.path(namespace)),
+                                           retry_after_header=response.headers.get("Retry-After"))
+                if error.is_not_served:
+                    self._report_not_served(error)
+                raise error
+            if self._unserved:
+                self._served_again(resource.path(namespace))
             while True:
                 try:
                     line = await response.content.readline()
@@ -312,7 +462,8 @@ class KubeClient:
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     raise ApiError(int(status.get("code") or 500), str(status.get("reason") or ""),
-                                   str(status.get("message") or ""), status)
+                                   str(status.get("message") or ""), status,
+                                   target=RequestTarget.from_path(resource.path(namespace)))
                 yield event
 
 

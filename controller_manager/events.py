@@ -34,8 +34,9 @@ CACHE_SIZE = 4096
 SIMILAR_LIMIT = 10
 SIMILAR_WINDOW = 600.0
 COMBINED_PREFIX = "(combined from similar events): "
-ATTEMPTS = 3
-RETRY_DELAY = 1.0
+ATTEMPTS = 12  # client-go's maxTriesPerEvent: an Event outlives an API-server restart
+RETRY_DELAY = 1.0  # doubled after each failed attempt, up to RETRY_DELAY_MAX
+RETRY_DELAY_MAX = 10.0  # client-go's sleepDuration between tries
 
 RBAC_RULES: tuple[PolicyRule, ...] = (rule("", "events", ("create", "patch")),)
 """What recording needs: POST a new Event, PATCH ``count``/``lastTimestamp`` of a repeat. In any
@@ -114,19 +115,24 @@ class EventRecorder:
         identity = COMBINED_PREFIX if message.startswith(COMBINED_PREFIX) else message
         key = (ref.get("uid", ""), ref.get("kind", ""), ref.get("namespace", ""), ref.get("name", ""),
                event_type, reason, identity)
+        # One name for every attempt: a create whose answer was lost (a restarting server) and is sent
+        # again meets AlreadyExists instead of writing the Event twice (client-go names it once too).
+        name = f"{ref.get('name', 'object')}.{time.time_ns():x}"
         for attempt in range(ATTEMPTS):
             try:
-                await self._send(key, ref, namespace, event_type=event_type, reason=reason, message=message)
+                await self._send(key, ref, namespace, name, event_type=event_type, reason=reason, message=message)
                 return
             except ApiError as exc:
-                if exc.status in (400, 403, 404, 422) and not exc.is_not_found:
+                if exc.status in (400, 403, 422):
                     log.warning("event rejected", reason=reason, error=exc.message)
                     return
                 if exc.is_not_found:
-                    self._seen.pop(key, None)  # the Event was deleted: create a new one
+                    self._seen.pop(key, None)  # the Event (or its namespace) is gone: create a new one
+                # else: 404 not served (a restarting server), 409, 5xx...: retry
             except Exception as exc:  # network: retry a few times, then drop
                 log.debug("event write failed", reason=reason, error=str(exc), attempt=attempt)
-            await asyncio.sleep(RETRY_DELAY)
+            if attempt < ATTEMPTS - 1:
+                await asyncio.sleep(min(RETRY_DELAY * 2 ** attempt, RETRY_DELAY_MAX))
         log.warning("event dropped after retries", reason=reason, object=ref.get("name"))
 
     def _aggregate(self, ref: dict[str, Any], event_type: str, reason: str, message: str) -> str:
@@ -148,8 +154,8 @@ class EventRecorder:
         similar.messages.pop()  # keep the set at its bound, as client-go does
         return COMBINED_PREFIX + message
 
-    async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, *, event_type: str,
-                    reason: str, message: str) -> None:
+    async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, name: str, *,
+                    event_type: str, reason: str, message: str) -> None:
         now = _now()
         seen = self._seen.get(key)
         if seen is not None:
@@ -158,7 +164,6 @@ class EventRecorder:
             seen.count += 1
             self._seen.move_to_end(key)
             return
-        name = f"{ref.get('name', 'object')}.{time.time_ns():x}"
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": name, "namespace": namespace},
@@ -167,7 +172,12 @@ class EventRecorder:
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
             "reportingComponent": self.component, "reportingInstance": self._host,
         }
-        await self._client.create(EVENTS, event, namespace)
+        try:
+            await self._client.create(EVENTS, event, namespace)
+        except ApiError as exc:
+            if not exc.is_already_exists:
+                raise
+            # an earlier attempt of this very Event was stored, its answer lost: it is written once
         self._seen[key] = _Seen(name, namespace, 1, now)
         while len(self._seen) > CACHE_SIZE:
             self._seen.popitem(last=False)

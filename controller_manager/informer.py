@@ -21,7 +21,7 @@ import aiohttp
 import structlog
 
 from .cache import Delta, Indexer, IndexFunc, Obj, resource_version, share_item_strings, share_strings
-from .client import ApiError, KubeClient, Resource
+from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource
 
 log = structlog.get_logger(__name__)
 
@@ -102,6 +102,7 @@ class SharedInformer:
         self.last_error: str = ""
         self.started = False
         self.lists = 0  # how many times the reflector listed (1 + relists)
+        self._retry_after: float | None = None
 
     @property
     def name(self) -> str:
@@ -144,10 +145,14 @@ class SharedInformer:
                 log.exception("informer error, relisting after backoff", resource=self.resource.key)
                 self._failed(exc, f"{type(exc).__name__}: {exc}")
             delay = backoff.next()
+            if self._retry_after is not None:  # a throttled or starting server said how long to wait
+                delay, self._retry_after = max(delay, min(self._retry_after, MAX_RETRY_AFTER_SECONDS)), None
             await asyncio.sleep(delay)
 
     def _failed(self, exc: BaseException, text: str) -> None:
-        if isinstance(exc, ApiError) and exc.is_not_found and not self.has_synced():
+        """Record a failed LIST or WATCH. The store is left as it is: only a complete LIST replaces it."""
+        self._retry_after = exc.retry_after if isinstance(exc, ApiError) else None
+        if isinstance(exc, ApiError) and exc.is_not_served and not self.has_synced():
             text = (f"the server could not find the requested resource {self.resource.key} "
                     f"({self.resource.api_version}); is its CustomResourceDefinition installed?")
         if text != self.last_error:
@@ -194,6 +199,9 @@ class SharedInformer:
             except ApiError as exc:
                 if exc.is_gone:
                     log.info("watch expired, relisting", resource=self.resource.key, reason=exc.message)
+                    # Until the relist completes the cache may lack what happened since: say so, so that
+                    # readers that must not act on stale data (the estimator) wait for the relist.
+                    self.last_error = f"watch expired, relisting: {exc.message}"
                     return  # relist after the usual short backoff, as client-go does
                 raise
             if events == 0 and time.monotonic() - started < 1.0:

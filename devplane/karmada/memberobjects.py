@@ -374,7 +374,8 @@ class ObjectWatcher:
             except ApiError as exc:
                 if not exc.is_already_exists:
                     raise
-        raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
+        raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
+                       {"details": {"name": namespace, "kind": "namespaces"}})
 
     async def delete(self, member: MemberCluster, client: KubeClient, manifest: Obj, *, owner: tuple[str, str],
                      preserve: bool = False) -> None:
