@@ -20,7 +20,7 @@ import structlog
 
 from controller_manager.gcpolicy import tune_for_large_heap
 from controller_manager.logging import configure_logging
-from controller_manager.options import boolean, port, positive_duration, positive_int
+from controller_manager.options import boolean, duration, port, positive_duration, positive_int
 
 from .apiserver.auth import validate_authorization_mode
 from .apiserver.authn import TokenFileError, load_token_file
@@ -61,6 +61,18 @@ def _check_token_file(command: str, path: Path | None) -> None:
         raise SystemExit(2) from None
 
 
+def _add_restart_flags(parser: argparse.ArgumentParser) -> None:
+    """Windows that reproduce what kube-apiserver answers just after a restart (docs/apiserver.md)."""
+    parser.add_argument("--starting-window", type=duration, default=0.0, metavar="DURATION",
+                        help="when started on a --data-dir that holds data: answer every request but /livez and "
+                             "/healthz with kube's 503 \"server is starting\" (Retry-After: 10) for this long, "
+                             "/readyz with 500 (default 0s: off)")
+    parser.add_argument("--crd-unserved-window", type=duration, default=0.0, metavar="DURATION",
+                        help="after --starting-window, answer the paths of CRD-served groups (/apis/<group>/...) "
+                             "with text/plain \"404 page not found\" for this long, as kube does while its CRD "
+                             "handler starts; built-in resources answer normally (default 0s: off)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="karmada-devplane", description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--logging-format", choices=("text", "json"), default="text")
@@ -75,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="watch events kept per resource type; older resourceVersions get 410 Expired")
     api.add_argument("--no-karmada", action="store_true", help="serve a plain Kubernetes API (no Karmada CRDs)")
     _add_security_flags(api, "the API server")
+    _add_restart_flags(api)
 
     up = sub.add_parser("up", help="serve the host and member API servers and the simulations until interrupted")
     up.add_argument("--members", type=positive_int, default=None,
@@ -115,12 +128,19 @@ async def _wait_for_signal(signals: AsyncIterator[int]) -> None:
         return
 
 
-async def run_apiserver(args: argparse.Namespace) -> None:
+def apiserver_config(args: argparse.Namespace) -> ApiServerConfig:
+    """The ``apiserver`` command's flags as a server configuration."""
     tls = secured(args.token_auth_file, args.authorization_mode)
     admin = new_admin_token() if tls and args.kubeconfig else {}  # the kubeconfig's user, as `up` does
-    config = ApiServerConfig(port=args.port, data_dir=args.data_dir, watch_history=args.watch_history,
-                             karmada=not args.no_karmada, token_auth_file=args.token_auth_file,
-                             authorization_mode=args.authorization_mode, extra_tokens=admin, tls=tls)
+    return ApiServerConfig(port=args.port, data_dir=args.data_dir, watch_history=args.watch_history,
+                           karmada=not args.no_karmada, token_auth_file=args.token_auth_file,
+                           authorization_mode=args.authorization_mode, extra_tokens=admin, tls=tls,
+                           starting_window=args.starting_window, crd_unserved_window=args.crd_unserved_window)
+
+
+async def run_apiserver(args: argparse.Namespace) -> None:
+    config = apiserver_config(args)
+    admin = config.extra_tokens
     with _stop_signals() as signals:
         async with ApiServer(config) as server:
             if args.kubeconfig:

@@ -28,6 +28,7 @@ from .errors import StatusError
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector, field_values
+from .startup import Phase, StartupWindows, crd_served_group
 from .store import DeleteOptions, FieldChecks, Store, etcd_key, namespace_slice
 from .tables import to_table
 from .watch import Stored, Watcher
@@ -81,7 +82,11 @@ def _raw_response(raw: bytes, status: int = 200) -> web.Response:
 def error_response(exc: StatusError) -> web.Response:
     if exc.plain_text:
         return web.Response(text=exc.message + "\n", status=exc.code, content_type="text/plain")
-    return _json_response(exc.to_status(), exc.code)
+    response = _json_response(exc.to_status(), exc.code)
+    retry_after = (exc.details or {}).get("retryAfterSeconds")
+    if isinstance(retry_after, int) and retry_after > 0:  # kube's responsewriters.ErrorNegotiated does the same
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 def _wants_table(request: web.Request) -> bool:
@@ -102,6 +107,7 @@ class Api:
         self.options = options
         self.faults: list[Fault] = []
         self.guard: RequestGuard | None = None  # authentication/authorization; None = open server
+        self.startup: StartupWindows | None = None  # a restart's 503/404 windows; None = serving normally
 
     def _injected_fault(self, request: web.Request) -> StatusError | None:
         for fault in self.faults:
@@ -114,13 +120,17 @@ class Api:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        response: web.StreamResponse
         try:
-            if self.guard is not None:  # kube's filters run before routing: 401/403 before any 404
-                self.guard.check(request.method, request.path, request.headers, request.query)
-            fault = self._injected_fault(request) if self.faults else None
-            if fault is not None:
-                raise fault
-            response = await self._dispatch(request)
+            if self.startup is not None and (early := self._while_starting(request)) is not None:
+                response = early
+            else:
+                if self.guard is not None:  # kube's filters run before routing: 401/403 before any 404
+                    self.guard.check(request.method, request.path, request.headers, request.query)
+                fault = self._injected_fault(request) if self.faults else None
+                if fault is not None:
+                    raise fault
+                response = await self._dispatch(request)
         except StatusError as exc:
             response = error_response(exc)
         except web.HTTPRequestEntityTooLarge:
@@ -133,6 +143,24 @@ class Api:
         log.debug("request", method=request.method, path=request.path, status=response.status,
                   ms=round((time.perf_counter() - started) * 1000, 2))
         return response
+
+    def _while_starting(self, request: web.Request) -> web.Response | None:
+        """kube's answers during a restart (``startup.py``): raises its 503 or 404, or returns /readyz's 500;
+        None serves the request normally. Drops the windows once both have passed."""
+        startup = self.startup
+        assert startup is not None
+        phase = startup.phase()
+        if phase is Phase.STARTING:
+            return startup.while_starting(request.path)
+        if phase is Phase.CRDS_UNSERVED:
+            if crd_served_group(request.path, self.registry):
+                if self.guard is not None:  # the 404 comes from routing, after the filters
+                    self.guard.check(request.method, request.path, request.headers, request.query)
+                raise errors.page_not_found()
+            return None
+        self.startup = None
+        log.info("api server startup windows over: serving normally")
+        return None
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"

@@ -30,6 +30,7 @@ from .handlers import MAX_BODY, Api, Fault, ServerOptions
 from .kcm import GarbageCollector, NamespaceController
 from .rbac import RBAC_GROUP, RBACAuthorizer, bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from .resources import builtin_registry
+from .startup import StartupWindows
 from .store import Store
 from .tls import ServingCert, self_signed
 
@@ -52,6 +53,10 @@ class ApiServerConfig:
     * ``record_authorization``: keep every decision in ``ApiServer.authorization_decisions``.
     * ``tls``: serve HTTPS with a fresh self-signed certificate (``ApiServer.ca_pem``/``ca_file``); kubectl
       sends kubeconfig credentials only over TLS, so the CLI turns this on whenever it authenticates.
+
+    Restart behaviour (seconds, 0 = off): when started on a ``data_dir`` that already holds data, answer
+    like a restarting kube-apiserver first — ``starting_window`` of 503 "server is starting", then
+    ``crd_unserved_window`` of text/plain 404 on custom-resource paths (``startup.py``).
     """
 
     host: str = "127.0.0.1"
@@ -67,6 +72,8 @@ class ApiServerConfig:
     authorization_mode: str = "AlwaysAllow"
     record_authorization: bool = False
     tls: bool = False
+    starting_window: float = 0.0
+    crd_unserved_window: float = 0.0
 
     @property
     def authentication(self) -> bool:
@@ -119,6 +126,20 @@ class ApiServer:
         self.api.faults.append(fault)
         return fault
 
+    def simulate_restart(self, starting: float, crd_unserved: float) -> None:
+        """Answer from now on as a kube-apiserver just restarted (for tests of clients riding it out):
+        ``starting`` seconds of 503 "server is starting", then ``crd_unserved`` seconds of text/plain 404 on
+        custom-resource paths. Open watches end, as the restart would drop their connections. Data is kept."""
+        self._open_startup_windows(starting, crd_unserved)
+        self.store.close_watchers()
+
+    def _open_startup_windows(self, starting: float, crd_unserved: float) -> None:
+        """Both windows from now; both 0 means serving normally at once (and ends any open windows)."""
+        windows = StartupWindows(starting, crd_unserved)  # validates: ValueError if negative
+        self.api.startup = windows if starting > 0 or crd_unserved > 0 else None
+        if self.api.startup is not None:
+            log.info("api server answering as starting", starting_s=starting, crd_unserved_s=crd_unserved)
+
     @property
     def url(self) -> str:
         return f"{'https' if self.config.tls else 'http'}://{self.config.host}:{self.port}"
@@ -153,6 +174,7 @@ class ApiServer:
                 kinds.install_core(store)
             await store.open()
             stack.push_async_callback(store.close)
+            resumed = store.rv > 0  # the data directory held data: this start is a restart
             # Plain tasks, not an anyio task group: start() and stop() may run in different tasks
             # (e.g. a pytest-asyncio fixture's setup and teardown), which a cancel scope forbids.
             tasks: list[asyncio.Task[None]] = []
@@ -181,6 +203,8 @@ class ApiServer:
                 ssl_context = cert.context
             site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True,
                                ssl_context=ssl_context)
+            if resumed:  # the windows run from when the port opens, as kube's do
+                self._open_startup_windows(self.config.starting_window, self.config.crd_unserved_window)
             await site.start()
             self._runner = runner
             server = site._server
