@@ -24,7 +24,7 @@ from .resources import Registry
 RETRY_AFTER_SECONDS = 10
 LIVENESS_PATHS = ("/livez", "/healthz")  # answered normally throughout: the process is alive
 READYZ_PATH = "/readyz"
-# kube's healthz handler lists every check; these are the ones a starting server has not passed yet.
+# kube's healthz handler lists every check, passed or not; an abridged list for a server still starting.
 _READYZ_CHECKS = (
     ("ping", True), ("log", True), ("etcd", True), ("informer-sync", False),
     ("poststarthook/start-apiextensions-controllers", False), ("poststarthook/crd-informer-synced", False),
