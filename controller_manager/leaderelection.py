@@ -14,6 +14,14 @@ on loss. This module follows client-go's ``tools/leaderelection`` instead:
   the Lease is written back with an empty holder and ``leaseDurationSeconds=1`` so a standby
   takes over after one ``retry_period`` instead of a whole ``lease_duration``.
 
+A missing namespace is not a transient failure: nobody can take the Lease until an operator
+creates the namespace (or fixes ``--leader-elect-resource-namespace``). It is logged as a warning
+once per episode (again every :data:`MISSING_NAMESPACE_REMINDER` while it lasts) and reported by
+:attr:`LeaderElector.problem`, which the manager's ``/readyz`` shows. Only a NotFound whose Status
+``details`` name the namespace counts (``ApiError.is_not_found``): a plain ``404 page not found``
+or a Status without details means the Lease API is not served right now (an API server
+restarting) and stays an ordinary failed round.
+
 Expiry is always judged on the **local** clock (``clock``, monotonic by default): a record is
 valid until ``observed_time + leaseDurationSeconds``, where ``observed_time`` is when this
 process last saw the record change. Remote ``renewTime`` values are informational only, so
@@ -40,7 +48,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import aiohttp
 import anyio
@@ -48,6 +56,7 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from .client import ApiError, RequestTarget
 from .metrics import LEADER_ELECTION_MASTER_STATUS, LEADER_ELECTION_SLOWPATH
 from .rbac import PolicyRule, rule
 
@@ -58,6 +67,9 @@ JITTER_FACTOR = 1.2
 
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Go's ``metav1.MicroTime`` layout (``2006-01-02T15:04:05.000000Z07:00`` in UTC)."""
+
+MISSING_NAMESPACE_REMINDER = 300.0
+"""Seconds between two warnings of one missing-namespace episode: not on every retry, never forgotten."""
 
 _RELEASED_LEASE_SECONDS = 1
 _NETWORK_ERRORS = (aiohttp.ClientError, OSError, TimeoutError, ValueError, ApiException)
@@ -170,6 +182,8 @@ class LeaderElector:
         self._observed_time = -math.inf
         self._lease: dict[str, Any] | None = None
         self._renewed_at = -math.inf  # clock() at the start of our last successful write round
+        self._namespace_missing_since: float | None = None  # clock() when the episode began
+        self._namespace_warned_at = -math.inf
         self._leading = False
         self._running = False
         self._holder_changed = asyncio.Event()
@@ -185,6 +199,19 @@ class LeaderElector:
     def observed_holder(self) -> str:
         """The holderIdentity this process last saw on the Lease ("" if free or never seen)."""
         return str(self._observed_spec.get("holderIdentity") or "")
+
+    @property
+    def problem(self) -> str | None:
+        """Why no replica can lead right now (the Lease's namespace is missing), or None.
+
+        Set only by a NotFound whose details name the namespace; cleared as soon as any Lease
+        answer shows the namespace exists. Transient errors neither set nor clear it.
+        """
+        if self._namespace_missing_since is None:
+            return None
+        cfg = self.config
+        return (f'namespace "{cfg.namespace}" not found: cannot create the leader-election Lease '
+                f"{cfg.namespace}/{cfg.lease_name} (create the namespace or set --leader-elect-resource-namespace)")
 
     async def leader_changed(self) -> str:
         """Wait until the observed holder changes; return the new holder ("" when released).
@@ -374,22 +401,25 @@ class LeaderElector:
         if self._holds_observed() and self._valid_at(start) and self._lease is not None:
             record["acquireTime"] = self._observed_spec.get("acquireTime") or now
             record["leaseTransitions"] = int(self._observed_spec.get("leaseTransitions") or 0)
-            status, body = await self._call("replace", timeout, _with_spec(self._lease, record))
+            status, body, _ = await self._call("replace", timeout, _with_spec(self._lease, record))
             if status == 200 and body is not None:
                 self._observe(body, start)
                 return _Outcome.ACQUIRED
             self._log.info("optimistic lease update failed, falling back to slow path", status=status)
 
-        # 2. Get the record, creating it when missing.
-        status, body = await self._call("read", timeout)
-        if status == 404:
+        # 2. Get the record, creating it when missing (a 404 that names no object is not "missing").
+        status, body, error = await self._call("read", timeout)
+        if error is not None and error.is_not_found:
             lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                      "metadata": {"name": cfg.lease_name, "namespace": cfg.namespace}, "spec": record}
-            status, body = await self._call("create", timeout, lease)
+            status, body, error = await self._call("create", timeout, lease)
             if status in (200, 201) and body is not None:
                 self._observe(body, start)
                 return _Outcome.ACQUIRED
-            self._log.info("creating the lease failed", status=status, reason=_reason(body))
+            if error is not None and self._names_our_namespace(error):
+                self._namespace_missing()
+            else:
+                self._log.info("creating the lease failed", status=status, reason=_reason(body))
             return _Outcome.FAILED
         if status != 200 or body is None:
             self._log.info("reading the lease failed", status=status, reason=_reason(body))
@@ -408,7 +438,7 @@ class LeaderElector:
             self._slowpath.inc()
         else:
             record["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
-        status, body = await self._call("replace", timeout, _with_spec(body, record))
+        status, body, _ = await self._call("replace", timeout, _with_spec(body, record))
         if status == 200 and body is not None:
             self._observe(body, start)
             return _Outcome.ACQUIRED
@@ -427,7 +457,7 @@ class LeaderElector:
         timeout = cfg.renew_deadline
         try:
             with anyio.fail_after(timeout):
-                status, body = await self._call("read", timeout)
+                status, body, _ = await self._call("read", timeout)
                 if status != 200 or body is None:
                     self._log.warning("could not read the lease to release it", status=status, reason=_reason(body))
                     return
@@ -439,7 +469,7 @@ class LeaderElector:
                 record = {"holderIdentity": "", "leaseDurationSeconds": _RELEASED_LEASE_SECONDS,
                           "acquireTime": now, "renewTime": now,
                           "leaseTransitions": int((body.get("spec") or {}).get("leaseTransitions") or 0)}
-                status, body = await self._call("replace", timeout, _with_spec(body, record))
+                status, body, _ = await self._call("replace", timeout, _with_spec(body, record))
                 if status != 200 or body is None:
                     self._log.warning("failed to release the lease", status=status, reason=_reason(body))
                     return
@@ -451,8 +481,16 @@ class LeaderElector:
     # --- observed state ------------------------------------------------------------------------
 
     def _observe(self, lease: dict[str, Any], at: float) -> None:
-        """Cache the Lease; restart the expiry clock only if its spec changed (client-go's raw compare)."""
+        """Cache the Lease; restart the expiry clock only if its spec changed (client-go's raw compare).
+
+        Any Lease seen also proves its namespace exists, which ends a missing-namespace episode.
+        """
         self._lease = lease
+        if self._namespace_missing_since is not None:
+            self._log.info("leader election namespace exists now", namespace=self.config.namespace,
+                           missing_for=round(self._clock() - self._namespace_missing_since, 1))
+            self._namespace_missing_since = None
+            self._namespace_warned_at = -math.inf
         spec = lease.get("spec") or {}
         if spec == self._observed_spec:
             return
@@ -465,6 +503,27 @@ class LeaderElector:
                 self._log.info("new leader observed", holder=holder, is_self=holder == self.config.identity)
             event, self._holder_changed = self._holder_changed, asyncio.Event()
             event.set()
+
+    def _names_our_namespace(self, error: ApiError) -> bool:
+        """A NotFound whose Status details name the Lease's namespace (not a transient 404)."""
+        details = error.body.get("details")
+        return (error.is_not_found and isinstance(details, dict) and details.get("kind") == "namespaces"
+                and details.get("name") == self.config.namespace)
+
+    def _namespace_missing(self) -> None:
+        """Start or continue a missing-namespace episode; warn at its start and then at a low rate."""
+        now = self._clock()
+        if self._namespace_missing_since is None:
+            self._namespace_missing_since = now
+        elif now - self._namespace_warned_at < MISSING_NAMESPACE_REMINDER:
+            self._log.debug("leader election namespace still missing", namespace=self.config.namespace)
+            return
+        self._namespace_warned_at = now
+        self._log.warning("leader election namespace does not exist: nobody can lead until it is created",
+                          namespace=self.config.namespace,
+                          missing_for=round(now - self._namespace_missing_since, 1),
+                          fix=f"kubectl create namespace {self.config.namespace}, "
+                              "or set --leader-elect-resource-namespace")
 
     def _holds_observed(self) -> bool:
         """client-go's ``IsLeader``: our last view of the record names us as holder."""
@@ -486,13 +545,14 @@ class LeaderElector:
 
     # --- I/O -------------------------------------------------------------------------------------
 
-    async def _call(self, verb: str, timeout: float, body: dict[str, Any] | None = None,
-                    ) -> tuple[int, dict[str, Any] | None]:
-        """One Lease request through kubernetes_asyncio, returning (status, parsed JSON object).
+    async def _call(self, verb: str, timeout: float, body: dict[str, Any] | None = None) -> _Answer:
+        """One Lease request through kubernetes_asyncio: status, parsed JSON object, and the error.
 
         ``_preload_content=False`` keeps the raw JSON (no naive-datetime models) and leaves
         non-2xx answers to us instead of raising; ``_request_timeout`` is always set because
-        kubernetes_asyncio's default is no timeout at all.
+        kubernetes_asyncio's default is no timeout at all. A non-2xx answer is also parsed into
+        the framework's :class:`ApiError`, whose ``is_not_found`` tells an absent object from a
+        resource that is not served right now.
         """
         name, namespace = self.config.lease_name, self.config.namespace
         kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": max(timeout, 0.001)}
@@ -510,7 +570,15 @@ class LeaderElector:
             data = json.loads(raw) if raw else None
         except ValueError:
             data = None
-        return response.status, data if isinstance(data, dict) else None
+        target = RequestTarget("coordination.k8s.io", "leases", namespace, "" if verb == "create" else name)
+        error = None if 200 <= response.status < 300 else ApiError.from_body(response.status, raw, target=target)
+        return _Answer(response.status, data if isinstance(data, dict) else None, error)
+
+
+class _Answer(NamedTuple):
+    status: int
+    body: dict[str, Any] | None
+    error: ApiError | None  # set for every non-2xx answer
 
 
 class _WatchEnded(Exception):

@@ -3,7 +3,9 @@
 Order of things, as controller-runtime's manager: serve ``/metrics`` and the probes first
 (standbys are scraped and probed too), start the informers in every replica (a standby
 keeps a warm cache), then run the controllers and leader-only runnables only while
-leading. ``/readyz`` turns ready once the caches synced, whether or not this replica leads.
+leading. ``/readyz`` turns ready once the caches synced, whether or not this replica leads,
+unless no replica can lead at all: while the Lease's namespace does not exist, its
+``leader-election`` check fails and says so (a configuration error an operator must fix).
 A controller whose informers cannot sync (for example its CRD is missing) is reported by
 name and started later if its kind appears; the other controllers run meanwhile.
 Shutdown (``request_shutdown``, on SIGTERM): stop taking work, let reconciles in flight
@@ -34,7 +36,7 @@ from .options import split_bind_address
 log = structlog.get_logger(__name__)
 
 Runnable = Callable[[], Coroutine[Any, Any, None]]
-Check = Callable[[], str | None]  # None = healthy, else the reason (logged, never shown)
+Check = Callable[[], str | None]  # None = healthy, else the reason (logged; shown only if the check is public)
 
 
 class ComponentFailed(Exception):
@@ -62,6 +64,7 @@ class _Runnable:
 class _Checks:
     healthz: dict[str, Check] = field(default_factory=dict)
     readyz: dict[str, Check] = field(default_factory=dict)
+    public: set[str] = field(default_factory=set)  # checks whose reason the probe body shows
 
 
 class Manager:
@@ -75,6 +78,8 @@ class Manager:
         self._runnables: list[_Runnable] = []
         self._recorders: list[EventRecorder] = []
         self._checks = _Checks(healthz={"ping": lambda: None}, readyz={"informer-sync": self._informers_synced})
+        if options.leader_election is not None:
+            self.add_readyz_check("leader-election", self._election_problem, public=True)
         self._stop = asyncio.Event()
         self._http: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}  # "metrics"/"health" → actual (host, port)
@@ -105,11 +110,16 @@ class Manager:
         for recorder in self._recorders:
             await recorder.flush(timeout)
 
-    def add_readyz_check(self, name: str, check: Check) -> None:
+    def add_readyz_check(self, name: str, check: Check, *, public: bool = False) -> None:
+        """``public``: the probe body shows the reason (only for reasons that reveal nothing internal)."""
         self._checks.readyz[name] = check
+        if public:
+            self._checks.public.add(name)
 
-    def add_healthz_check(self, name: str, check: Check) -> None:
+    def add_healthz_check(self, name: str, check: Check, *, public: bool = False) -> None:
         self._checks.healthz[name] = check
+        if public:
+            self._checks.public.add(name)
 
     @property
     def identity(self) -> str:
@@ -211,6 +221,10 @@ class Manager:
         except SyncTimeout as exc:
             log.error("caches not synced", error=str(exc))
 
+    def _election_problem(self) -> str | None:
+        """Why no replica can lead (the Lease's namespace is missing): the operator must act."""
+        return self.elector.problem if self.elector is not None else None
+
     def _informers_synced(self) -> str | None:
         """Ready only once every cache synced (a missing CRD keeps it unready; the log names the kind)."""
         pending = [i for i in self.informers.informers() if not i.has_synced()]
@@ -226,8 +240,8 @@ class Manager:
             endpoints.setdefault(metrics, web.Application()).router.add_get("/metrics", _metrics_handler)
         if health is not None:
             app = endpoints.setdefault(health, web.Application())
-            app.router.add_get("/healthz", self._probe(self._checks.healthz, "healthz"))
-            app.router.add_get("/readyz", self._probe(self._checks.readyz, "readyz"))
+            app.router.add_get("/healthz", self._probe(self._checks.healthz, "healthz", self._checks.public))
+            app.router.add_get("/readyz", self._probe(self._checks.readyz, "readyz", self._checks.public))
         for address, app in endpoints.items():
             runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
             await runner.setup()
@@ -245,8 +259,13 @@ class Manager:
                      endpoints=sorted({r.resource.canonical for r in app.router.routes() if r.resource is not None}))
 
     @staticmethod
-    def _probe(checks: dict[str, Check], kind: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        """controller-runtime's healthz handler: ``ok``, or ``[-]name failed: reason withheld`` lines."""
+    def _probe(checks: dict[str, Check], kind: str, public: set[str],
+               ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """controller-runtime's healthz handler: ``ok``, or ``[-]name failed: reason withheld`` lines.
+
+        A public check shows its reason instead (``[-]leader-election failed: namespace ... not found``):
+        an operator reading ``/readyz`` or ``kubectl describe pod`` learns what to fix.
+        """
 
         async def handler(request: web.Request) -> web.Response:
             verbose = "verbose" in request.query
@@ -260,7 +279,7 @@ class Manager:
                     lines.append(f"[+]{name} ok")
                 else:
                     failed = True
-                    lines.append(f"[-]{name} failed: reason withheld")
+                    lines.append(f"[-]{name} failed: {reason if name in public else 'reason withheld'}")
                     log.debug("probe check failed", probe=kind, check=name, reason=reason)
             if failed:
                 return web.Response(status=500, text="\n".join([*lines, f"{kind} check failed"]) + "\n")

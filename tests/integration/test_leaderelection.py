@@ -21,8 +21,10 @@ import pytest
 from aiohttp import web
 from kubernetes_asyncio import client
 from prometheus_client import REGISTRY
+from structlog.testing import capture_logs
 
 from controller_manager.leaderelection import (
+    MISSING_NAMESPACE_REMINDER,
     LeaderElectionConfig,
     LeaderElectionLost,
     LeaderElector,
@@ -78,6 +80,52 @@ async def tasks() -> AsyncIterator[list[asyncio.Task[Any]]]:
     for task in started:
         task.cancel()
     await asyncio.gather(*started, return_exceptions=True)
+
+
+class Proxy:
+    """A pass-through HTTP proxy in front of the dev API server that counts requests, and whose
+    ``answer`` can stand in for the server (to play an API server that does not serve a resource)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        self.seen: list[tuple[str, str]] = []
+        self.answer: Callable[[web.Request], web.Response | None] = lambda request: None
+        self.url = ""
+        self._session: aiohttp.ClientSession | None = None
+
+    def count(self, method: str, path_suffix: str) -> int:
+        return sum(1 for m, p in self.seen if m == method and p.endswith(path_suffix))
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen.append((request.method, request.path))
+        if (stand_in := self.answer(request)) is not None:
+            return stand_in
+        assert self._session is not None
+        async with self._session.request(request.method, self.upstream + request.path_qs, data=await request.read(),
+                                         headers={"Content-Type": request.content_type}) as upstream:
+            response = web.StreamResponse(status=upstream.status,
+                                          headers={"Content-Type": upstream.content_type})
+            await response.prepare(request)
+            async for chunk in upstream.content.iter_any():  # a watch streams: pass it on as it comes
+                await response.write(chunk)
+            await response.write_eof()
+            return response
+
+
+@pytest.fixture
+async def proxy(server: ApiServer) -> AsyncIterator[Proxy]:
+    proxy = Proxy(server.url)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", proxy.handle)
+    runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    proxy.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    async with aiohttp.ClientSession() as session:
+        proxy._session = session
+        yield proxy
+        await runner.cleanup()
 
 
 class Leaders:
@@ -163,7 +211,7 @@ async def wait_observes(elector: LeaderElector, holder: str, timeout: float = 5.
     ({"lease_duration": 0.9, "renew_deadline": 0.6, "retry_period": 0.2}, "stored in whole seconds"),
 ])
 def test_config_validation_rejects(overrides: dict[str, Any], reason: str) -> None:
-    cfg = LeaderElectionConfig(**{"lease_name": "karmada-controller-manager", **overrides})
+    cfg = LeaderElectionConfig(**{"lease_name": "karmada-rebalance-controller-manager", **overrides})
     with pytest.raises(ValueError, match=re.escape(reason)) as info:
         cfg.validate()
     assert "\n" not in str(info.value)
@@ -509,3 +557,105 @@ async def test_errors_while_acquiring_are_retried(
             assert (await read_lease(api, lease_name))["spec"]["holderIdentity"] == "a"
     finally:
         await runner.cleanup()
+
+
+# --- a missing namespace, and 404s that only look like one -------------------------------------------------
+
+
+def namespace_warnings(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in logs if e["log_level"] == "warning" and "namespace does not exist" in e["event"]]
+
+
+async def test_a_missing_namespace_is_warned_once_reported_and_left_once_created(
+        api: client.ApiClient, new_client: Callable[[], client.ApiClient], proxy: Proxy, lease_name: str,
+        tasks: list[asyncio.Task[Any]]) -> None:
+    skew = [0.0]  # moves the elector's clock forward, to reach the reminder without waiting 5 minutes
+
+    def clock() -> float:
+        return time.monotonic() + skew[0]
+
+    leaders = Leaders()
+    via_proxy = new_client()
+    via_proxy.configuration.host = proxy.url
+    elector = LeaderElector(via_proxy, config(lease_name, "a"), clock=clock)
+    creates = f"/namespaces/{NS}/leases"
+    with capture_logs() as logs:
+        tasks.append(asyncio.create_task(elector.run(leaders.lead("a"))))
+        await eventually(lambda: elector.problem is not None, timeout=5)
+        assert elector.problem is not None
+        assert f'namespace "{NS}" not found' in elector.problem
+        assert f"{NS}/{lease_name}" in elector.problem
+
+        # Many rounds, one warning: it names the namespace and says what to do.
+        await eventually(lambda: proxy.count("POST", creates) >= 5, timeout=10)
+        [warning] = namespace_warnings(logs)
+        assert warning["namespace"] == NS and warning["lease"] == f"{NS}/{lease_name}"
+        assert "kubectl create namespace karmada-system" in warning["fix"]
+        assert not [e for e in logs if e["event"] == "creating the lease failed"]
+        assert not elector.is_leader and master_status(lease_name) == 0.0
+
+        # Still missing after the reminder period: said again, once.
+        skew[0] += MISSING_NAMESPACE_REMINDER + 1
+        await eventually(lambda: len(namespace_warnings(logs)) == 2, timeout=5)
+        posts = proxy.count("POST", creates)
+        await eventually(lambda: proxy.count("POST", creates) >= posts + 3, timeout=10)
+        assert len(namespace_warnings(logs)) == 2
+
+        body: Any = {"metadata": {"name": NS}}
+        await client.CoreV1Api(api).create_namespace(body, _request_timeout=5)
+        await wait_leading(elector, leaders, "a")
+        assert elector.problem is None
+        assert [e for e in logs if e["event"] == "leader election namespace exists now"]
+    assert (await read_lease(api, lease_name))["spec"]["holderIdentity"] == "a"
+
+
+PAGE_NOT_FOUND = web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+
+
+def status_404(details: dict[str, Any] | None) -> web.Response:
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                            "message": "the server could not find the requested resource", "reason": "NotFound",
+                            "code": 404}
+    if details is not None:
+        body["details"] = details
+    return web.json_response(body, status=404)
+
+
+@pytest.mark.usefixtures("namespace")
+@pytest.mark.parametrize("case", [
+    (("POST",), lambda: PAGE_NOT_FOUND),
+    (("GET", "POST"), lambda: PAGE_NOT_FOUND),
+    (("POST",), lambda: status_404(None)),
+    (("POST",), lambda: status_404({})),
+    (("POST",), lambda: status_404({"name": "other-namespace", "kind": "namespaces"})),
+], ids=["create-page-not-found", "lease-api-not-served", "status-without-details", "status-empty-details",
+        "another-namespace"])
+async def test_a_404_that_does_not_name_the_namespace_is_never_reported_as_missing(
+        new_client: Callable[[], client.ApiClient], proxy: Proxy, lease_name: str, tasks: list[asyncio.Task[Any]],
+        case: tuple[tuple[str, ...], Callable[[], web.Response]]) -> None:
+    """An API server restarting answers 404s that name nothing: transient, retried, never "missing"."""
+    methods, answer = case
+    leaders = Leaders()
+    via_proxy = new_client()
+    via_proxy.configuration.host = proxy.url
+    elector = LeaderElector(via_proxy, config(lease_name, "a"))
+    problems: list[str | None] = []
+    stood_in = [0]
+
+    def not_served(request: web.Request) -> web.Response | None:
+        if "/leases" not in request.path:
+            return None
+        problems.append(elector.problem)  # what the elector made of every answer so far
+        if request.method not in methods or stood_in[0] >= 4 or "watch" in request.query:
+            return None
+        stood_in[0] += 1
+        return answer()
+
+    proxy.answer = not_served
+    with capture_logs() as logs:
+        tasks.append(asyncio.create_task(elector.run(leaders.lead("a"))))
+        await wait_leading(elector, leaders, "a", timeout=10)  # served again: the lease is taken
+    assert stood_in[0] == 4
+    assert len(problems) > 4 and set(problems) == {None} and elector.problem is None
+    assert not namespace_warnings(logs)
+    assert (await read_lease(new_client(), lease_name))["spec"]["holderIdentity"] == "a"
