@@ -119,6 +119,17 @@ def split_bind_address(address: str) -> tuple[str, int] | None:
     return (host.strip("[]") or "0.0.0.0"), int(port)
 
 
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def object_name(text: str) -> str:
+    """An object name (DNS-1123 subdomain): refused here rather than by a 422 on every election round."""
+    if len(text) > 253 or not _SUBDOMAIN.fullmatch(text):
+        raise argparse.ArgumentTypeError(f'invalid name "{text}": use lowercase letters, digits, "-" and "." '
+                                         "(at most 253 characters, starting and ending with a letter or digit)")
+    return text
+
+
 def boolean(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("true", "t", "1", "yes"):
@@ -182,6 +193,19 @@ def add_common_flags(parser: argparse.ArgumentParser, *, health_port: int, qps: 
         help='Sets the log format: "text" or "json". (default "text")')
     add("-v", "--v", type=non_negative_int, default=0, metavar="LEVEL",
         help="number for the log level verbosity")
+
+
+def add_lease_name_flag(parser: argparse.ArgumentParser, default: str, *, why: str = "",
+                        hidden: bool = False) -> None:
+    """``--leader-elect-resource-name``, as karmada-scheduler has it (same name, help and default form).
+
+    Not in :func:`add_common_flags`: each component picks its own default (and says ``why``), and a
+    component whose Karmada counterpart has no such flag can keep it out of ``--help`` (``hidden``).
+    """
+    help_text = ("The name of resource object that is used for locking during leader election. "
+                 + (f"{why} " if why else "") + f'(default "{default}")')
+    parser.add_argument("--leader-elect-resource-name", type=object_name, default=default, metavar="NAME",
+                        help=argparse.SUPPRESS if hidden else help_text)
 
 
 def add_rate_limiter_flags(parser: argparse.ArgumentParser) -> None:

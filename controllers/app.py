@@ -3,6 +3,12 @@
 Flags keep Karmada's names and defaults (``karmada-controller-manager --help``); flags of
 Karmada controllers not implemented here are accepted so that an existing deployment's
 arguments keep working.
+
+One default differs on purpose: the leader-election Lease is :data:`LEASE_NAME`, not Karmada's
+``karmada-controller-manager``. This process runs *next to* Karmada's own controller-manager
+(which keeps every other controller, started with ``--controllers=*,-workloadRebalancer,-bindingStatus``),
+and Karmada's has no flag to rename its Lease: sharing it would let whichever process took it
+first run while the other waited forever.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from controller_manager.manager import Manager
 from controller_manager.options import (
     CommonOptions,
     add_common_flags,
+    add_lease_name_flag,
     add_rate_limiter_flags,
     duration,
     positive_int,
@@ -33,6 +40,10 @@ from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled,
 log = structlog.get_logger("karmada-controller-manager")
 
 COMPONENT = "karmada-controller-manager"
+LEASE_NAME = "karmada-rebalance-controller-manager"
+"""The default ``--leader-elect-resource-name``: prefixed with this project's name (the chart's and
+the image's), so it never collides with a Lease of Karmada's (``karmada-controller-manager``,
+``karmada-scheduler``, ``karmada-descheduler``...) and ``kubectl get lease`` still says whose it is."""
 HEALTH_PORT = 10357
 REBALANCER_WORKERS = 5  # Karmada runs one worker and has no flag; the rebalancer benchmark needs more
 
@@ -68,9 +79,12 @@ def controller_manager_rules() -> list[PolicyRule]:
     return merge(*(entry.rules for entry in CONTROLLERS))
 
 
-def controller_manager_lease_rules() -> list[PolicyRule]:
-    """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election."""
-    return lease_rules(COMPONENT)
+def controller_manager_lease_rules(lease_name: str = LEASE_NAME) -> list[PolicyRule]:
+    """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election.
+
+    For the default Lease name; the chart rewrites the name when its value changes the flag.
+    """
+    return lease_rules(lease_name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="The number of ClusterResourceBindings that are allowed to sync concurrently. (default 5)")
     add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
         help="Timeout period waiting for caches to sync. (default 2m0s)")
-    add("--leader-elect-resource-name", default=COMPONENT, help=argparse.SUPPRESS)
+    add_lease_name_flag(parser, LEASE_NAME, why=(
+        "Not karmada-controller-manager: Karmada's own controller-manager runs next to this one "
+        "(--controllers=*,-workloadRebalancer,-bindingStatus) and cannot rename its Lease."))
     # Accepted for compatibility with Karmada's deployments; they configure controllers not built here.
     for flag in ("--concurrent-work-syncs", "--concurrent-cluster-syncs", "--concurrent-namespace-syncs",
                  "--concurrent-resource-template-syncs", "--concurrent-propagation-policy-syncs",

@@ -4,6 +4,12 @@ Flags keep Karmada's names and defaults (``karmada-descheduler --help``). The es
 ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets and Deployments
 through the Cluster's ``apiEndpoint`` and ``secretRef``, so the gRPC estimator flags are
 accepted (existing configurations keep working) and ignored with a warning.
+
+The leader-election Lease keeps Karmada's name, ``karmada-descheduler``, on purpose (unlike the
+controller-manager's): this program replaces Karmada's descheduler rather than running next to
+it, and sharing the Lease makes it impossible for the two to deschedule at the same time. Karmada's
+descheduler has no ``--leader-elect-resource-name``, so neither does ``--help`` here (the flag is
+accepted, hidden, and the chart does not offer it).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import structlog
 from controller_manager.app import new_manager, run_component
 from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
-from controller_manager.options import CommonOptions, add_common_flags, boolean, duration, port
+from controller_manager.options import CommonOptions, add_common_flags, add_lease_name_flag, boolean, duration, port
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
 from estimator.members import HOST_RBAC_RULES, MEMBER_RBAC_RULES, MemberRegistry
@@ -32,6 +38,8 @@ from .loop import Descheduler
 log = structlog.get_logger("karmada-descheduler")
 
 COMPONENT = "karmada-descheduler"
+LEASE_NAME = COMPONENT
+"""Karmada's descheduler's Lease: whichever of the two holds it, the other one waits (see the module doc)."""
 HEALTH_PORT = 10358
 GRPC_ONLY_FLAGS = ("--scheduler-estimator-port", "--scheduler-estimator-service-namespace",
                    "--scheduler-estimator-service-prefix", "--scheduler-estimator-ca-file",
@@ -47,7 +55,7 @@ def descheduler_rules() -> list[PolicyRule]:
 
 def descheduler_lease_rules() -> list[PolicyRule]:
     """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election."""
-    return lease_rules(COMPONENT)
+    return lease_rules(LEASE_NAME)
 
 
 def descheduler_member_rules() -> list[PolicyRule]:
@@ -71,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--descheduling-cool-down", type=duration, default=None, metavar="DURATION",
         help="After descheduling replicas of a binding from a cluster, leave that pair alone this long "
              "(default: twice --descheduling-interval; 0 disables).")
-    add("--leader-elect-resource-name", default=COMPONENT, help=argparse.SUPPRESS)
+    add_lease_name_flag(parser, LEASE_NAME, hidden=True)  # Karmada's descheduler has no such flag
     add("--scheduler-estimator-port", type=port, default=None,
         help="Accepted for compatibility; the built-in estimator reads member clusters directly.")
     for flag in GRPC_ONLY_FLAGS[1:]:

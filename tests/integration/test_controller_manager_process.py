@@ -26,6 +26,7 @@ from tests.integration.test_bindingstatus import applied_work, create_binding, c
 from tests.integration.test_manager_process import free_port
 from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
 
+LEASE = "karmada-rebalance-controller-manager"  # not Karmada's karmada-controller-manager: both run side by side
 FAST_ELECTION = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
                  "--leader-elect-retry-period=500ms")
 
@@ -49,7 +50,7 @@ class Process:
         return 0.0
 
     async def leads(self) -> bool:
-        return await self.metric("leader_election_master_status", name="karmada-controller-manager") == 1
+        return await self.metric("leader_election_master_status", name=LEASE) == 1
 
 
 @pytest.fixture
@@ -119,8 +120,54 @@ async def test_only_the_leader_writes_and_a_standby_finishes_pending_work(
 
 
 
+async def test_a_missing_lease_namespace_is_warned_once_and_unready_until_created(
+        server: ApiServer, http: aiohttp.ClientSession, launch: Any) -> None:
+    health = free_port()
+    cm = await launch(server.url, *FAST_ELECTION, f"--health-probe-bind-address=127.0.0.1:{health}", "--v=4")
+
+    async def readyz() -> tuple[int, str]:
+        try:
+            async with aiohttp.ClientSession() as h, h.get(f"http://127.0.0.1:{health}/readyz") as r:
+                return r.status, await r.text()
+        except aiohttp.ClientError as exc:  # not listening yet
+            return 0, repr(exc)
+
+    async def unready_for_the_namespace() -> bool:
+        status, body = await readyz()
+        assert status == 500, body
+        assert '[-]leader-election failed: namespace "karmada-system" not found' in body, body
+        assert f"karmada-system/{LEASE}" in body, body
+        return True
+
+    await eventually(unready_for_the_namespace, timeout=20)
+
+    def rounds_and_warnings() -> tuple[int, int]:
+        text = cm.log.read_text()
+        return text.count("leader election namespace still missing"), text.count("namespace does not exist")
+
+    await eventually(lambda: rounds_and_warnings()[0] >= 3, timeout=20)  # many rounds...
+    assert rounds_and_warnings()[1] == 1  # ...one warning
+    [warning] = [line for line in cm.log.read_text().splitlines() if "namespace does not exist" in line]
+    assert "warning" in warning and "namespace=karmada-system" in warning, warning
+    assert "creating the lease failed" not in cm.log.read_text()
+    assert not await cm.leads()
+
+    await karmada_system(http)
+    await eventually(cm.leads, timeout=20)
+
+    async def ready() -> bool:
+        status, body = await readyz()
+        return status == 200 and body == "ok"
+
+    await eventually(ready, timeout=20)
+    async with http.get(f"/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/{LEASE}") as r:
+        assert r.status == 200
+        assert (await r.json())["spec"]["holderIdentity"]
+    assert cm.proc.returncode is None
+
+
 async def _serving(process: Process) -> bool:
-    return await process.metric("leader_election_master_status", name="karmada-controller-manager") == 0
+    return await process.metric("leader_election_master_status", name=LEASE) == 0
 
 
 async def test_survives_the_api_server_going_away_for_30s(tmp_path: Path, launch: Any) -> None:

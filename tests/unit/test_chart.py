@@ -63,6 +63,8 @@ FLAG_CASES = [FlagCase(*case) for case in [
     (CM, "leaderElection.renewDeadline", "20s", "--leader-elect-renew-deadline=20s",
      "leader_elect_renew_deadline", 20.0),
     (CM, "leaderElection.retryPeriod", "3s", "--leader-elect-retry-period=3s", "leader_elect_retry_period", 3.0),
+    (CM, "leaderElection.resourceName", "rebalance-lock", "--leader-elect-resource-name=rebalance-lock",
+     "leader_elect_resource_name", "rebalance-lock"),
     (CM, "rateLimiter.baseDelay", "10ms", "--rate-limiter-base-delay=10ms", "rate_limiter_base_delay", 0.01),
     (CM, "rateLimiter.maxDelay", "5m0s", "--rate-limiter-max-delay=5m0s", "rate_limiter_max_delay", 300.0),
     (CM, "rateLimiter.qps", 20, "--rate-limiter-qps=20", "rate_limiter_qps", 20),
@@ -168,8 +170,11 @@ def test_default_and_non_default_values_pass_the_schema(chart: helm_python.Chart
     ({"controllerManager": {"replicas": 3}}, "additional properties 'replicas'"),
     ({"descheduler": {"deschedulingInterval": None}}, "missing property 'deschedulingInterval'"),
     ({"serviceMonitor": {"enabled": "true"}}, "want boolean"),
+    ({"controllerManager": {"leaderElection": {"resourceName": "Karmada_Lease"}}}, "does not match pattern"),
+    ({"descheduler": {"leaderElection": {"resourceName": "other"}}}, "additional properties 'resourceName'"),
 ], ids=["type", "enum", "duration", "duration-unit", "negative-duration", "minimum", "negative-int",
-        "pull-policy", "bool", "unknown-key", "required", "servicemonitor-bool"])
+        "pull-policy", "bool", "unknown-key", "required", "servicemonitor-bool", "lease-name",
+        "descheduler-lease-name"])
 def test_schema_rejects_bad_values(chart: helm_python.Chart, values: dict[str, Any], complaint: str) -> None:
     with pytest.raises(helm_python.HelmValuesError, match=complaint):
         chart.validate_schema(values)
@@ -259,6 +264,36 @@ def test_system_namespace_sets_the_lease_namespace_and_role(custom_docs: list[Ma
         assert "--leader-elect-resource-namespace=karmada-ha" in args(custom_docs, component)
         role = one(custom_docs, "Role", f"{RELEASE}:{component}:leader-election")
         assert role["metadata"]["namespace"] == "karmada-ha"
+
+
+def lease_names(docs: list[Manifest], component: str) -> set[str]:
+    """The Lease names the component's leader-election Role grants anything on."""
+    role = one(docs, "Role", f"{RELEASE}:{component}:leader-election")
+    return {name for rule in role["rules"] for name in rule.get("resourceNames") or ()}
+
+
+def test_default_leases_do_not_collide_with_karmadas_controller_manager(default_docs: list[Manifest]) -> None:
+    """Karmada's controller-manager keeps running and holds "karmada-controller-manager"; the
+    descheduler replaces Karmada's and shares its Lease on purpose."""
+    assert parsed(default_docs, CM).leader_elect_resource_name == "karmada-rebalance-controller-manager"
+    assert lease_names(default_docs, CM) == {"karmada-rebalance-controller-manager"}
+    assert parsed(default_docs, DS).leader_elect_resource_name == "karmada-descheduler"
+    assert lease_names(default_docs, DS) == {"karmada-descheduler"}
+
+
+@pytest.mark.parametrize("values", [
+    {"leaderElection": {"resourceName": "rebalance-lock"}},
+    {"extraCommandArgs": {"leader-elect-resource-name": "rebalance-lock"}},
+], ids=["value", "extra-command-args"])
+def test_the_role_follows_the_lease_name_the_program_gets(chart: helm_python.Chart, values: dict[str, Any]) -> None:
+    docs = render(chart, {"controllerManager": values})
+    assert parsed(docs, CM).leader_elect_resource_name == "rebalance-lock"
+    assert lease_names(docs, CM) == {"rebalance-lock"}
+    role = one(docs, "Role", f"{RELEASE}:{CM}:leader-election")
+    assert {("coordination.k8s.io", "leases", "create")} <= {  # create cannot be limited by name
+        (g, r, v) for rule in role["rules"] if not rule.get("resourceNames")
+        for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert lease_names(docs, DS) == {"karmada-descheduler"}  # the other component is untouched
 
 
 # ----------------------------------------------------------------------------- switches
@@ -409,4 +444,8 @@ def test_notes_explain_the_topology_and_the_lease(chart: helm_python.Chart) -> N
     assert "system:serviceaccount:karmada-system:karmada-controller-manager" in text
     assert "workloads.create=false" in text and "rbac.create=false" in text
     assert "get lease karmada-descheduler" in text
+    assert "get lease karmada-rebalance-controller-manager" in text
+    assert "get lease karmada-controller-manager" not in text  # Karmada's own controller-manager's
+    renamed = notes(chart, {"controllerManager": {"leaderElection": {"resourceName": "rebalance-lock"}}})
+    assert "get lease rebalance-lock" in renamed
     assert "services/karmada-controller-manager-metrics:metrics/proxy/metrics" in text

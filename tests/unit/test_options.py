@@ -9,6 +9,7 @@ import pytest
 from controller_manager.options import bind_address, format_duration, parse_duration, split_bind_address
 from controllers.app import build_parser
 from controllers.registry import is_enabled, parse_selection, unknown_names
+from descheduler.app import build_parser as descheduler_parser
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -83,3 +84,33 @@ def test_bad_flag_value_is_an_argparse_error(capsys: pytest.CaptureFixture[str])
         build_parser().parse_args(["--leader-elect-lease-duration=soon"])
     assert exit_info.value.code == 2
     assert 'invalid duration "soon"' in capsys.readouterr().err
+
+
+def test_lease_names_default_apart_from_karmadas_controller_manager() -> None:
+    """Karmada's controller-manager keeps running (its other controllers) and holds the Lease
+    "karmada-controller-manager", which it cannot rename: ours takes one of its own. The descheduler
+    replaces Karmada's and keeps its Lease, so the two never deschedule at once."""
+    assert build_parser().parse_args([]).leader_elect_resource_name == "karmada-rebalance-controller-manager"
+    assert descheduler_parser().parse_args([]).leader_elect_resource_name == "karmada-descheduler"
+
+
+def test_lease_name_flag_is_karmada_schedulers() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["--leader-elect-resource-name=rebalance-lock"]).leader_elect_resource_name == \
+        "rebalance-lock"
+    [action] = [a for a in parser._actions if "--leader-elect-resource-name" in a.option_strings]
+    assert action.help is not None and action.help.startswith(
+        "The name of resource object that is used for locking during leader election.")
+    assert 'karmada-controller-manager' in action.help and '(default "karmada-rebalance-controller-manager")' \
+        in action.help
+    # Karmada's descheduler has no such flag: accepted, but not offered by --help.
+    [hidden] = [a for a in descheduler_parser()._actions if "--leader-elect-resource-name" in a.option_strings]
+    assert hidden.help == argparse.SUPPRESS
+
+
+@pytest.mark.parametrize("name", ["", "Karmada", "lease_name", "-lease", "lease.", "a" * 254])
+def test_bad_lease_name_is_an_argparse_error(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([f"--leader-elect-resource-name={name}"])
+    assert exit_info.value.code == 2
+    assert f'invalid name "{name}"' in capsys.readouterr().err

@@ -26,8 +26,10 @@ from controller_manager.rbac import (
     rule,
     to_k8s,
 )
+from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
 from controllers.app import controller_manager_lease_rules, controller_manager_rules
 from controllers.interpreters import INTERPRETED_RESOURCES
+from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
 from descheduler.app import descheduler_lease_rules, descheduler_member_rules, descheduler_rules
 from tests.unit.chartutil import (
     CHART_DIR,
@@ -47,6 +49,10 @@ CLUSTER_RULES: dict[str, Callable[[], Sequence[PolicyRule]]] = {
     "karmada-controller-manager": controller_manager_rules, "karmada-descheduler": descheduler_rules}
 LEASE_RULES: dict[str, Callable[[], Sequence[PolicyRule]]] = {
     "karmada-controller-manager": controller_manager_lease_rules, "karmada-descheduler": descheduler_lease_rules}
+# Not Karmada's "karmada-controller-manager" (it keeps running next to ours); the descheduler's is
+# Karmada's on purpose (ours replaces it).
+LEASES = {"karmada-controller-manager": "karmada-rebalance-controller-manager",
+          "karmada-descheduler": "karmada-descheduler"}
 
 
 def grants(rules: Sequence[PolicyRule]) -> set[Permission]:
@@ -136,13 +142,18 @@ def test_descheduler_declares_what_it_calls() -> None:
         for verb in ("list", "watch")}
 
 
+def test_the_lease_names_are_the_programs_defaults() -> None:
+    assert tuple(LEASES.values()) == (CONTROLLER_MANAGER_LEASE, DESCHEDULER_LEASE)
+
+
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_lease_rules_are_limited_to_the_components_lease(component: str) -> None:
+    lease = LEASES[component]
     assert grants(LEASE_RULES[component]()) == {
         ("coordination.k8s.io", "leases", "create", ""),  # a POST names no object: cannot be limited
-        ("coordination.k8s.io", "leases", "get", component),
-        ("coordination.k8s.io", "leases", "update", component),
-        ("coordination.k8s.io", "leases", "watch", component),
+        ("coordination.k8s.io", "leases", "get", lease),
+        ("coordination.k8s.io", "leases", "update", lease),
+        ("coordination.k8s.io", "leases", "watch", lease),
     }
 
 
@@ -222,6 +233,23 @@ def test_generated_files_are_what_the_chart_reads() -> None:
         data = yaml.safe_load((CHART_DIR / "files" / "rbac" / name).read_text())
         assert from_k8s(data["clusterRules"]) == normalize(CLUSTER_RULES[component]())
         assert from_k8s(data["leaseRules"]) == normalize(LEASE_RULES[component]())
+        assert data["leaseName"] == LEASES[component]  # the name the chart swaps for the configured one
+
+
+def test_generator_refuses_lease_rules_that_name_another_object() -> None:
+    """The chart swaps only the default Lease name: a rule naming anything else would keep granting it."""
+    def stray() -> list[PolicyRule]:
+        return [*controller_manager_lease_rules(), rule("coordination.k8s.io", "leases", "get",
+                                                        resource_names=["karmada-controller-manager"])]
+
+    with pytest.raises(ValueError, match="only the Lease"):
+        _generator().render("", CONTROLLER_MANAGER_LEASE, {"leaseRules": stray})
+
+
+def test_chart_lease_role_follows_the_lease_name_value() -> None:
+    docs = render(load_chart(), {"controllerManager": {"leaderElection": {"resourceName": "rebalance-lock"}}})
+    role = one(docs, "Role", f"{RELEASE}:karmada-controller-manager:leader-election")
+    assert set(rule_grants(role["rules"])) == grants(controller_manager_lease_rules("rebalance-lock"))
 
 
 def test_chart_refuses_to_render_without_the_rule_files(tmp_path: Path) -> None:

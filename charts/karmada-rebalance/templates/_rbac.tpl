@@ -2,7 +2,10 @@
 The Karmada-API-server objects of one component: its ServiceAccount, a ClusterRole/Binding with
 the cluster-wide rules and a Role/Binding for its Lease in systemNamespace. The rules come from
 files/rbac/<component>.yaml, generated from the declarations in the code by hack/generate_rbac.py:
-never write a rule here.
+never write a rule here. The one thing the chart changes is the Lease's name in the Role's
+resourceNames: the file's leaseName (the program's default) becomes the name the program is given
+(.leaseName, from the component's value, or extraCommandArgs' leader-elect-resource-name), so the Role
+always names the Lease in use.
 */}}
 
 {{- define "karmada-rebalance.serviceAccount" -}}
@@ -27,6 +30,24 @@ automountServiceAccountToken: false
 {{- fail (printf "%s is missing or unreadable: run python hack/generate_rbac.py" .rbacFile) -}}
 {{- end -}}
 {{- $roleName := printf "%s:%s" .root.Release.Name .name -}}
+{{- $defaultLease := get $rules "leaseName" -}}
+{{- if not $defaultLease -}}
+{{- fail (printf "%s has no leaseName: run python hack/generate_rbac.py" .rbacFile) -}}
+{{- end -}}
+{{- /* extraCommandArgs come last on the command line, so they win there and here alike. */ -}}
+{{- $lease := get .values.extraCommandArgs "leader-elect-resource-name" | default (get . "leaseName") | default $defaultLease | toString -}}
+{{- $leaseRules := list -}}
+{{- range $rules.leaseRules -}}
+{{- $rule := deepCopy . -}}
+{{- if hasKey $rule "resourceNames" -}}
+{{- $names := list -}}
+{{- range $rule.resourceNames -}}
+{{- $names = append $names (eq . $defaultLease | ternary $lease .) -}}
+{{- end -}}
+{{- $_ := set $rule "resourceNames" $names -}}
+{{- end -}}
+{{- $leaseRules = append $leaseRules $rule -}}
+{{- end -}}
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
@@ -59,7 +80,7 @@ metadata:
   labels:
     {{- include "karmada-rebalance.labels" . | nindent 4 }}
 rules:
-  {{- toYaml $rules.leaseRules | nindent 2 }}
+  {{- toYaml $leaseRules | nindent 2 }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
