@@ -131,7 +131,8 @@ class WorkloadRebalancerReconciler:
         if rebalancer is None or rebalancer["metadata"].get("deletionTimestamp"):
             return Result()
         status = sync_spec_to_status(rebalancer)
-        retries, due_in = await self._trigger(rebalancer, status)
+        events: list[tuple[str, str, str]] = []
+        retries, due_in = await self._trigger(rebalancer, status, events)
         old = _status_view(rebalancer.get("status"))
         status["finishTime"] = old["finishTime"]
         if _status_view(status) != old:
@@ -140,12 +141,19 @@ class WorkloadRebalancerReconciler:
             if status["finishTime"] is None:
                 del status["finishTime"]
             await self._write_status(request.name, status)
+        # Only once the results are stored: a status write that fails is retried, and the retry finds the
+        # same results again; recording them before would write each Event twice.
+        for event_type, reason, message in events:
+            self.events.event(rebalancer, event_type, reason, message)
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
 
-    async def _trigger(self, rebalancer: Obj, status: dict[str, Any]) -> tuple[int, float]:
+    async def _trigger(self, rebalancer: Obj, status: dict[str, Any],
+                       events: list[tuple[str, str, str]]) -> tuple[int, float]:
         """Trigger every item without a result: (items to retry, seconds until a not-yet-due trigger).
+
+        ``events`` gets an Event (type, reason, message) for each result, to record once it is stored.
 
         The bindings are written concurrently (``_trigger_all``): each item is independent. The results,
         Events and metrics are then taken in the items' (sorted) order, as if written one after the other.
@@ -160,8 +168,7 @@ class WorkloadRebalancerReconciler:
             elif isinstance(outcome, ApiError) and outcome.is_not_found:
                 item["result"], item["reason"] = FAILED, BINDING_NOT_FOUND
                 WORKLOADS_TOTAL.labels(FAILED).inc()
-                self.events.event(rebalancer, WARNING, BINDING_NOT_FOUND,
-                                  f"{_describe(workload)}: its binding was not found")
+                events.append((WARNING, BINDING_NOT_FOUND, f"{_describe(workload)}: its binding was not found"))
             elif isinstance(outcome, ApiError):
                 retries += 1
                 WORKLOADS_TOTAL.labels("Retry").inc()
@@ -174,8 +181,7 @@ class WorkloadRebalancerReconciler:
             else:
                 item["result"] = SUCCESSFUL
                 WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
-                self.events.event(rebalancer, NORMAL, "RescheduleTriggered",
-                                  f"{_describe(workload)}: rescheduling triggered")
+                events.append((NORMAL, "RescheduleTriggered", f"{_describe(workload)}: rescheduling triggered"))
         return retries, due_in
 
     async def _trigger_all(self, rebalancer: Obj, workloads: list[dict[str, Any]]) -> list[Exception | None]:

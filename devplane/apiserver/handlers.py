@@ -63,6 +63,7 @@ class Fault:
     reason: str = "InternalError"
     message: str = "injected failure"
     times: int = 1
+    page_not_found: bool = False  # answer Go's text/plain "404 page not found" instead (an unserved path)
 
 
 @dataclass
@@ -113,6 +114,8 @@ class Api:
         for fault in self.faults:
             if fault.times > 0 and fault.method == request.method and fault.path_contains in request.path:
                 fault.times -= 1
+                if fault.page_not_found:
+                    return errors.page_not_found()
                 return StatusError(fault.code, fault.reason, fault.message, {})
         return None
 

@@ -119,10 +119,11 @@ class ApiServer:
         return self._guard.decisions if self._guard is not None else []
 
     def inject_fault(self, method: str, path_contains: str, *, code: int = 500, reason: str = "InternalError",
-                     times: int = 1) -> Fault:
+                     times: int = 1, page_not_found: bool = False) -> Fault:
         """Make the next ``times`` matching requests fail (for tests of retry paths). Returns the fault;
-        set its ``times`` to 0 to lift it."""
-        fault = Fault(method, path_contains, code, reason, times=times)
+        set its ``times`` to 0 to lift it. ``page_not_found``: answer kube's text/plain ``404 page not found``
+        (what a path that is not served gets, as during a restart) instead of a Status with ``code``."""
+        fault = Fault(method, path_contains, code, reason, times=times, page_not_found=page_not_found)
         self.api.faults.append(fault)
         return fault
 

@@ -77,7 +77,7 @@ async def create_rebalancer(http: aiohttp.ClientSession, name: str, workloads: l
         return created
 
 
-async def finished(http: aiohttp.ClientSession, name: str) -> dict[str, Any]:
+async def finished(http: aiohttp.ClientSession, name: str, timeout: float = 10.0) -> dict[str, Any]:
     async def done() -> dict[str, Any] | None:
         wr = await get_or_none(http, f"{WR}/{name}")
         if wr and (wr.get("status") or {}).get("finishTime") and \
@@ -85,7 +85,7 @@ async def finished(http: aiohttp.ClientSession, name: str) -> dict[str, Any]:
             return wr
         return None
 
-    result: dict[str, Any] = await eventually(done)
+    result: dict[str, Any] = await eventually(done, timeout=timeout)
     return result
 
 
@@ -213,6 +213,61 @@ async def test_each_workload_result_is_an_event_in_status_order(manager: Manager
         ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/d: rescheduling triggered"),
         ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/e: rescheduling triggered"),
     ]
+
+
+async def test_a_failed_status_write_records_each_event_once(manager: Manager, server: ApiServer,
+                                                             http: aiohttp.ClientSession) -> None:
+    """Events follow the stored result: the retry after a failed status write does not write them again."""
+    await make_binding(http, "Deployment", "once")
+    fault = server.inject_fault("PATCH", "/workloadrebalancers/once/status", code=500, times=2)
+    wr = await create_rebalancer(http, "once", [deploy_ref("once"), deploy_ref("missing")])
+    done = await finished(http, "once")
+    assert fault.times == 0
+    assert observed(done) == [("missing", "Failed", "ReferencedBindingNotFound"), ("once", "Successful", "")]
+
+    async def recorded() -> list[dict[str, Any]]:
+        events = (await events_about(http, wr, "RescheduleTriggered")
+                  + await events_about(http, wr, "ReferencedBindingNotFound"))
+        assert len(events) == 2
+        return events
+
+    events = await eventually(recorded)
+    assert sorted((e["reason"], e["count"]) for e in events) == [("ReferencedBindingNotFound", 1),
+                                                                 ("RescheduleTriggered", 1)]
+
+
+@pytest.mark.parametrize("page_not_found", [True, False], ids=["text-plain-404", "status-404-without-details"])
+async def test_a_404_that_names_no_binding_never_fails_a_workload(manager: Manager, server: ApiServer,
+                                                                  http: aiohttp.ClientSession,
+                                                                  page_not_found: bool) -> None:
+    """A restarting kube-apiserver answers text/plain ``404 page not found`` on custom resources for a
+    moment; a Status 404 without details means the same ("not served"). The item stays pending and is
+    retried; only a NotFound that names the binding fails one."""
+    await make_binding(http, "Deployment", "kept")
+    fault = server.inject_fault("PUT", "/resourcebindings/kept-deployment", code=404, reason="NotFound",
+                                times=3, page_not_found=page_not_found)
+    await create_rebalancer(http, "unserved", [deploy_ref("kept"), deploy_ref("gone")])
+    done = await finished(http, "unserved")
+    assert fault.times == 0
+    assert observed(done) == [("gone", "Failed", "ReferencedBindingNotFound"), ("kept", "Successful", "")]
+
+
+async def test_a_restart_window_never_fails_a_workload(manager: Manager, server: ApiServer,
+                                                       http: aiohttp.ClientSession) -> None:
+    """The whole restart (503 server is starting, then the 404 window) while an item is being retried."""
+    await make_binding(http, "Deployment", "kept")
+    fault = server.inject_fault("PUT", "/resourcebindings/kept-deployment", code=500, times=1000)
+    await create_rebalancer(http, "restart", [deploy_ref("kept")])
+
+    async def pending() -> dict[str, Any] | None:
+        wr = await get_or_none(http, f"{WR}/restart")
+        return wr if wr and wr.get("status") else None
+
+    await eventually(pending)
+    server.simulate_restart(0.2, 1.0)
+    fault.times = 0
+    done = await finished(http, "restart", timeout=40)  # the 503 asks clients to wait 10 s, as kube's does
+    assert observed(done) == [("kept", "Successful", "")]
 
 
 async def test_many_workloads_are_all_triggered(manager: Manager, http: aiohttp.ClientSession) -> None:
