@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# Karmada's client-side throttling (40 qps): work is still in flight when the fault comes.
 SMALL = ["--rebalancers", "30", "--workloads", "5", "--namespaces", "3", "--create-seconds", "2",
-         "--run-time", "120"]
+         "--kube-api-qps", "40", "--kube-api-burst", "60", "--run-time", "120"]
 
 
 def run_faults(*args: str) -> str:
