@@ -48,16 +48,12 @@ from benchmarks.support import (
     stop_process,
 )
 from controller_manager.client import KubeClient, Resource
+from estimator.members import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import format_time
 
-NODES = Resource("", "v1", "nodes", "Node", False)
-PODS = Resource("", "v1", "pods", "Pod", True)
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
-REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
 NAMESPACE = "default"
 SECRET_NAMESPACE = "karmada-cluster"
 THRESHOLD = 20.0  # --unschedulable-threshold of the run, seconds
