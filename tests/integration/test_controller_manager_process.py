@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.support import stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
@@ -73,13 +73,7 @@ async def launch(tmp_path: Path) -> AsyncIterator[Any]:
 
     yield start
     for process in started:
-        if process.proc.returncode is None:
-            process.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.proc.wait(), 10)
-            except TimeoutError:
-                process.proc.kill()
-                await process.proc.wait()
+        await stop_process(process.proc, grace=10)
 
 
 async def karmada_system(http: aiohttp.ClientSession) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from benchmarks.support import stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
@@ -52,13 +52,7 @@ async def start(tmp_path: Path, server: ApiServer) -> AsyncIterator[Any]:
 
     yield launch
     for process in started:
-        if process.proc.returncode is None:
-            process.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.proc.wait(), 10)
-            except TimeoutError:
-                process.proc.kill()
-                await process.proc.wait()
+        await stop_process(process.proc, grace=10)
 
 
 def now() -> str:
