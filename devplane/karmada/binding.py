@@ -9,12 +9,17 @@
 * Works of clusters that are no target any more are deleted, except those of graceful eviction
   tasks whose purgeMode is not ``Directly`` (``obtainBindingSpecExistingClusters``): they are
   kept as they are until the task goes;
+* a target with no Cluster object gets no Work: Karmada's override step reads the Cluster, so the
+  sync stops there with the API's NotFound text (``clusters.cluster.karmada.io "<name>" not found``);
+  the targets before it keep their Works, as in Karmada's ``ensureWork`` loop;
 * the finalizer ``karmada.io/binding-controller`` (CRB: ``karmada.io/cluster-resource-binding-controller``)
-  holds a deleted binding until its Works are deleted.
+  holds a deleted binding until its Works are deleted. The detector sets it on the bindings it
+  makes; this controller only removes it, so a binding made by hand keeps the finalizers it was
+  created with, and a binding that is gone (no finalizer held it) leaves its Works, as in Karmada.
 
 A binding is re-rendered when its generation changes (scheduling, eviction tasks, and template
 edits, which the detector records in ``spec.resource.resourceVersion``), when one of its Works is
-deleted or changed by someone else, and when a missing execution namespace appears. Events
+deleted or changed by someone else, and when a missing execution namespace or Cluster appears. Events
 ``SyncWorkSucceed`` (only when a Work was written or deleted) and ``SyncWorkFailed`` go to the
 binding and the template.
 """
@@ -51,7 +56,7 @@ from karmada_api.labels import (
     RB_PERMANENT_ID,
 )
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
-from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
 
 from .workloads import (
     MANAGED_LABEL,
@@ -258,27 +263,23 @@ class BindingReconciler:
     """Keeps one binding's Works equal to what its scheduling result and template say."""
 
     def __init__(self, client: KubeClient, kind: BindingKind, bindings: Indexer, works: Indexer, *,
-                 templates: dict[Resource, Indexer], events: EventRecorder) -> None:
+                 templates: dict[Resource, Indexer], clusters: Indexer, events: EventRecorder) -> None:
         self.client = client
         self.kind = kind
         self.bindings = bindings
         self.works = works
         self.templates = templates
+        self.clusters = clusters
         self.events = events
 
     async def reconcile(self, request: Request) -> Result:
         cached = self.bindings.get(str(request))
         if cached is None:
-            await self._delete_works(self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, request)))
-            return Result()
+            return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
         binding = _typed_binding(cached, self.kind)
         if _deleting(binding):
             await self._finalize(binding)
             return Result()
-        finalized = await self._ensure_finalizer(binding)
-        if finalized is None:
-            return Result()
-        binding = finalized
         template = await self._template(binding)
         if template is None:
             return Result()  # the template is gone: the garbage collector deletes the binding
@@ -297,29 +298,9 @@ class BindingReconciler:
 
     # ------------------------------------------------------------- binding
 
-    async def _ensure_finalizer(self, binding: dict[str, Any]) -> dict[str, Any] | None:
-        if self.kind.finalizer in ((binding.get("metadata") or {}).get("finalizers") or []):
-            return binding
-        meta = binding["metadata"]
-
-        async def attempt() -> dict[str, Any] | None:
-            latest = await self.client.get_or_none(self.kind.resource, meta["name"], meta.get("namespace", ""))
-            if latest is None or _deleting(latest):
-                return None
-            finalizers = list(latest["metadata"].get("finalizers") or [])
-            if self.kind.finalizer in finalizers:
-                return latest
-            latest["metadata"]["finalizers"] = [*finalizers, self.kind.finalizer]
-            return await self.client.update(self.kind.resource, latest)
-
-        updated = await retry_on_conflict(attempt)
-        return _typed_binding(updated, self.kind) if updated is not None else None
-
     async def _finalize(self, binding: Obj) -> None:
-        """A deleted binding: delete all its Works, then let it go."""
+        """A deleting binding: delete all its Works, then drop our finalizer if it holds one."""
         meta = binding.get("metadata") or {}
-        if self.kind.finalizer not in (meta.get("finalizers") or []):
-            return
         permanent_id = (meta.get("labels") or {}).get(self.kind.id_label)
         works = list(self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding))))
         if permanent_id:  # the API, not the cache: a Work written a moment ago must not be missed
@@ -356,18 +337,19 @@ class BindingReconciler:
     # ------------------------------------------------------------- works
 
     async def _sync_works(self, binding: Obj, template: Obj) -> int:
-        """Create or update the Work of every target cluster; how many were written."""
+        """Create or update the Work of each target cluster in order, stopping at the first failure
+        (``ensureWork``); how many were written."""
         clusters = target_clusters(binding.get("spec") or {})
         completions = job_completions(template, binding, clusters)
-        written, errors = 0, []
+        written = 0
         for cluster in clusters:
-            work = desired_work(template, binding, cluster, completions)
+            name = str(cluster["name"])
+            if self.clusters.get(name) is None:  # the override step's Get of the Cluster
+                raise SyncError(f'{CLUSTERS.key} "{name}" not found')
             try:
-                written += await self._ensure_work(work)
+                written += await self._ensure_work(desired_work(template, binding, cluster, completions))
             except ApiError as exc:
-                errors.append(f"failed to sync work for cluster {cluster['name']}: {exc}")
-        if errors:
-            raise SyncError("; ".join(errors))
+                raise SyncError(f"failed to sync work for cluster {name}: {exc}") from exc
         return written
 
     async def _ensure_work(self, desired: dict[str, Any]) -> int:
@@ -456,6 +438,17 @@ _WORK_PREDICATE = FuncPredicate(
     on_update=lambda old, new: bool((old.get("metadata") or {}).get("generation")
                                     != (new.get("metadata") or {}).get("generation")))
 _NAMESPACE_PREDICATE = FuncPredicate(on_update=lambda _old, _new: False, on_delete=lambda _obj: False)
+_CLUSTER_PREDICATE = _NAMESPACE_PREDICATE  # only a Cluster appearing unblocks a binding
+
+
+def cluster_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
+    """A Cluster that appears → the bindings that target it (their sync stopped at its NotFound)."""
+
+    def mapper(cluster: Obj) -> list[Request]:
+        name = str((cluster.get("metadata") or {}).get("name") or "")
+        return [Request.for_object(b) for b in bindings.by_index(BINDING_INDEX_BY_CLUSTER, name)]
+
+    return mapper
 
 
 def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
@@ -465,15 +458,17 @@ def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
     _ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
     _ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
     templates = {k.resource: manager.informer(k.resource) for k in TEMPLATE_KINDS}
+    clusters = manager.informer(CLUSTERS)
     reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,
                                    templates={resource: informer.store for resource, informer in templates.items()},
-                                   events=manager.event_recorder(kind.controller))
+                                   clusters=clusters.store, events=manager.event_recorder(kind.controller))
     controller = Controller(kind.controller, reconciler, workers=workers)
     controller.informers.extend(i for i in templates.values() if i not in controller.informers)  # read, not watched
     controller.watches(bindings, predicates=[_binding_predicate()])
     controller.watches(works, map_func=work_to_binding(kind), predicates=[_WORK_PREDICATE])
     controller.watches(manager.informer(NAMESPACES), map_func=namespace_to_bindings(bindings.store),
                        predicates=[_NAMESPACE_PREDICATE])
+    controller.watches(clusters, map_func=cluster_to_bindings(bindings.store), predicates=[_CLUSTER_PREDICATE])
     manager.add_controller(controller)
     return controller
 

@@ -29,6 +29,7 @@ RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
 CRBS = "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
 WORKS = "/apis/work.karmada.io/v1alpha1/namespaces/{ns}/works"
 CLUSTERROLES = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 FOO_WORK = work_name("Deployment", "foo", "default")
 
 SEED_PLACEMENT: dict[str, Any] = {
@@ -64,6 +65,17 @@ def policy(name: str, selectors: list[dict[str, Any]], *, namespace: str = "defa
 
 
 # ----------------------------------------------------------------------------- HTTP helpers
+
+
+def cluster(name: str) -> dict[str, Any]:
+    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": name},
+            "spec": {"syncMode": "Push"}}
+
+
+async def join(http: aiohttp.ClientSession, name: str) -> None:
+    """A Cluster and its execution namespace: without the Cluster the binding controller renders no Work."""
+    await send(http, "POST", CLUSTERS, cluster(name), expect=(201, 409))
+    await ensure_namespace(http, f"karmada-es-{name}")
 
 
 
@@ -153,8 +165,8 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     assert applied["source"]["component"] == "resource-detector"
 
     # The scheduler's result (set by hand here) becomes one Work per cluster.
-    await ensure_namespace(http, "karmada-es-member1")
-    await ensure_namespace(http, "karmada-es-member2")
+    await join(http, "member1")
+    await join(http, "member2")
     await schedule(http, rb_path, [{"name": "member1", "replicas": 2}, {"name": "member2", "replicas": 1}])
     work1 = await wait_binding(http, WORKS.format(ns="karmada-es-member1") + f"/{FOO_WORK}")
     work2 = await wait_binding(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}")
@@ -222,6 +234,7 @@ async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aioh
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo"}]))
     rb_path = RBS.format(ns="default") + "/foo-deployment"
     rb = await wait_binding(http, rb_path)
+    await send(http, "POST", CLUSTERS, cluster("member3"))  # registered, its namespace not made yet
     await schedule(http, rb_path, [{"name": "member3", "replicas": 3}])
     failed = await eventually(lambda: events_about(http, rb, "SyncWorkFailed"))
     assert failed[0]["type"] == "Warning" and "member3" in failed[0]["message"]
@@ -231,7 +244,7 @@ async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aioh
 
 
 async def test_deleted_work_is_recreated(plane: Manager, http: aiohttp.ClientSession) -> None:
-    await ensure_namespace(http, "karmada-es-member1")
+    await join(http, "member1")
     await send(http, "POST", DEPLOYMENTS.format(ns="default"), seed_deployment())
     await send(http, "POST", PPS.format(ns="default"), policy("default-pp", [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo"}]))
@@ -246,7 +259,7 @@ async def test_deleted_work_is_recreated(plane: Manager, http: aiohttp.ClientSes
 
 async def test_eviction_task_keeps_its_clusters_work(plane: Manager, http: aiohttp.ClientSession) -> None:
     for cluster in ("member1", "member2"):
-        await ensure_namespace(http, f"karmada-es-{cluster}")
+        await join(http, cluster)
     await send(http, "POST", DEPLOYMENTS.format(ns="default"), seed_deployment())
     await send(http, "POST", PPS.format(ns="default"), policy("default-pp", [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo"}]))
@@ -293,7 +306,7 @@ async def test_cluster_policy_binds_a_cluster_role(plane: Manager, http: aiohttp
     [applied] = await eventually(lambda: events_about(http, role, "ApplyPolicySucceed"))
     assert applied["message"] == "Apply cluster policy(roles) succeed"
 
-    await ensure_namespace(http, "karmada-es-member1")
+    await join(http, "member1")
     await schedule(http, crb_path, [{"name": "member1"}])
     name = work_name("ClusterRole", "demo-reader", "")
     work = await wait_binding(http, WORKS.format(ns="karmada-es-member1") + f"/{name}")
