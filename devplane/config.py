@@ -62,7 +62,7 @@ class NodeShape:
                 "allocatable": dict(self.allocatable),
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                 "message": "kubelet is posting ready status"}],
-                "nodeInfo": {"kubeletVersion": "v1.31.0", "operatingSystem": "linux", "architecture": "amd64"},
+                "nodeInfo": {"kubeletVersion": "v1.36.0", "operatingSystem": "linux", "architecture": "amd64"},
             },
         }
 

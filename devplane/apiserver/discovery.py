@@ -11,12 +11,12 @@ from .resources import SUBRESOURCE_VERBS, Registry, ResourceType
 
 SERVER_VERSION = {
     "major": "1",
-    "minor": "31",
-    "gitVersion": "v1.31.0",
+    "minor": "36",
+    "gitVersion": "v1.36.0",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-11-21T00:00:00Z",
-    "goVersion": "go1.22.5",
+    "goVersion": "go1.24.0",
     "compiler": "gc",
     "platform": "linux/amd64",
 }

@@ -21,6 +21,7 @@ from prometheus_client import REGISTRY
 
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
+from devplane.apiserver.discovery import SERVER_VERSION
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.cluster import CLUSTER_CONTROLLER_FINALIZER, setup_cluster_controller
 from devplane.karmada.clusterstatus import setup_cluster_status
@@ -144,7 +145,7 @@ async def test_status_describes_the_member(plane: Plane) -> None:
     assert (ready["reason"], ready["message"]) == ("ClusterReady", "cluster is healthy and ready to accept workloads")
     complete = find_condition(status["conditions"], "CompleteAPIEnablements")
     assert complete is not None and (complete["status"], complete["reason"]) == ("True", "Complete")
-    assert status["kubernetesVersion"] == "v1.31.0"
+    assert status["kubernetesVersion"] == SERVER_VERSION["gitVersion"]
     apps = next(e for e in status["apiEnablements"] if e["groupVersion"] == "apps/v1")
     assert {"name": "deployments", "kind": "Deployment"} in apps["resources"]
     assert all("/" not in r["name"] for e in status["apiEnablements"] for r in e.get("resources") or [])
@@ -217,7 +218,7 @@ async def test_unreachable_member_turns_not_ready_after_the_threshold(plane: Pla
     assert [{"key": t["key"], "effect": t["effect"]} for t in taints] == [NOT_READY]
     assert all(t.get("timeAdded") for t in taints)
     status = (await plane.cluster())["status"]
-    assert status["kubernetesVersion"] == "v1.31.0"  # an unreachable member keeps its last summaries
+    assert status["kubernetesVersion"] == SERVER_VERSION["gitVersion"]  # an unreachable member keeps its last summaries
     assert sample("cluster_ready_state", "member1") == 0.0
 
 
