@@ -13,9 +13,12 @@ Status: ``replicas`` (always written), ``fullyLabeledReplicas``, ``readyReplicas
 ``availableReplicas`` (ready for ``minReadySeconds``), ``observedGeneration``; zero values are
 omitted as Go's ``omitempty`` does.
 
-Simplifications: no adoption or release of pods by label selector (only pods whose controller
-reference names the ReplicaSet count), no ``ReplicaFailure`` condition, and scale-down ranks pods by
-creation and ready time directly (Kubernetes' ``LogarithmicScaleDown`` buckets are not used).
+The pods a ReplicaSet counts are those it claims (:mod:`devplane.members.podclaims`): its own pods
+that still match its selector, plus orphans that match, which it adopts; pods that stop matching
+are released.
+
+Simplifications: no ``ReplicaFailure`` condition, and scale-down ranks pods by creation and ready
+time directly (Kubernetes' ``LogarithmicScaleDown`` buckets are not used).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from controller_manager.manager import Manager
 from estimator.members import PODS, REPLICA_SETS
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
+
+from .podclaims import PodClaimer, orphan_requests
 
 log = structlog.get_logger(__name__)
 
@@ -423,8 +428,7 @@ class ReplicaSetReconciler:
             self.expectations.forget(key)
             return Result()
         rs = typed(rs, "ReplicaSet", "apps/v1")
-        uid = str(_meta(rs).get("uid") or "")
-        active = [pod for pod in self.pods.by_index(OWNER_INDEX, uid) if is_pod_active(pod)]
+        active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not _meta(rs).get("deletionTimestamp"):
             try:
@@ -437,6 +441,15 @@ class ReplicaSetReconciler:
         if error is not None:
             raise error
         return Result(requeue_after=wait) if wait else Result()
+
+    async def _claim(self, rs: Obj) -> list[Obj]:
+        """The active pods of the namespace the ReplicaSet owns once it has adopted and released (``claimPods``).
+
+        A failed adoption or release fails the sync (retried with backoff), as in Kubernetes.
+        """
+        namespace = str(_meta(rs).get("namespace") or "")
+        candidates = [pod for pod in self.pods.by_index("namespace", namespace) if is_pod_active(pod)]
+        return await PodClaimer(self.client, rs, controller_reference(rs, "ReplicaSet")).claim(candidates)
 
     async def _write_status(self, rs: Obj, active: list[Obj]) -> float | None:
         """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).
@@ -543,6 +556,7 @@ def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers:
                                                delete=reconciler.on_pod_delete))
     controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
     controller.watches(rs_informer)
-    controller.watches(pod_informer, map_func=lambda pod: owner_request(pod, "ReplicaSet"))
+    orphans = orphan_requests(rs_informer.store)
+    controller.watches(pod_informer, map_func=lambda pod: owner_request(pod, "ReplicaSet") + orphans(pod))
     manager.add_controller(controller)
     return controller

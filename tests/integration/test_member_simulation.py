@@ -421,3 +421,76 @@ async def test_pods_of_a_removed_node_are_replaced_and_wait_for_a_node(member: M
     scheduled = condition(pending, "PodScheduled")
     assert scheduled is not None and scheduled["message"] == "no nodes available to schedule pods"
     assert [p["metadata"]["name"] for p in await pods_of(member, "web")] == [pending["metadata"]["name"]]
+
+
+# ----------------------------------------------------------------------------------------- pod adoption
+
+
+def bare_pod(name: str, app: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": {"app": app}}
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}
+
+
+def replica_set(name: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}
+
+
+def controller_uid(pod: dict[str, Any]) -> str | None:
+    return next((str(r["uid"]) for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+
+
+async def settled(member: Member, name: str, replicas: int) -> dict[str, Any]:
+    """The ReplicaSet once its status, for this generation, counts ``replicas`` ready pods."""
+    rs = await member.client.get(REPLICA_SETS, name, NS)
+    status = rs.get("status") or {}
+    assert status.get("observedGeneration") == rs["metadata"]["generation"]
+    assert status.get("replicas") == replicas and status.get("readyReplicas") == replicas
+    return rs
+
+
+async def test_replica_set_adopts_orphan_pods_and_leaves_others_alone(member: Member) -> None:
+    """Pods made before their ReplicaSet are adopted (ClaimPods), not duplicated; a pod another controller
+    owns is neither adopted nor counted."""
+    await add_node(member, "node-a")
+    secret = await member.client.request("POST", f"/api/v1/namespaces/{NS}/secrets",
+                                         body={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "owner"}})
+    foreign = {"apiVersion": "v1", "kind": "Secret", "name": "owner", "uid": secret["metadata"]["uid"],
+               "controller": True}
+    for name in ("orphan-a", "orphan-b"):
+        await member.client.create(PODS, bare_pod(name, "adopt"))
+    await member.client.create(PODS, bare_pod("foreign", "adopt", foreign))
+    await member.client.create(REPLICA_SETS, replica_set("adopt", 2))
+
+    rs = await eventually(lambda: settled(member, "adopt", 2), timeout=TIMEOUT)
+    pods = {p["metadata"]["name"]: p for p in await pods_of(member, "adopt")}
+    assert set(pods) == {"orphan-a", "orphan-b", "foreign"}  # nothing created, nothing deleted
+    for name in ("orphan-a", "orphan-b"):
+        [ref] = pods[name]["metadata"]["ownerReferences"]
+        assert ref == {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "adopt",
+                       "uid": rs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    assert pods["foreign"]["metadata"]["ownerReferences"] == [foreign]
+
+
+async def test_replica_set_releases_a_pod_that_stops_matching(member: Member) -> None:
+    """A pod relabelled out of the selector loses its ownerReference and is replaced."""
+    await add_node(member, "node-a")
+    await member.client.create(REPLICA_SETS, replica_set("keep", 2))
+    rs = await eventually(lambda: settled(member, "keep", 2), timeout=TIMEOUT)
+    leaving = (await pods_of(member, "keep"))[0]["metadata"]["name"]
+    await member.client.patch(PODS, leaving, {"metadata": {"labels": {"app": "left"}}}, namespace=NS)
+
+    async def released() -> bool:
+        pod = await member.client.get(PODS, leaving, NS)
+        assert not pod["metadata"].get("ownerReferences")
+        owned = [p for p in await pods_of(member, "keep") if controller_uid(p) == rs["metadata"]["uid"]]
+        assert len(owned) == 2 and leaving not in {p["metadata"]["name"] for p in owned}
+        return True
+
+    await eventually(released, timeout=TIMEOUT)
+    await eventually(lambda: settled(member, "keep", 2), timeout=TIMEOUT)
