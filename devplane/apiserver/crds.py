@@ -100,6 +100,7 @@ def types_for_crd(crd: dict[str, Any]) -> list[ResourceType]:
             builtin=False,
             storage_version=storage,
             schema=StructuralSchema(schema_doc) if schema_doc else None,
+            openapi_schema=schema_doc if isinstance(schema_doc, dict) else None,
             printer_columns=list(version.get("additionalPrinterColumns") or []),
             crd_name=crd["metadata"]["name"],
         ))

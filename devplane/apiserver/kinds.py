@@ -67,6 +67,7 @@ CLUSTER_TYPE = ResourceType(
     group="cluster.karmada.io", version="v1alpha1", plural="clusters", kind="Cluster", namespaced=False,
     singular="cluster", subresources=("status",), has_generation=True, status_on_create="reset",
     create_status={}, name_rule="label", builtin=False, schema=StructuralSchema(CLUSTER_SCHEMA),
+    openapi_schema=CLUSTER_SCHEMA,
     printer_columns=[
         {"name": "Version", "type": "string", "jsonPath": ".status.kubernetesVersion"},
         {"name": "Mode", "type": "string", "jsonPath": ".spec.syncMode"},

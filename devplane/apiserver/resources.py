@@ -42,6 +42,7 @@ class ResourceType:
     builtin: bool = True
     storage_version: str = ""
     schema: Any = None  # a compiled StructuralSchema for custom resources
+    openapi_schema: dict[str, Any] | None = None  # the raw openAPIV3Schema of a custom resource, for /openapi/v3
     printer_columns: list[dict[str, Any]] = field(default_factory=list)
     crd_name: str = ""
 
