@@ -114,7 +114,8 @@ def running_status(pod: Mapping[str, Any], *, host: str, pod_ip: str, moment: st
     spec = pod.get("spec") or {}
     uid = str((pod.get("metadata") or {}).get("uid") or "")
     existing = {c.get("type"): c for c in status.get("conditions") or []}
-    conditions = []
+    # mergePodStatus: conditions the kubelet does not own (readiness gates, DisruptionTarget) stay, first.
+    conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in POD_CONDITIONS]
     for ctype in POD_CONDITIONS:
         old = existing.get(ctype) or {}
         since = old.get("lastTransitionTime") if old.get("status") == "True" else None

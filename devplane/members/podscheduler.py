@@ -422,6 +422,13 @@ class SchedulerCache:
 # ----------------------------------------------------------------------------- reconciler
 
 
+def scheduled_condition(current: Mapping[str, Any] | None, moment: str) -> dict[str, Any]:
+    """``PodScheduled=True`` as the binding subresource writes it (``podutil.UpdatePodCondition``):
+    ``lastTransitionTime`` moves only when the status changes."""
+    since = current.get("lastTransitionTime") if current is not None and current.get("status") == "True" else None
+    return {"type": POD_SCHEDULED, "status": "True", "lastProbeTime": None, "lastTransitionTime": since or moment}
+
+
 def _pod_condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
     return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
 
@@ -490,7 +497,7 @@ class PodScheduler:
         current = self.pods.get(object_key(pod))
         if current is not None and _uid(current) == uid:
             self.cache.assume(current, node)
-        condition = {"type": POD_SCHEDULED, "status": "True", "lastProbeTime": None, "lastTransitionTime": now_text()}
+        condition = scheduled_condition(_pod_condition(current or pod, POD_SCHEDULED), now_text())
         try:
             await self.client.patch(PODS, name, {"status": {"conditions": [condition]}}, namespace=namespace,
                                     content_type=STRATEGIC_MERGE_PATCH, subresource="status")
