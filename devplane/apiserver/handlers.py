@@ -21,7 +21,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from . import discovery, errors, openapi
+from . import discovery, errors, openapi, protobuf
 from .auth import RequestGuard
 from .codec import decode_json, encode_json, go_json_type_name
 from .errors import StatusError
@@ -326,6 +326,8 @@ class Api:
                 raise errors.bad_request(
                     f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get "
                     f"version/kind; json parse error: {_json_error(exc)} ({_excerpt(body)})") from exc
+        elif ctype == protobuf.MEDIA_TYPE:
+            obj = protobuf.decode_body(body, rtype)
         else:
             raise errors.unsupported_media_type("application/json, application/yaml, "
                                                 "application/vnd.kubernetes.protobuf")
@@ -444,7 +446,8 @@ class Api:
         opts: dict[str, Any] = {}
         if body.strip():
             try:
-                opts = decode_json(body)
+                opts = (protobuf.decode_delete_options(body) if request.content_type == protobuf.MEDIA_TYPE
+                        else decode_json(body))
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise errors.bad_request(_json_error(exc)) from exc
             if not isinstance(opts, dict):
