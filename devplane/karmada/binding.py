@@ -6,6 +6,7 @@
 * targets are ``spec.clusters`` plus the clusters of ``spec.requiredBy``; each gets the Work
   ``work_name(kind, name, namespace)`` in ``karmada-es-<cluster>`` with the template rendered for
   it (the Work contract: :func:`devplane.karmada.workloads.render_manifest`);
+* each Work carries the execution controller's finalizer ``karmada.io/execution-controller``;
 * Works of clusters that are no target any more are deleted, except those of graceful eviction
   tasks whose purgeMode is not ``Directly`` (``obtainBindingSpecExistingClusters``): they are
   kept as they are until the task goes;
@@ -78,6 +79,8 @@ SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
 CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
 PURGE_MODE_DIRECTLY = "Directly"
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+"""Set on every Work it renders (``ensureWork``'s workMeta); the execution controller only removes it."""
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 
@@ -147,15 +150,18 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
             "metadata": {"name": work_name(str(template.get("kind")), str(tmeta.get("name")),
                                            str(tmeta.get("namespace") or "")),
                          "namespace": execution_space(name),
+                         "finalizers": [EXECUTION_FINALIZER],
                          "labels": {id_key: id_value, MANAGED_LABEL: "true"},
                          "annotations": annotations},
             "spec": work_spec}
 
 
 def merge_work(existing: Obj, desired: Obj) -> dict[str, Any]:
-    """``CreateOrUpdateWork``: labels and annotations merged, the spec replaced."""
+    """``CreateOrUpdateWork``: labels, annotations and finalizers merged, the spec replaced."""
     merged = copy.deepcopy(dict(existing))
     meta = merged.setdefault("metadata", {})
+    finalizers = list(meta.get("finalizers") or [])
+    meta["finalizers"] = finalizers + [f for f in desired["metadata"]["finalizers"] if f not in finalizers]
     meta["labels"] = {**(meta.get("labels") or {}), **desired["metadata"]["labels"]}
     meta["annotations"] = {**(meta.get("annotations") or {}), **desired["metadata"]["annotations"]}
     merged["spec"] = copy.deepcopy(desired["spec"])

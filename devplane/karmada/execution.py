@@ -1,14 +1,16 @@
 """The simulated execution controller: Works in ``karmada-es-<cluster>`` applied to member clusters.
 
 Karmada's ``execution-controller`` (``pkg/controllers/execution``): on a Work create or spec
-change it adds the finalizer ``karmada.io/execution-controller``, creates or updates every
+change it creates or updates every
 manifest in the member (an update keeps the member's resourceVersion, status and the fields its
 controllers own, see :mod:`devplane.karmada.memberobjects`), stamps the member object with the
 ``work.karmada.io/name|namespace`` annotations, and sets the Work's ``Applied`` condition
 (``AppliedSuccessful`` / ``AppliedFailed`` with ``Failed to apply all manifests (n/m): ...``). On
 Work deletion it deletes the member objects this Work owns (or, with
 ``preserveResourcesOnDeletion``, strips Karmada's labels and annotations and leaves them), then
-removes the finalizer.
+removes the finalizer ``karmada.io/execution-controller``. It never adds that finalizer: whoever
+makes a Work sets it (the binding controller does), so a Work made by hand without it is applied
+and, once deleted, gone at once with its member objects left behind, as in Karmada.
 
 Nothing is applied while the member is not usable: no member client yet, or a Cluster whose
 ``Ready`` condition is not True. A Cluster without any status yet counts as usable as soon as
@@ -120,7 +122,7 @@ class ExecutionReconciler:
         if not usable:
             log.debug("member not ready, Work not synced", work=str(request), cluster=cluster)
             return Result(requeue_after=self.shared.retry_delay(cluster))
-        latest = await self._ensure_finalizer(request)
+        latest = await self._latest(request)
         if latest is None:
             return Result()  # gone, or being deleted: the deletion event brings it back
         if (latest.get("spec") or {}).get("suspendDispatching"):
@@ -165,30 +167,16 @@ class ExecutionReconciler:
 
     # ---------------------------------------------------------------- finalizer
 
-    async def _ensure_finalizer(self, request: Request) -> Obj | None:
-        """The latest Work, with our finalizer added if missing; None when gone or being deleted."""
-
-        async def attempt() -> Obj | None:
-            latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
-            if latest is None:
-                return None
-            meta = latest.get("metadata") or {}
-            if meta.get("deletionTimestamp"):
-                return None
-            finalizers = list(meta.get("finalizers") or [])
-            if EXECUTION_FINALIZER in finalizers:
-                return latest
-            updated: Obj = await self.client.update(
-                WORKS, {**latest, "metadata": {**meta, "finalizers": [*finalizers, EXECUTION_FINALIZER]}})
-            return updated
-
-        return await retry_on_conflict(attempt)
+    async def _latest(self, request: Request) -> Obj | None:
+        """The Work as stored now; None when gone or being deleted (the deletion event brings it back)."""
+        latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
+        if latest is None or (latest.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        return latest
 
     async def _finalize(self, request: Request, work: Obj, cluster: str, cluster_obj: Obj | None,
                         usable: bool) -> Result:
-        """Deleting: clean the member up (when reachable), then let the Work go."""
-        if EXECUTION_FINALIZER not in ((work.get("metadata") or {}).get("finalizers") or []):
-            return Result()
+        """Deleting: clean the member up (when reachable), then drop our finalizer if the Work has it."""
         if usable:
             ready = self.shared.ready_member(cluster)
             assert ready is not None

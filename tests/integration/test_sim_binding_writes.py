@@ -84,8 +84,9 @@ async def test_hand_made_bindings_get_no_finalizer(plane: Manager, http: aiohttp
     await send(http, "POST", CRBS, hand_made_binding(role, "hand-made-clusterrole",
                                                      [{"name": "member1"}]))
     # The positive signal: both scheduled bindings were processed (their Works exist).
-    await eventually(lambda: get_or_none(http, WORKS.format(ns="karmada-es-member1") + "/"
-                                         + work_name("Deployment", "web", "default")))
+    work = await eventually(lambda: get_or_none(http, WORKS.format(ns="karmada-es-member1") + "/"
+                                                + work_name("Deployment", "web", "default")))
+    assert work["metadata"]["finalizers"] == ["karmada.io/execution-controller"]  # ensureWork's workMeta
     await eventually(lambda: get_or_none(http, WORKS.format(ns="karmada-es-member1") + "/"
                                          + work_name("ClusterRole", "hand-made", "")))
     for path in (RBS + "/idle", RBS + "/web-deployment", CRBS + "/hand-made-clusterrole"):

@@ -196,7 +196,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
 
     # Rescheduling away from member1 removes its Work and resizes the other.
     await schedule(http, rb_path, [{"name": "member2", "replicas": 3}])
-    await eventually(lambda: _absent(http, WORKS.format(ns="karmada-es-member1") + f"/{FOO_WORK}"))
+    await eventually(lambda: _deleted(http, WORKS.format(ns="karmada-es-member1") + f"/{FOO_WORK}"))
     await wait_binding(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}",
                        lambda w: _assert(manifest(w)["spec"]["replicas"] == 3))
 
@@ -216,7 +216,7 @@ async def test_seed_deployment_is_bound_and_propagated(plane: Manager, http: aio
     # Deleting the template deletes the binding (garbage collector) and its Works (binding finalizer).
     await send(http, "DELETE", DEPLOYMENTS.format(ns="default") + "/foo")
     await eventually(lambda: _absent(http, rb_path))
-    await eventually(lambda: _absent(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}"))
+    await eventually(lambda: _deleted(http, WORKS.format(ns="karmada-es-member2") + f"/{FOO_WORK}"))
 
 
 def _assert(condition: bool) -> bool:
@@ -226,6 +226,12 @@ def _assert(condition: bool) -> bool:
 
 async def _absent(http: aiohttp.ClientSession, path: str) -> bool:
     return await get_or_none(http, path) is None
+
+
+async def _deleted(http: aiohttp.ClientSession, path: str) -> bool:
+    """Gone, or deletion requested: Works keep the execution finalizer, and no execution controller runs here."""
+    obj = await get_or_none(http, path)
+    return obj is None or bool(obj["metadata"].get("deletionTimestamp"))
 
 
 async def test_work_waits_for_its_execution_namespace(plane: Manager, http: aiohttp.ClientSession) -> None:
@@ -254,6 +260,7 @@ async def test_deleted_work_is_recreated(plane: Manager, http: aiohttp.ClientSes
     work_path = WORKS.format(ns="karmada-es-member1") + f"/{FOO_WORK}"
     first = await wait_binding(http, work_path)
     await send(http, "DELETE", work_path)
+    await send(http, "PATCH", work_path, {"metadata": {"finalizers": None}})  # the execution controller's part
     await wait_binding(http, work_path, lambda w: _assert(w["metadata"]["uid"] != first["metadata"]["uid"]))
 
 
@@ -279,7 +286,7 @@ async def test_eviction_task_keeps_its_clusters_work(plane: Manager, http: aioht
     assert kept is not None and manifest(kept)["spec"]["replicas"] == 2
     # Once the task is gone, so is the Work.
     await send(http, "PATCH", rb_path, {"spec": {"gracefulEvictionTasks": None}})
-    await eventually(lambda: _absent(http, member1))
+    await eventually(lambda: _deleted(http, member1))
 
 
 # ----------------------------------------------------------------------------- cluster-scoped

@@ -149,6 +149,7 @@ async def create_work(plane: Plane, cluster: str, manifest: Obj, *, preserve: bo
     await plane.host.create(WORKS, {
         "apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
         "metadata": {"name": name, "namespace": execution_space(cluster),
+                     "finalizers": [EXECUTION_FINALIZER],  # set by the binding controller, not by execution
                      "labels": {PERMANENT_ID: "id-1", "karmada.io/managed": "true"},
                      "annotations": {"resourcebinding.karmada.io/name": f"{meta['name']}-deployment",
                                      "resourcebinding.karmada.io/namespace": meta.get("namespace", "")}},
@@ -470,3 +471,15 @@ async def test_member_informers_follow_the_registry(plane: Plane) -> None:
         return again is not None and again["metadata"]["uid"] != original["metadata"]["uid"]
 
     await eventually(recreated, timeout=10)
+
+
+async def test_execution_adds_no_finalizer_to_a_work_it_did_not_make(plane: Plane) -> None:
+    """Karmada's execution controller only removes ``karmada.io/execution-controller``; Works get it from
+    whoever creates them (the binding controller). A hand-made Work without it is applied and left as is."""
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bare", "namespace": "default"},
+              "data": {"k": "v"}}
+    await plane.host.create(WORKS, {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+                                    "metadata": {"name": "bare", "namespace": execution_space("member1")},
+                                    "spec": {"workload": {"manifests": [config]}}})
+    work = await wait_applied(plane, "member1", "bare")
+    assert not work["metadata"].get("finalizers")
