@@ -92,11 +92,10 @@ def build() -> dict[str, Any]:
     by_gvk = {gvk: name for name, d in defs.items() for gvk in _gvks(d) if len(_gvks(d)) == 1}
     wanted: list[str] = list(ROOT_DEFINITIONS)
     for group, version, kind in root_kinds():
-        for k in (kind, kind + "List"):
-            name = by_gvk.get((group, version, k))
-            if name is None:
-                raise SystemExit(f"no published definition for {group}/{version} {k}")
-            wanted.append(name)
+        name = by_gvk.get((group, version, kind))
+        if name is None:
+            raise SystemExit(f"no published definition for {group}/{version} {kind}")
+        wanted.append(name)
     seen: set[str] = set()
     while wanted:
         name = wanted.pop()

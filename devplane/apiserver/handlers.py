@@ -21,7 +21,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from . import discovery, errors, openapi, protobuf
+from . import access_review, discovery, errors, openapi, protobuf
 from .auth import RequestGuard
 from .codec import decode_json, encode_json, go_json_type_name
 from .errors import StatusError
@@ -197,8 +197,23 @@ class Api:
                 raise errors.page_not_found()
             if len(parts) == 3:
                 return _json_response(discovery.api_resource_list(self.registry, group, version))
+            if group == access_review.GROUP:
+                return await self._access_review(request, group, version, parts[3:])
             return await self._resource(request, group, version, parts[3:])
         raise errors.page_not_found()
+
+    async def _access_review(self, request: web.Request, group: str, version: str, parts: list[str]) -> web.Response:
+        """Reviews are created and answered, never stored (``access_review.py``): 201 with the status."""
+        target, is_collection = self._target(group, version, parts)
+        if target is None or not is_collection or target.namespace:
+            raise errors.page_not_found()
+        if request.method != "POST":
+            raise errors.method_not_allowed()
+        review = await self._decode_object(request, target.rtype)
+        user = access_review.requesting_user(self.guard, request.headers)
+        authorizer = self.guard.authorizer if self.guard is not None else None
+        answer = access_review.answer(target.rtype.kind, review, user, authorizer)
+        return _json_response(answer, 201)
 
     def _openapi_v3(self, parts: list[str]) -> web.Response:
         if not parts:

@@ -114,7 +114,7 @@ def _schema_names(rtype: ResourceType) -> tuple[str, str]:
     if rtype.builtin:
         index = _index()
         kind = index.by_gvk.get((rtype.group, rtype.version, rtype.kind))
-        listed = index.by_gvk.get((rtype.group, rtype.version, rtype.list_kind))
+        listed = index.by_gvk.get((rtype.group, rtype.version, rtype.list_kind), kind)  # reviews have no list
         if kind and listed:
             return kind, listed
     return (schema_name(rtype.group, rtype.version, rtype.kind),

@@ -32,10 +32,12 @@ META_SCHEMA_REFS = {"ObjectMeta": _META + "ObjectMeta", "ListMeta": _META + "Lis
 
 
 def root_kinds() -> Iterator[tuple[str, str, str]]:
-    """(group, version, kind) of every built-in served kind."""
+    """(group, version, kind) of every built-in served kind and of its list kind (when it can be listed)."""
     for rtype in BUILTIN_TYPES:
         if rtype.builtin:
             yield rtype.group, rtype.version, rtype.kind
+            if "list" in rtype.verbs:
+                yield rtype.group, rtype.version, rtype.list_kind
 
 
 @functools.cache

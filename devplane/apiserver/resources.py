@@ -110,6 +110,14 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                  **_WORKLOAD),
     ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",), categories=("all",),
                  has_generation=True, subresources=("status",), status_on_create="reset", create_status={}),
+    # authorization.k8s.io reviews: create-only, answered and never stored (access_review.py);
+    # LocalSubjectAccessReview is not served.
+    ResourceType("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False,
+                 verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", False,
+                 verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", False,
+                 verbs=("create",)),
     ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), has_generation=True,
                  subresources=("status",), status_on_create="reset", create_status={}),
     ResourceType("batch", "v1", "cronjobs", "CronJob", True, short_names=("cj",), categories=("all",),
@@ -135,8 +143,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
 )
 
 # Preferred version per group, in the order /apis lists groups.
-BUILTIN_GROUP_ORDER = ("apps", "batch", "coordination.k8s.io", "rbac.authorization.k8s.io", "policy",
-                       "autoscaling", "networking.k8s.io", "apiextensions.k8s.io")
+BUILTIN_GROUP_ORDER = ("apps", "authorization.k8s.io", "batch", "coordination.k8s.io", "rbac.authorization.k8s.io",
+                       "policy", "autoscaling", "networking.k8s.io", "apiextensions.k8s.io")
 
 
 class Registry:
