@@ -9,9 +9,10 @@ Written from Karmada's ``pkg/controllers/cluster/cluster_controller.go``. For ev
   True → neither; no condition yet (a cluster just joined) → not-ready. The other taints are left
   alone, added ones get ``timeAdded``, and every change is an event ``TaintClusterSucceed``;
 * the finalizer ``karmada.io/cluster-controller`` is present, so that a deletion first removes the
-  execution space: its Works are deleted (for a Pull cluster that is not ready, their execution
-  finalizer is dropped first, since no agent will ever clean up), then the namespace; the Cluster's
-  finalizer goes once the namespace is gone (re-checked every ``CLEANUP_CHECK_INTERVAL``).
+  execution space: the namespace is deleted (for a Pull cluster that is not ready, its Works'
+  execution finalizer is dropped first, since no agent will ever clean up) and the namespace
+  controller deletes the Works in it; the Cluster's finalizer goes once the namespace is gone
+  (re-checked every ``CLEANUP_CHECK_INTERVAL``).
 
 Not simulated: the health monitor of Pull clusters (``--cluster-monitor-period``: Push clusters,
 the only kind the dev plane has, return before it does anything) and the wait for bindings to drop
@@ -260,26 +261,22 @@ class ClusterReconciler:
         return Result()
 
     async def _remove_execution_space(self, cluster: Obj, namespace: str) -> None:
-        """Delete the cluster's Works, then its execution space (NotFound is success)."""
-        try:
-            works = (await self.client.list(WORKS, namespace)).get("items") or []
-        except ApiError as exc:
-            if not exc.is_not_found:
-                raise
-            works = []
-        pull_not_ready = ((cluster.get("spec") or {}).get("syncMode") == "Pull"
-                          and not _is_ready(cluster))
-        for work in works:
-            meta = work.get("metadata") or {}
-            if pull_not_ready and EXECUTION_CONTROLLER_FINALIZER in (meta.get("finalizers") or []):
-                await self._drop_work_finalizer(str(meta.get("name")), namespace)
-            if meta.get("deletionTimestamp"):
-                continue
+        """``removeExecutionSpace``: delete the namespace (NotFound is success); its Works go with it.
+
+        Karmada deletes no Work itself; it only drops their execution finalizer when a Pull cluster
+        is not ready (no agent will ever clean up).
+        """
+        if (cluster.get("spec") or {}).get("syncMode") == "Pull" and not _is_ready(cluster):
             try:
-                await self.client.delete(WORKS, str(meta.get("name")), namespace)
+                works = (await self.client.list(WORKS, namespace)).get("items") or []
             except ApiError as exc:
                 if not exc.is_not_found:
                     raise
+                works = []
+            for work in works:
+                meta = work.get("metadata") or {}
+                if EXECUTION_CONTROLLER_FINALIZER in (meta.get("finalizers") or []):
+                    await self._drop_work_finalizer(str(meta.get("name")), namespace)
         try:
             await self.client.delete(NAMESPACES, namespace)
         except ApiError as exc:
