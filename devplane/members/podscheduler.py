@@ -365,9 +365,10 @@ def occupies_node(pod: Mapping[str, Any]) -> bool:
 
 
 def wants_scheduling(pod: Mapping[str, Any]) -> bool:
-    """Unbound, for this scheduler, not being deleted, not terminal."""
+    """Unbound, for this scheduler, not gated (``schedulingGates``), not being deleted, not terminal."""
     spec = pod.get("spec") or {}
     return (not spec.get("nodeName") and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+            and not spec.get("schedulingGates")
             and not (pod.get("metadata") or {}).get("deletionTimestamp")
             and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES)
 

@@ -7,7 +7,7 @@ and the kubelet leaves the conditions it does not own (``mergePodStatus``).
 from __future__ import annotations
 
 from devplane.members.kubelet import running_status
-from devplane.members.podscheduler import scheduled_condition
+from devplane.members.podscheduler import scheduled_condition, wants_scheduling
 
 EARLIER, NOW = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
 
@@ -35,3 +35,11 @@ def test_kubelet_keeps_conditions_it_does_not_own() -> None:
     by_type = {c["type"]: c for c in status["conditions"]}
     assert by_type["PodScheduled"]["lastTransitionTime"] == EARLIER
     assert by_type["Ready"]["lastTransitionTime"] == NOW
+
+
+def test_gated_pods_are_not_scheduled() -> None:
+    """kube-scheduler's SchedulingGates PreEnqueue plugin: a gated pod waits, it is neither bound nor failed."""
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    assert wants_scheduling(pod)
+    gated = {**pod, "spec": {**pod["spec"], "schedulingGates": [{"name": "example.com/wait"}]}}
+    assert not wants_scheduling(gated)
