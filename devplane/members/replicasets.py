@@ -13,7 +13,7 @@ Status: ``replicas`` (always written), ``fullyLabeledReplicas``, ``readyReplicas
 ``availableReplicas`` (ready for ``minReadySeconds``), ``observedGeneration``; zero values are
 omitted as Go's ``omitempty`` does.
 
-The pods a ReplicaSet counts are those it claims (:mod:`devplane.members.podclaims`): its own pods
+The pods a ReplicaSet counts are those it claims (:mod:`devplane.members.controllerref`): its own pods
 that still match its selector, plus orphans that match, which it adopts; pods that stop matching
 are released.
 
@@ -44,7 +44,7 @@ from estimator.members import PODS, REPLICA_SETS
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
 
-from .podclaims import PodClaimer, orphan_requests
+from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
 
@@ -449,7 +449,8 @@ class ReplicaSetReconciler:
         """
         namespace = str(_meta(rs).get("namespace") or "")
         candidates = [pod for pod in self.pods.by_index("namespace", namespace) if is_pod_active(pod)]
-        return await PodClaimer(self.client, rs, controller_reference(rs, "ReplicaSet")).claim(candidates)
+        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, "ReplicaSet"), PODS)
+        return await claimer.claim(candidates)
 
     async def _write_status(self, rs: Obj, active: list[Obj]) -> float | None:
         """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).

@@ -1,0 +1,155 @@
+"""Which objects a controller owns: Kubernetes' ``ControllerRefManager`` (``ClaimPods``, ``ClaimReplicaSets``).
+
+A ReplicaSet's pods, and a Deployment's ReplicaSets, are not only those it created. On every sync
+the controller claims, from the candidates of its namespace (``pkg/controller/controller_ref_manager.go``):
+
+* objects it controls whose labels still match its selector: kept;
+* objects it controls that stopped matching: released (its ownerReference removed), unless the
+  owner is being deleted;
+* orphans (no controller reference) that match and are not being deleted, while the owner is not
+  being deleted: adopted (a controller ownerReference added), after a fresh read of the owner
+  confirms it is still there and not being deleted (``RecheckDeletionTimestamp``);
+* objects another controller owns: ignored.
+
+So pods made before their ReplicaSet are adopted rather than duplicated. The writes are JSON
+patches that test the object's uid and resourceVersion: Kubernetes sends a strategic merge patch
+with the uid as precondition and relies on the API server refusing a second controller
+reference; the resourceVersion test gives the same guarantee on the dev server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from controller_manager.cache import Indexer, Obj
+from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
+from controller_manager.controller import Request
+from estimator.unschedulable import controller_ref
+from karmada_api.tolerations import compile_label_selector
+
+LabelMatch = Callable[[Mapping[str, str]], bool]
+
+
+class AdoptionRefused(Exception):
+    """The owner may not adopt (gone, replaced or being deleted): as Kubernetes' ``CanAdopt`` error."""
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def selector_of(owner: Mapping[str, Any]) -> LabelMatch:
+    """The owner's ``spec.selector``; an invalid one matches nothing (Kubernetes fails the sync instead)."""
+    try:
+        return compile_label_selector((owner.get("spec") or {}).get("selector"))
+    except (ValueError, AttributeError, TypeError):
+        return lambda _labels: False
+
+
+def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return _meta(obj).get("labels") or {}
+
+
+def _guarded(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON-patch tests: the same object (uid), unchanged since the cache saw it (resourceVersion)."""
+    meta = _meta(obj)
+    return [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
+
+
+def adopt_patch(obj: Mapping[str, Any], reference: dict[str, Any]) -> list[dict[str, Any]]:
+    """``ownerRefControllerPatch``: add the controller reference to the object's ownerReferences."""
+    if _meta(obj).get("ownerReferences"):
+        return [*_guarded(obj), {"op": "add", "path": "/metadata/ownerReferences/-", "value": reference}]
+    return [*_guarded(obj), {"op": "add", "path": "/metadata/ownerReferences", "value": [reference]}]
+
+
+def release_patch(obj: Mapping[str, Any], owner_uid: str) -> list[dict[str, Any]]:
+    """``GenerateDeleteOwnerRefStrategicMergeBytes``: drop the owner's reference, keep the others."""
+    kept = [r for r in _meta(obj).get("ownerReferences") or [] if r.get("uid") != owner_uid]
+    if kept:
+        return [*_guarded(obj), {"op": "replace", "path": "/metadata/ownerReferences", "value": kept}]
+    return [*_guarded(obj), {"op": "remove", "path": "/metadata/ownerReferences"}]
+
+
+class Claimer:
+    """Claims one owner's dependents of one resource (adopting and releasing), as the ControllerRefManager."""
+
+    def __init__(self, client: KubeClient, owner: Obj, owner_resource: Resource, reference: dict[str, Any],
+                 dependents: Resource) -> None:
+        self.client = client
+        self.owner = owner
+        self.owner_resource = owner_resource
+        self.reference = reference
+        self.dependents = dependents
+        self.match = selector_of(owner)
+        self._can_adopt: bool | None = None
+
+    async def claim(self, candidates: Iterable[Obj]) -> list[Obj]:
+        """The candidates the owner owns after claiming; the first write error is raised after trying all."""
+        claimed: list[Obj] = []
+        errors: list[Exception] = []
+        for obj in candidates:
+            try:
+                if await self._claim_one(obj):
+                    claimed.append(obj)
+            except (ApiError, AdoptionRefused) as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+        return claimed
+
+    async def _claim_one(self, obj: Obj) -> bool:
+        deleting = bool(_meta(self.owner).get("deletionTimestamp"))
+        reference = controller_ref(obj)
+        if reference is not None:
+            if reference.get("uid") != _meta(self.owner).get("uid"):
+                return False  # another controller's
+            if self.match(_labels(obj)):
+                return True
+            if not deleting:
+                await self._patch(obj, release_patch(obj, str(_meta(self.owner).get("uid"))), ignore_invalid=True)
+            return False
+        if deleting or not self.match(_labels(obj)) or _meta(obj).get("deletionTimestamp"):
+            return False
+        await self._check_can_adopt()
+        return await self._patch(obj, adopt_patch(obj, self.reference), ignore_invalid=False)
+
+    async def _check_can_adopt(self) -> None:
+        """``RecheckDeletionTimestamp``: one fresh read of the owner per claim."""
+        meta = _meta(self.owner)
+        if self._can_adopt is None:
+            fresh = await self.client.get_or_none(self.owner_resource, str(meta.get("name")),
+                                                  str(meta.get("namespace")))
+            self._can_adopt = (fresh is not None and _meta(fresh).get("uid") == meta.get("uid")
+                               and not _meta(fresh).get("deletionTimestamp"))
+        if not self._can_adopt:
+            raise AdoptionRefused(f"can't adopt {self.dependents.plural}: {meta.get('namespace')}/"
+                                  f"{meta.get('name')} is gone or being deleted")
+
+    async def _patch(self, obj: Obj, patch: list[dict[str, Any]], *, ignore_invalid: bool) -> bool:
+        """Whether the patch applied; an object that is gone is not an error (nor, for a release, a changed one)."""
+        meta = _meta(obj)
+        try:
+            await self.client.patch(self.dependents, str(meta.get("name")), patch,
+                                    namespace=str(meta.get("namespace") or ""), content_type=JSON_PATCH)
+        except ApiError as exc:
+            if exc.is_not_found or (ignore_invalid and exc.is_invalid):
+                return False
+            raise
+        return True
+
+
+def orphan_requests(owners: Indexer) -> Callable[[Obj], list[Request]]:
+    """``getPodReplicaSets`` / ``getDeploymentsForReplicaSet``: an orphan → the owners of its namespace
+    whose selector matches it."""
+
+    def mapper(obj: Obj) -> list[Request]:
+        if controller_ref(obj) is not None or _meta(obj).get("deletionTimestamp"):
+            return []
+        namespace = str(_meta(obj).get("namespace") or "")
+        return [Request.for_object(owner) for owner in owners.by_index("namespace", namespace)
+                if selector_of(owner)(_labels(obj))]
+
+    return mapper
