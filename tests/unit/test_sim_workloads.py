@@ -468,6 +468,7 @@ def test_desired_work_and_its_update() -> None:
     work = desired_work(deployment(), binding, {"name": "m1", "replicas": 2}, None)
     assert work["metadata"] == {
         "name": "foo-58bcf5bd9c", "namespace": "karmada-es-m1",
+        "finalizers": ["karmada.io/execution-controller"],  # ensureWork's workMeta: execution never adds it
         "labels": {"resourcebinding.karmada.io/permanent-id": "rb-id", "karmada.io/managed": "true"},
         "annotations": {"resourcebinding.karmada.io/namespace": "default",
                         "resourcebinding.karmada.io/name": "foo-deployment",
@@ -479,5 +480,6 @@ def test_desired_work_and_its_update() -> None:
                 "spec": {"workload": {"manifests": []}}, "status": {"conditions": []}}
     merged = merge_work(existing, work)
     assert merged["metadata"]["labels"] == {"extra": "1", **work["metadata"]["labels"]}
-    assert merged["metadata"]["finalizers"] == ["karmada.io/x"] and merged["status"] == {"conditions": []}
+    assert merged["metadata"]["finalizers"] == ["karmada.io/x", "karmada.io/execution-controller"]
+    assert merged["status"] == {"conditions": []}
     assert merged["spec"] == work["spec"]
