@@ -77,6 +77,7 @@ RB_FINALIZER = "karmada.io/binding-controller"
 CRB_FINALIZER = "karmada.io/cluster-resource-binding-controller"
 SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
+CLEANUP_WORK_FAILED = "CleanupWorkFailed"
 CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
 PURGE_MODE_DIRECTLY = "Directly"
 EXECUTION_FINALIZER = "karmada.io/execution-controller"
@@ -286,12 +287,16 @@ class BindingReconciler:
         if _deleting(binding):
             await self._finalize(binding)
             return Result()
+        try:  # syncBinding: orphans first, so a failing target never keeps a stale Work elsewhere
+            removed = await self._remove_orphan_works(binding)
+        except ApiError as exc:
+            self.events.event(binding, WARNING, CLEANUP_WORK_FAILED, str(exc))
+            raise
         template = await self._template(binding)
         if template is None:
             return Result()  # the template is gone: the garbage collector deletes the binding
         try:
-            written = await self._sync_works(binding, template)
-            written += await self._remove_orphan_works(binding)
+            written = removed + await self._sync_works(binding, template)
         except (ApiError, SyncError) as exc:
             self.events.event(binding, WARNING, SYNC_WORK_FAILED, str(exc))
             self.events.event(template, WARNING, SYNC_WORK_FAILED, str(exc))
@@ -389,14 +394,18 @@ class BindingReconciler:
         return await retry_on_conflict(attempt)
 
     async def _remove_orphan_works(self, binding: Obj) -> int:
-        """Delete the binding's Works in clusters it does not target (nor is still being evicted from)."""
+        """Delete the binding's Works in clusters it does not target (nor is still being evicted from).
+
+        Its Works are found by permanent id; a binding without one (Karmada's binding webhook gives every
+        binding one, the dev server has no such webhook) by the binding annotations on its Works.
+        """
         permanent_id = ((binding.get("metadata") or {}).get("labels") or {}).get(self.kind.id_label)
-        if not permanent_id:
-            return 0
+        if permanent_id:
+            works = self.works.by_index(self.kind.work_index, str(permanent_id))
+        else:
+            works = self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding)))
         keep = retained_clusters(binding.get("spec") or {})
-        orphans = [w for w in self.works.by_index(self.kind.work_index, str(permanent_id))
-                   if work_cluster(w) not in keep]
-        return await self._delete_works(orphans)
+        return await self._delete_works([w for w in works if work_cluster(w) not in keep])
 
     async def _delete_works(self, works: list[Obj]) -> int:
         deleted, seen = 0, set()

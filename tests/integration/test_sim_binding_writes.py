@@ -112,6 +112,15 @@ async def test_no_work_for_a_cluster_without_a_cluster_object(plane: Manager,
     # Karmada renders the clusters in order and stops at the first failure: member1's Work is there.
     assert await get_or_none(http, WORKS.format(ns="karmada-es-member1") + f"/{name}") is not None
     assert await get_or_none(http, WORKS.format(ns="karmada-es-ghost") + f"/{name}") is None
+    # Orphaned Works go before the targets are rendered: leaving member1 deletes its Work although
+    # ghost still fails (no execution controller runs here, so the Work stays, being deleted).
+    await send(http, "PATCH", RBS + "/lost-deployment", {"spec": {"clusters": [{"name": "ghost", "replicas": 1}]}})
+
+    async def member1_work_deleted() -> bool:
+        work = await get_or_none(http, WORKS.format(ns="karmada-es-member1") + f"/{name}")
+        return work is None or bool(work["metadata"].get("deletionTimestamp"))
+
+    await eventually(member1_work_deleted)
     # Once the Cluster joins, the retry renders its Work.
     await send(http, "POST", CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                                         "metadata": {"name": "ghost"}, "spec": {"syncMode": "Push"}})
