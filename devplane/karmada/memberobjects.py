@@ -141,7 +141,7 @@ async def _discover(client: KubeClient, api_version: str) -> dict[str, Resource]
     try:
         answer = await client.request("GET", path)
     except ApiError as exc:
-        if exc.is_not_found:
+        if exc.is_not_found or exc.is_not_served:  # kube-apiserver: a plain "404 page not found"
             return {}
         raise
     kinds: dict[str, Resource] = {}
