@@ -448,12 +448,14 @@ class Api:
         if not isinstance(applied, dict):
             raise errors.bad_request("the apply patch must be an object")
         self._check_kind(target.rtype, applied)
+        dry_run = _dry_run(request)  # `kubectl diff --server-side` sends dryRun=All: nothing may be stored
         if self.store.lookup(target.rtype, target.namespace, target.name) is None:
             applied.setdefault("metadata", {})["name"] = target.name
-            stored = self.store.create(target.rtype, target.namespace, applied)
+            stored = self.store.create(target.rtype, target.namespace, applied, dry_run=dry_run)
             return await self._respond_object(request, target, stored, 201)
         stored = self.store.patch(target.rtype, target.namespace, target.name,
-                                  lambda doc: apply_merge_patch(doc, applied), subresource=target.subresource)
+                                  lambda doc: apply_merge_patch(doc, applied), subresource=target.subresource,
+                                  dry_run=dry_run)
         return await self._respond_object(request, target, stored)
 
     async def _delete_options(self, request: web.Request) -> DeleteOptions:
