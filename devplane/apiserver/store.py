@@ -86,6 +86,17 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
+OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
+"""ObjectMeta fields tagged ``omitempty``: kube never stores or answers them empty (``labels: {}`` after the
+last label is removed reads back as no ``labels`` at all)."""
+
+
+def drop_empty_meta(meta: dict[str, Any]) -> None:
+    for key in OMITTED_WHEN_EMPTY:
+        if key in meta and not meta[key]:
+            del meta[key]
+
+
 def _owner_uids(obj: dict[str, Any]) -> list[str]:
     refs = obj["metadata"].get("ownerReferences") or []
     return [r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)]
@@ -350,6 +361,7 @@ class Store:
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
                     "managedFields"):
             meta.pop(key, None)
+        drop_empty_meta(meta)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         if rtype.has_generation:
@@ -494,6 +506,7 @@ class Store:
             mutate(rtype, old, new)
         self._apply_schema(rtype, new, checks)
         self._set_storage_version(rtype, new)
+        drop_empty_meta(new["metadata"])
         if rtype.has_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = str(current.rv)

@@ -1420,3 +1420,18 @@ async def test_wrong_value_type_in_builtin_is_decode_error(http: aiohttp.ClientS
     assert reply.body["reason"] == "BadRequest"
     assert reply.body["message"].startswith('ConfigMap in version "v1" cannot be handled as a ConfigMap:')
     await assert_configmaps_untouched(http, existing)
+
+
+async def test_emptied_labels_and_annotations_are_dropped(http: aiohttp.ClientSession) -> None:
+    """ObjectMeta's maps and lists are omitempty: removing the last label leaves no ``labels: {}``."""
+    body = {"metadata": {"name": "emptied", "labels": {"a": "1"}, "annotations": {"b": "2"}, "finalizers": []}}
+    async with http.post("/api/v1/namespaces/default/configmaps", json=body) as r:
+        assert r.status == 201
+        assert "finalizers" not in (await r.json())["metadata"]
+    patch = {"metadata": {"labels": {"a": None}, "annotations": {"b": None}}}
+    async with http.patch("/api/v1/namespaces/default/configmaps/emptied", json=patch,
+                          headers={"Content-Type": MERGE}) as r:
+        assert r.status == 200
+    async with http.get("/api/v1/namespaces/default/configmaps/emptied") as r:
+        meta = (await r.json())["metadata"]
+    assert "labels" not in meta and "annotations" not in meta, meta
