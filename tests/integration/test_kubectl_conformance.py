@@ -729,14 +729,21 @@ def _configmap(c: Ctx, name: str, **data: str) -> None:
     c.k.run("create", "configmap", name, "-n", c.ns, *(f"--from-literal={key}={value}" for key, value in data.items()))
 
 
-@row("get -o wide", xfail="the dev API server's Tables have no priority-1 (wide) columns "
-                           "(devplane/apiserver/tables.py sets priority 0 on every column and lists only the default "
-                           "ones): kube-apiserver's Deployment table adds CONTAINERS, IMAGES, SELECTOR for -o wide")
+@row("get -o wide")
 def _(c: Ctx) -> None:
     c.k.run("create", "deployment", "wide", "-n", c.ns, "--image=nginx:1.27")
     [shown] = table(c.k.out("get", "deployment", "wide", "-n", c.ns, "-o", "wide"))
     assert (shown["NAME"], shown["CONTAINERS"], shown["IMAGES"], shown["SELECTOR"]) == (
         "wide", "nginx", "nginx:1.27", "app=wide")
+    [narrow] = table(c.k.out("get", "deployment", "wide", "-n", c.ns))
+    assert "CONTAINERS" not in narrow and "SELECTOR" not in narrow, narrow
+    # A member's pods are bound and addressed by its kubelet: -o wide shows IP and NODE.
+    c.m("create", "deployment", "widepod", "-n", c.ns, "--image=nginx:1.27")
+    c.k.run("rollout", "status", "deployment/widepod", "-n", c.ns, "--timeout=30s", context=MEMBER)
+    [pod] = table(c.m("get", "pods", "-n", c.ns, "-l", "app=widepod", "-o", "wide"))
+    assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", pod["IP"]), pod
+    assert pod["NODE"].startswith(MEMBER), pod
+    assert (pod["NOMINATED NODE"], pod["READINESS GATES"]) == ("<none>", "<none>"), pod
 
 
 @row("get -o yaml")
