@@ -169,8 +169,9 @@ def _node_info(field: str) -> Callable[[dict[str, Any]], str]:
 
 
 def _svc_cluster_ip(o: dict[str, Any]) -> str:
+    """kube prints ``clusterIPs[0]``; fall back to ``clusterIP`` for objects stored before clusterIPs was set."""
     ips = _spec(o).get("clusterIPs") or []
-    return str(ips[0]) if ips else "<none>"
+    return str(ips[0]) if ips else _or_none(_spec(o).get("clusterIP"))
 
 
 def _svc_external_ip(o: dict[str, Any]) -> str:
