@@ -174,6 +174,13 @@ def service(obj: Obj) -> None:
             port.setdefault("protocol", "TCP")
             if "port" in port:
                 port.setdefault("targetPort", port["port"])
+    # Newer SetDefaults_Service; cluster IPs and node ports are allocated in services.py.
+    if spec["type"] in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    if spec["type"] == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
 
 
 def secret(obj: Obj) -> None:

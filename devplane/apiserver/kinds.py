@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import defaults, errors
+from . import defaults, errors, services
 from .codec import now_rfc3339
 from .resources import ResourceType
 from .schema import StructuralSchema
@@ -150,6 +150,7 @@ def install_core(store: Store) -> None:
     store.mutators.setdefault(CRD_KEY, []).append(store.crd_create_status)
     for storage_key, defaulter in defaults.DEFAULTERS.items():
         store.mutators.setdefault(storage_key, []).append(defaults.mutator(defaulter))
+    services.install(store)  # after the Service defaulter: allocation needs spec.type
 
     def on_removed(rtype: ResourceType, stored: Any) -> None:
         if rtype.storage_key == CRD_KEY:

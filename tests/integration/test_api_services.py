@@ -1,0 +1,150 @@
+"""Service cluster IPs and node ports over HTTP: what kube-apiserver allocates and refuses on write.
+
+kube's default range 10.96.0.0/12 and node ports 30000-32767; messages are kube's own
+(``alloc.go``, ``ipallocator``, ``ValidateServiceUpdate``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from devplane.apiserver.server import ApiServer
+from tests.conftest import send
+
+SVCS = "/api/v1/namespaces/default/services"
+RANGE = ipaddress.ip_network("10.96.0.0/12")
+
+
+def service(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"selector": {"app": name}, "ports": [{"port": 80}], **spec}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": body}
+
+
+async def create(http: aiohttp.ClientSession, name: str, **spec: Any) -> dict[str, Any]:
+    created = await send(http, "POST", SVCS, service(name, **spec), expect=(201,))
+    result: dict[str, Any] = created["spec"]
+    return result
+
+
+async def refused(http: aiohttp.ClientSession, method: str, path: str, body: Any) -> dict[str, Any]:
+    return await send(http, method, path, body, expect=(422,))
+
+
+async def test_create_allocates_a_cluster_ip_and_defaults(http: aiohttp.ClientSession) -> None:
+    spec = await create(http, "web")
+    ip = ipaddress.ip_address(spec["clusterIP"])
+    assert ip in RANGE and ip != ipaddress.ip_address("10.96.0.1")  # .1 is the kubernetes Service's
+    assert spec["clusterIPs"] == [spec["clusterIP"]]
+    assert spec["ipFamilies"] == ["IPv4"] and spec["ipFamilyPolicy"] == "SingleStack"
+    assert (spec["type"], spec["sessionAffinity"], spec["internalTrafficPolicy"]) == ("ClusterIP", "None", "Cluster")
+    assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    got = await send(http, "GET", f"{SVCS}/web")
+    assert got["spec"]["clusterIP"] == spec["clusterIP"]
+
+
+async def test_allocated_ips_are_unique(http: aiohttp.ClientSession) -> None:
+    ips = [(await create(http, f"s{i}"))["clusterIP"] for i in range(40)]
+    assert len(set(ips)) == len(ips)
+
+
+async def test_headless_keeps_none(http: aiohttp.ClientSession) -> None:
+    spec = await create(http, "headless", clusterIP="None")
+    assert spec["clusterIP"] == "None" and spec["clusterIPs"] == ["None"]
+    assert spec["ipFamilies"] == ["IPv4"] and spec["ipFamilyPolicy"] == "SingleStack"
+    # headless and selectorless: kube's special case asks for both families
+    bare = await send(http, "POST", SVCS, {"metadata": {"name": "bare"},
+                                           "spec": {"clusterIP": "None", "ports": [{"port": 80}]}}, expect=(201,))
+    assert bare["spec"]["ipFamilyPolicy"] == "RequireDualStack"
+    assert bare["spec"]["ipFamilies"] == ["IPv4", "IPv6"]
+
+
+async def test_requested_ip_free_taken_and_out_of_range(http: aiohttp.ClientSession) -> None:
+    spec = await create(http, "dns", clusterIP="10.96.0.10")
+    assert spec["clusterIP"] == "10.96.0.10" and spec["clusterIPs"] == ["10.96.0.10"]
+    taken = await refused(http, "POST", SVCS, service("dns2", clusterIP="10.96.0.10"))
+    assert taken["message"] == ('Service "dns2" is invalid: spec.clusterIPs: Invalid value: ["10.96.0.10"]: '
+                                "failed to allocate IP 10.96.0.10: provided IP is already allocated")
+    assert taken["details"]["causes"] == [{"reason": "FieldValueInvalid", "field": "spec.clusterIPs",
+                                           "message": 'Invalid value: ["10.96.0.10"]: failed to allocate IP '
+                                                      "10.96.0.10: provided IP is already allocated"}]
+    outside = await refused(http, "POST", SVCS, service("far", clusterIP="10.0.0.10"))
+    assert outside["message"] == ('Service "far" is invalid: spec.clusterIPs: Invalid value: ["10.0.0.10"]: '
+                                  "failed to allocate IP 10.0.0.10: provided IP is not in the valid range. "
+                                  "The range of valid IPs is 10.96.0.0/12")
+    assert await send(http, "GET", SVCS + "/far", expect=(404,))
+
+
+async def test_cluster_ip_is_immutable_but_omitting_it_keeps_it(http: aiohttp.ClientSession) -> None:
+    spec = await create(http, "web")
+    ip = spec["clusterIP"]
+    current = await send(http, "GET", f"{SVCS}/web")
+    current["spec"]["clusterIP"] = "10.96.0.99"
+    current["spec"].pop("clusterIPs")
+    answer = await refused(http, "PUT", f"{SVCS}/web", current)
+    assert answer["message"] == ('Service "web" is invalid: spec.clusterIP: Invalid value: "10.96.0.99": '
+                                 "field is immutable")
+    # A PUT without the allocated fields (kubectl replace of a hand-written file) keeps them.
+    replaced = await send(http, "PUT", f"{SVCS}/web", service("web", ports=[{"port": 81}]))
+    assert replaced["spec"]["clusterIP"] == ip and replaced["spec"]["clusterIPs"] == [ip]
+    assert replaced["spec"]["ipFamilyPolicy"] == "SingleStack"
+    patched = await send(http, "PATCH", f"{SVCS}/web", {"metadata": {"labels": {"a": "b"}}})
+    assert patched["spec"]["clusterIP"] == ip
+
+
+async def test_delete_releases_the_ip(http: aiohttp.ClientSession) -> None:
+    await create(http, "first", clusterIP="10.96.0.20")
+    await refused(http, "POST", SVCS, service("second", clusterIP="10.96.0.20"))
+    await send(http, "DELETE", f"{SVCS}/first")
+    spec = await create(http, "second", clusterIP="10.96.0.20")
+    assert spec["clusterIP"] == "10.96.0.20"
+
+
+async def test_dry_run_allocates_nothing(http: aiohttp.ClientSession) -> None:
+    async with http.post(SVCS, json=service("dry", clusterIP="10.96.0.30"), params={"dryRun": "All"}) as r:
+        assert r.status == 201
+        assert (await r.json())["spec"]["clusterIP"] == "10.96.0.30"
+    assert (await create(http, "real", clusterIP="10.96.0.30"))["clusterIP"] == "10.96.0.30"
+
+
+async def test_external_name_gets_no_cluster_ip(http: aiohttp.ClientSession) -> None:
+    created = await send(http, "POST", SVCS, {"metadata": {"name": "ext"},
+                                              "spec": {"type": "ExternalName", "externalName": "example.com"}},
+                         expect=(201,))
+    spec = created["spec"]
+    assert "clusterIP" not in spec and "ipFamilies" not in spec and "internalTrafficPolicy" not in spec
+
+
+async def test_node_ports(http: aiohttp.ClientSession) -> None:
+    spec = await create(http, "np", type="NodePort", ports=[{"name": "a", "port": 80}, {"name": "b", "port": 81}])
+    ports = [p["nodePort"] for p in spec["ports"]]
+    assert all(30000 <= p <= 32767 for p in ports) and len(set(ports)) == 2
+    assert spec["externalTrafficPolicy"] == "Cluster"
+    taken = await refused(http, "POST", SVCS, service("np2", type="NodePort",
+                                                      ports=[{"port": 80, "nodePort": ports[0]}]))
+    assert taken["message"] == (f'Service "np2" is invalid: spec.ports[0].nodePort: Invalid value: {ports[0]}: '
+                                "provided port is already allocated")
+    outside = await refused(http, "POST", SVCS, service("np3", type="NodePort", ports=[{"port": 80, "nodePort": 80}]))
+    assert outside["message"] == ('Service "np3" is invalid: spec.ports[0].nodePort: Invalid value: 80: provided '
+                                  "port is not in the valid range. The range of valid ports is 30000-32767")
+    lb = await create(http, "lb", type="LoadBalancer")
+    assert lb["allocateLoadBalancerNodePorts"] is True and 30000 <= lb["ports"][0]["nodePort"] <= 32767
+    # a PUT that omits node ports keeps them; going back to ClusterIP releases them
+    kept = await send(http, "PUT", f"{SVCS}/np", service("np", type="NodePort",
+                                                         ports=[{"name": "a", "port": 80}, {"name": "b", "port": 81}]))
+    assert [p["nodePort"] for p in kept["spec"]["ports"]] == ports
+    back = await send(http, "PUT", f"{SVCS}/np", {**kept, "spec": {**kept["spec"], "type": "ClusterIP"}})
+    assert all("nodePort" not in p for p in back["spec"]["ports"])
+    again = await create(http, "np4", type="NodePort", ports=[{"port": 80, "nodePort": ports[0]}])
+    assert again["ports"][0]["nodePort"] == ports[0]
+
+
+async def test_allocations_survive_a_restart(tmp_path: Path) -> None:
+    async with ApiServer(data_dir=tmp_path) as srv, aiohttp.ClientSession(base_url=srv.url) as http:
+        await create(http, "kept", clusterIP="10.96.0.40", type="NodePort", ports=[{"port": 80, "nodePort": 30040}])
+    async with ApiServer(data_dir=tmp_path) as srv, aiohttp.ClientSession(base_url=srv.url) as http:
+        await refused(http, "POST", SVCS, service("again", clusterIP="10.96.0.40"))
+        await refused(http, "POST", SVCS, service("port", type="NodePort", ports=[{"port": 80, "nodePort": 30040}]))
