@@ -674,11 +674,7 @@ def _(c: Ctx) -> None:
     assert spec["ports"] == [{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}]
 
 
-@row("create service clusterip: a cluster IP is allocated",
-     xfail="the dev API server allocates no cluster IP: kube-apiserver (and Karmada's, started with "
-           "--service-cluster-ip-range) sets spec.clusterIP/clusterIPs, ipFamilies, ipFamilyPolicy and "
-           "internalTrafficPolicy on create; devplane/apiserver/defaults.py only defaults type, "
-           "sessionAffinity and ports (an IP allocator in the store is needed)")
+@row("create service clusterip: a cluster IP is allocated")
 def _(c: Ctx) -> None:
     c.k.run("create", "service", "clusterip", "ip", "-n", c.ns, "--tcp=80:8080")
     spec = obj(c.k, "service", "ip", "-n", c.ns)["spec"]
@@ -686,6 +682,7 @@ def _(c: Ctx) -> None:
     assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", str(spec.get("clusterIP"))), spec
     assert spec.get("clusterIPs") == [spec["clusterIP"]]
     assert spec.get("ipFamilies") == ["IPv4"] and spec.get("ipFamilyPolicy") == "SingleStack"
+    assert spec.get("internalTrafficPolicy") == "Cluster"
 
 
 def _create_batch(c: Ctx, resource: str, args: tuple[str, ...], check: Callable[[dict[str, object]], None]) -> None:
