@@ -94,11 +94,12 @@ class Devplane:
                                  f"log:\n{self.log.read_text()}") from None
 
 
-def start_devplane(workdir: Path, members: int) -> Devplane:
+def start_devplane(workdir: Path, members: int, *flags: str) -> Devplane:
+    """``karmada-devplane up --members N FLAGS``, waited for until it prints that it is ready."""
     kube = workdir / "kube"
     log = workdir / "devplane.log"
     with log.open("w") as stderr:
-        process = subprocess.Popen([*devplane_command(), "up", "--members", str(members), "--kubeconfig-dir",
+        process = subprocess.Popen([*devplane_command(), "up", "--members", str(members), *flags, "--kubeconfig-dir",
                                     str(kube)], stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=workdir)
     plane = Devplane(process, kube, "", log)
     try:

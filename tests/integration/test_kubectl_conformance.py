@@ -20,11 +20,11 @@ namespace or Node), so rows are independent; every wait polls with a deadline.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -39,44 +39,25 @@ from tests.integration.test_kubectl import (
     BIN,
     EXAMPLES,
     HOST,
-    READY_TIMEOUT,
     Devplane,
     Kubectl,
-    Lines,
     devplane_command,
     kubectl_binary,
+    start_devplane,
 )
 
 pytestmark = pytest.mark.kubectl
 
-SEEDS = Path("/work/shared/seeds")
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = REPO.parent / "shared" / "seeds"  # the user's documents, beside the checkout (not in the repository)
 MEMBER = "member1"
 DEADLINE = 45.0  # seconds for any outcome of the simulation to show
 # The demo's Karmada: the scheduler estimator on (the descheduler document's prerequisite) and a
 # 1 s cluster status period (Karmada's default is 10 s; the outcomes do not depend on it).
-PLANE_FLAGS = ("--members", "3", "--enable-scheduler-estimator", "--cluster-status-update-frequency", "1s")
+PLANE_FLAGS = ("--enable-scheduler-estimator", "--cluster-status-update-frequency", "1s")  # with 3 members
 
 
 # ------------------------------------------------------------------------------------------ planes
-
-
-def start_plane(workdir: Path, flags: tuple[str, ...]) -> Devplane:
-    """``karmada-devplane up FLAGS`` (test_kubectl's start_devplane takes only --members)."""
-    kube = workdir / "kube"
-    log = workdir / "devplane.log"
-    with log.open("w") as stderr:
-        process = subprocess.Popen([*devplane_command(), "up", *flags, "--kubeconfig-dir", str(kube)],
-                                   stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=workdir)
-    plane = Devplane(process, kube, "", log)
-    try:
-        assert process.stdout is not None
-        line = Lines(process.stdout).next(time.monotonic() + READY_TIMEOUT)
-        assert "ready" in line, f"unexpected first line {line!r}; log:\n{log.read_text()}"
-        plane.ready_line = line
-    except BaseException:
-        plane.stop(signal.SIGTERM)
-        raise
-    return plane
 
 
 @dataclass
@@ -117,7 +98,7 @@ def plane_kubectl(plane: Devplane, home: Path) -> Kubectl:
 
 @pytest.fixture(scope="module")
 def plane_a(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Devplane]:
-    plane = start_plane(tmp_path_factory.mktemp("plane-a"), PLANE_FLAGS)
+    plane = start_devplane(tmp_path_factory.mktemp("plane-a"), 3, *PLANE_FLAGS)
     yield plane
     assert plane.stop(signal.SIGTERM) == 0, plane.log.read_text()
 
@@ -137,7 +118,7 @@ def k(plane_a: Devplane, controller_manager: Product, tmp_path_factory: pytest.T
 
 @pytest.fixture(scope="module")
 def plane_b(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Devplane]:
-    plane = start_plane(tmp_path_factory.mktemp("plane-b"), PLANE_FLAGS)
+    plane = start_devplane(tmp_path_factory.mktemp("plane-b"), 3, *PLANE_FLAGS)
     yield plane
     assert plane.stop(signal.SIGTERM) == 0, plane.log.read_text()
 
@@ -562,26 +543,14 @@ def _(c: Ctx) -> None:
 
 @row("create secret tls")
 def _(c: Ctx) -> None:
-    if importlib.util.find_spec("cryptography") is None:
-        pytest.skip("the `cryptography` package is not installed in the venv: no certificate to give kubectl")
-    import datetime  # noqa: PLC0415
-
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "conformance.example")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
-    crt = cert.public_bytes(serialization.Encoding.PEM).decode()
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    (c.tmp / "tls.crt").write_text(crt)
-    (c.tmp / "tls.key").write_text(pem)
+    # openssl, as the dev API server itself uses for its self-signed serving certificate (devplane/apiserver/tls.py)
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command: no certificate to give kubectl")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(c.tmp / "tls.key"), "-out", str(c.tmp / "tls.crt"), "-days", "1",
+                    "-subj", "/CN=conformance.example"], check=True, capture_output=True, timeout=30)
+    crt, pem = (c.tmp / "tls.crt").read_text(), (c.tmp / "tls.key").read_text()
     assert c.k.out("create", "secret", "tls", "t", "-n", c.ns, f"--cert={c.tmp}/tls.crt",
                    f"--key={c.tmp}/tls.key").strip() == "secret/t created"
     secret = obj(c.k, "secret", "t", "-n", c.ns)
