@@ -75,10 +75,11 @@ from benchmarks.support import (  # noqa: E402
 )
 from controller_manager.cache import Indexer, Obj, share_item_strings  # noqa: E402
 from controller_manager.client import KubeClient, Resource  # noqa: E402
-from controller_manager.controller import Controller, Request, Result  # noqa: E402
+from controller_manager.controller import Controller  # noqa: E402
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer  # noqa: E402
 from controller_manager.manager import Manager, ManagerOptions  # noqa: E402
 from controller_manager.ratelimiter import default_controller_rate_limiter  # noqa: E402
+from controller_manager.reconcile import Request, Result  # noqa: E402
 from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
 
 NAMESPACE = "bench"

@@ -1,186 +1,30 @@
 """Controllers: watch a primary kind (plus mapped secondary kinds), reconcile keys with N workers.
 
-As in controller-runtime: events become :class:`Request` keys in a rate-limited workqueue
-(deduplicated, never two workers on one key); ``reconcile`` returns a :class:`Result`; an
-exception is logged, counted and retried with per-item backoff and never kills a worker; a
-:class:`TerminalError` is counted and not retried.
+As in controller-runtime: events become :class:`~.reconcile.Request` keys in a rate-limited
+workqueue (deduplicated, never two workers on one key); ``reconcile`` returns a
+:class:`~.reconcile.Result`; an exception is logged, counted and retried with per-item backoff and
+never kills a worker; a :class:`~.reconcile.TerminalError` is counted and not retried. The request
+and result types live in ``reconcile.py``, the event filters in ``predicate.py``, the mapping of
+events to requests in ``handler.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import Protocol
+from collections.abc import Iterable
 
 import structlog
 
 from . import metrics
-from .cache import Obj, object_key, split_key
+from .handler import Enqueuer, MapFunc, request_for_object
 from .informer import SharedInformer
+from .predicate import Predicate
 from .ratelimiter import RateLimiter, RateLimiterOptions, default_controller_rate_limiter
+from .reconcile import ReconcileFunc, Reconciler, Request, TerminalError, as_result
 from .workqueue import RateLimitingQueue, ShutDown
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class Request:
-    """What to reconcile: an object's namespace and name (namespace "" for cluster-scoped)."""
-
-    namespace: str
-    name: str
-
-    @classmethod
-    def for_object(cls, obj: Obj) -> Request:
-        return cls(*split_key(object_key(obj)))
-
-    def __str__(self) -> str:
-        return f"{self.namespace}/{self.name}" if self.namespace else self.name
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """``requeue_after`` > 0: run again after that many seconds; ``requeue``: again with backoff."""
-
-    requeue: bool = False
-    requeue_after: float = 0.0
-
-    def __post_init__(self) -> None:
-        after: object = self.requeue_after
-        if isinstance(after, timedelta):
-            object.__setattr__(self, "requeue_after", after.total_seconds())
-        elif not isinstance(after, int | float):
-            raise TypeError(f"requeue_after must be seconds or a timedelta, got {type(after).__name__}")
-
-
-def _as_result(value: object) -> Result:
-    """What reconcile returned, checked: None means success; anything but a Result is a bug (an error)."""
-    if value is None:
-        return Result()
-    if not isinstance(value, Result):
-        raise TypeError(f"reconcile returned {type(value).__name__}, expected Result or None")
-    return value
-
-
-class TerminalError(Exception):
-    """An error retrying cannot fix: counted and logged, not requeued."""
-
-
-class Reconciler(Protocol):
-    async def reconcile(self, request: Request) -> Result | None: ...
-
-
-ReconcileFunc = Callable[[Request], Awaitable[Result | None]]
-MapFunc = Callable[[Obj], Iterable[Request]]
-
-
-# ---------------------------------------------------------------------- predicates
-
-
-class Predicate:
-    """Filters events before they are enqueued; the default lets everything through."""
-
-    def create(self, obj: Obj) -> bool:
-        return True
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return True
-
-    def delete(self, obj: Obj) -> bool:
-        return True
-
-
-class GenerationChangedPredicate(Predicate):
-    """Updates only when ``metadata.generation`` changed: drops status-only writes."""
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("generation") != new.get("metadata", {}).get("generation"))
-
-
-class ResourceVersionChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("resourceVersion") != new.get("metadata", {}).get("resourceVersion"))
-
-
-class LabelChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("labels") != new.get("metadata", {}).get("labels"))
-
-
-class AnnotationChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("annotations") != new.get("metadata", {}).get("annotations"))
-
-
-@dataclass
-class FuncPredicate(Predicate):
-    """A predicate from functions; an omitted one lets its events through."""
-
-    on_create: Callable[[Obj], bool] | None = None
-    on_update: Callable[[Obj, Obj], bool] | None = None
-    on_delete: Callable[[Obj], bool] | None = None
-
-    def create(self, obj: Obj) -> bool:
-        return self.on_create(obj) if self.on_create else True
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return self.on_update(old, new) if self.on_update else True
-
-    def delete(self, obj: Obj) -> bool:
-        return self.on_delete(obj) if self.on_delete else True
-
-
-@dataclass
-class AnyOf(Predicate):
-    """Passes when any of the predicates passes (controller-runtime's ``predicate.Or``)."""
-
-    predicates: list[Predicate] = field(default_factory=list)
-
-    def create(self, obj: Obj) -> bool:
-        return any(p.create(obj) for p in self.predicates)
-
-    def update(self, old: Obj, new: Obj) -> bool:
-        return any(p.update(old, new) for p in self.predicates)
-
-    def delete(self, obj: Obj) -> bool:
-        return any(p.delete(obj) for p in self.predicates)
-
-
-def _self_request(obj: Obj) -> Iterable[Request]:
-    return (Request.for_object(obj),)
-
-
-class _Enqueuer:
-    """The informer handler of one watch: predicates, then map to requests, then enqueue."""
-
-    def __init__(self, controller: Controller, map_func: MapFunc, predicates: list[Predicate]) -> None:
-        self._controller = controller
-        self._map = map_func
-        self._predicates = predicates
-
-    def on_add(self, obj: Obj, initial: bool) -> None:
-        if all(p.create(obj) for p in self._predicates):
-            self._enqueue(obj)
-
-    def on_update(self, old: Obj, new: Obj) -> None:
-        if all(p.update(old, new) for p in self._predicates):
-            self._enqueue(new)
-            if self._map is not _self_request:
-                self._enqueue(old)  # a mapped owner may have changed: reconcile the old one too
-
-    def on_delete(self, obj: Obj) -> None:
-        if all(p.delete(obj) for p in self._predicates):
-            self._enqueue(obj)
-
-    def _enqueue(self, obj: Obj) -> None:
-        for request in self._map(obj):
-            self._controller.queue.add(request)
-
-
-# ---------------------------------------------------------------------- controller
 
 
 class Controller:
@@ -203,7 +47,7 @@ class Controller:
     def watches(self, informer: SharedInformer, *, map_func: MapFunc | None = None,
                 predicates: Iterable[Predicate] = ()) -> Controller:
         """Enqueue on this informer's events: the object itself, or what ``map_func`` maps it to."""
-        informer.add_event_handler(_Enqueuer(self, map_func or _self_request, list(predicates)))
+        informer.add_event_handler(Enqueuer(self.queue, map_func or request_for_object, list(predicates)))
         if informer not in self.informers:
             self.informers.append(informer)
         return self
@@ -257,7 +101,7 @@ class Controller:
         counts.active_workers.inc()
         started = time.perf_counter()
         try:
-            result = _as_result(await self._reconcile(request))
+            result = as_result(await self._reconcile(request))
             if result.requeue_after > 0:
                 self.queue.forget(request)
                 self.queue.add_after(request, result.requeue_after)

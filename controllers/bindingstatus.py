@@ -37,11 +37,14 @@ from prometheus_client import Counter
 
 from controller_manager.cache import Indexer, IndexFunc, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, MapFunc, Request, Result, TerminalError
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
+from controller_manager.handler import MapFunc
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
+from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,

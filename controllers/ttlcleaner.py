@@ -19,9 +19,11 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
+from controller_manager.reconcile import Request, Result
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.timeutil import now, parse_time
 

@@ -32,11 +32,13 @@ from prometheus_client import Counter
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
+from controller_manager.reconcile import Request, Result
 from karmada_api.names import binding_name
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.timeutil import format_time, now, parse_time

@@ -36,18 +36,12 @@ import structlog
 
 from controller_manager.cache import Indexer, IndexFunc, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import (
-    AnyOf,
-    Controller,
-    FuncPredicate,
-    GenerationChangedPredicate,
-    Request,
-    Result,
-    TerminalError,
-)
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
+from controller_manager.reconcile import Request, Result, TerminalError
 from controllers.bindingstatus import WORK_INDEX_BY_CRB_ID, WORK_INDEX_BY_RB_ID, work_index
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,

@@ -29,9 +29,10 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.reconcile import Request, Result
 from karmada_api.conditions import find_condition
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS

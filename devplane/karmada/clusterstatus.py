@@ -42,8 +42,10 @@ from prometheus_client import Gauge, Histogram
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, GenerationChangedPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate, GenerationChangedPredicate
+from controller_manager.reconcile import Request, Result
 from estimator.members import NEED_CAPACITY, MemberCluster, MemberRegistry
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity

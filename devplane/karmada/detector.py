@@ -38,10 +38,12 @@ import structlog
 
 from controller_manager.cache import IndexFunc, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
+from controller_manager.reconcile import Request, Result
 from karmada_api.labels import CPP_PERMANENT_ID, CRB_PERMANENT_ID, PP_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import (

@@ -32,9 +32,11 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
+from controller_manager.reconcile import Request, Result
 from estimator.members import MemberRegistry
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import CLUSTERS, WORKS

@@ -34,8 +34,10 @@ import structlog
 
 from controller_manager.cache import NAMESPACE_INDEX, Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, Request
+from controller_manager.controller import Controller
 from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.predicate import FuncPredicate
+from controller_manager.reconcile import Request
 from estimator.members import MemberCluster, MemberRegistry
 from karmada_api.conditions import set_condition
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space

@@ -33,11 +33,12 @@ import structlog
 
 from controller_manager.cache import Indexer, IndexFunc, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
+from controller_manager.reconcile import Request, Result
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,

@@ -24,7 +24,7 @@ from typing import Any
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
-from controller_manager.controller import Request
+from controller_manager.reconcile import Request
 from estimator.unschedulable import controller_ref
 from karmada_api.tolerations import compile_label_selector
 

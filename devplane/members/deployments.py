@@ -36,9 +36,10 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj, object_key
 from controller_manager.client import ApiError, KubeClient
-from controller_manager.controller import Controller, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.reconcile import Request, Result
 from estimator.members import DEPLOYMENTS, REPLICA_SETS
 from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
 from karmada_api.timeutil import format_time, now, parse_time

@@ -27,8 +27,10 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
+from controller_manager.reconcile import Request, Result
 from estimator.members import NODES, PODS
 from karmada_api.names import fnv32a
 from karmada_api.timeutil import now_text

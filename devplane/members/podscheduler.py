@@ -47,10 +47,12 @@ import structlog
 
 from controller_manager.cache import Indexer, Obj, object_key
 from controller_manager.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from controller_manager.controller import Controller, FuncPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
+from controller_manager.reconcile import Request, Result
 from estimator.members import NODES, PODS
 from karmada_api.quantity import (
     RESOURCE_CPU,

@@ -36,10 +36,11 @@ import structlog
 
 from controller_manager.cache import Indexer, IndexFunc, Obj, object_key
 from controller_manager.client import ApiError, KubeClient
-from controller_manager.controller import Controller, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.reconcile import Request, Result
 from estimator.members import PODS, REPLICA_SETS
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time

@@ -20,11 +20,12 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller_manager.client import ApiError, KubeClient, Resource
-from controller_manager.controller import Controller, Request, TerminalError
+from controller_manager.controller import Controller
 from controller_manager.events import EventRecorder
 from controller_manager.informer import InformerFactory
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.reconcile import Request, TerminalError
 from controllers.bindingstatus import (
     CRB_KIND,
     RB_KIND,

@@ -12,10 +12,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
 from controller_manager.client import KubeClient, Resource
-from controller_manager.controller import Controller, GenerationChangedPredicate, Request, Result
+from controller_manager.controller import Controller
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.metrics import WORKQUEUE_BUCKETS
+from controller_manager.predicate import GenerationChangedPredicate
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.reconcile import Request, Result
 from tests.conftest import eventually
 
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from controller_manager.cache import Indexer
-from controller_manager.controller import Controller, Request, Result
+from controller_manager.controller import Controller
+from controller_manager.reconcile import Request, Result
 from devplane.karmada.taintmanager import (
     CLUSTER_TAINT_EVICTION_RETRY_FREQUENCY,
     CRB_INDEX_BY_CLUSTER,

@@ -34,10 +34,12 @@ from prometheus_client import Counter, Histogram
 
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
-from controller_manager.controller import Controller, FuncPredicate, Request, Result, TerminalError
+from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
+from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.conditions import set_condition
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
