@@ -48,8 +48,19 @@ class Controller:
                 predicates: Iterable[Predicate] = ()) -> Controller:
         """Enqueue on this informer's events: the object itself, or what ``map_func`` maps it to."""
         informer.add_event_handler(Enqueuer(self.queue, map_func or request_for_object, list(predicates)))
-        if informer not in self.informers:
-            self.informers.append(informer)
+        return self.wait_for_caches(informer)
+
+    def wait_for_caches(self, *informers: SharedInformer) -> Controller:
+        """Start this controller's workers only after these informers' caches have synced.
+
+        For caches the reconciler reads but does not watch (their events enqueue nothing):
+        reading them before their first list would see objects as missing. ``watches`` adds
+        its informer here itself. Each informer is listed once (controller-runtime waits the
+        same way on every source's ``WaitForSync`` before starting the workers).
+        """
+        for informer in informers:
+            if informer not in self.informers:
+                self.informers.append(informer)
         return self
 
     def enqueue(self, request: Request) -> None:

@@ -272,6 +272,6 @@ def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> C
     controller = Controller(NAME, reconciler, workers=workers, **controller_options)
     controller.watches(rebalancers, predicates=[FuncPredicate(on_update=_spec_changed,
                                                               on_delete=lambda _obj: False)])
-    controller.informers += [bindings, cluster_bindings]
+    controller.wait_for_caches(bindings, cluster_bindings)
     manager.add_controller(controller)
     return controller

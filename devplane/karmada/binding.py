@@ -472,7 +472,7 @@ def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
                                    templates={resource: informer.store for resource, informer in templates.items()},
                                    clusters=clusters.store, events=manager.event_recorder(kind.controller))
     controller = Controller(kind.controller, reconciler, workers=workers)
-    controller.informers.extend(i for i in templates.values() if i not in controller.informers)  # read, not watched
+    controller.wait_for_caches(*templates.values())  # read, not watched
     controller.watches(bindings, predicates=[_binding_predicate()])
     controller.watches(works, map_func=work_to_binding(kind), predicates=[_WORK_PREDICATE])
     controller.watches(manager.informer(NAMESPACES), map_func=namespace_to_bindings(bindings.store),

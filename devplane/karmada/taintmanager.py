@@ -387,14 +387,14 @@ def setup_taint_manager(manager: Manager, *, enable_no_execute_taint_eviction: b
                                                pacer=limiter, stopping=stopping)
         queue = Controller(name, reconciler, workers=EVICTION_WORKERS, rate_limiter=limiter)
         reconciler.controller = queue
-        queue.informers.extend([informer, clusters])  # start once the caches it reads have synced
+        queue.wait_for_caches(informer, clusters)  # start once the caches it reads have synced
         queues.append(queue)
     taint_manager = Controller(TAINT_MANAGER_NAME,
                                ClusterTaintReconciler(clusters.store, rbs.store, crbs.store, queues[0], queues[1],
                                                       enabled=enable_no_execute_taint_eviction),
                                workers=CLUSTER_WORKERS)
     taint_manager.watches(clusters)
-    taint_manager.informers.extend([rbs, crbs])
+    taint_manager.wait_for_caches(rbs, crbs)
     controllers = [taint_manager, *queues]
     for controller in controllers:
         manager.add_controller(controller)
