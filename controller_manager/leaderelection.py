@@ -47,8 +47,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, NamedTuple, cast
+from typing import Any
 
 import aiohttp
 import anyio
@@ -56,7 +55,8 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from .client import ApiError, RequestTarget
+from .client import ApiError
+from .leaselock import LeaseLock, micro_time, status_reason, with_spec
 from .metrics import LEADER_ELECTION_MASTER_STATUS, LEADER_ELECTION_SLOWPATH
 from .rbac import PolicyRule, rule
 
@@ -64,9 +64,6 @@ log = structlog.get_logger(__name__)
 
 JITTER_FACTOR = 1.2
 """client-go's ``JitterFactor``: acquire retries wait ``retry_period * (1 + U[0, 1.2))``."""
-
-MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-"""Go's ``metav1.MicroTime`` layout (``2006-01-02T15:04:05.000000Z07:00`` in UTC)."""
 
 MISSING_NAMESPACE_REMINDER = 300.0
 """Seconds between two warnings of one missing-namespace episode: not on every retry, never forgotten."""
@@ -90,12 +87,6 @@ def lease_rules(lease_name: str) -> list[PolicyRule]:
 def default_identity() -> str:
     """``hostname_uuid``, as Karmada's components build it: unique even for two pods on one host."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(moment: datetime | None = None) -> str:
-    """Format a moment (default: now) as a Kubernetes MicroTime string, always in UTC."""
-    moment = moment or datetime.now(UTC)
-    return moment.astimezone(UTC).strftime(MICROTIME_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -171,7 +162,7 @@ class LeaderElector:
                  clock: Callable[[], float] = time.monotonic) -> None:
         config.validate()
         self.config = config
-        self._api = client.CoordinationV1Api(api_client)
+        self._lock = LeaseLock(api_client, config.namespace, config.lease_name)
         self._clock = clock
         self._gauge = LEADER_ELECTION_MASTER_STATUS.labels(name=config.lease_name)
         self._slowpath = LEADER_ELECTION_SLOWPATH.labels(name=config.lease_name)
@@ -290,11 +281,7 @@ class LeaderElector:
     async def _watch_for_release(self, seconds: float) -> None:
         """Return when the watched Lease has no holder (released) or is deleted."""
         rv = str(((self._lease or {}).get("metadata") or {}).get("resourceVersion") or "")
-        response = cast(aiohttp.ClientResponse, await self._api.list_namespaced_lease(
-            self.config.namespace, field_selector=f"metadata.name={self.config.lease_name}", watch=True,
-            resource_version=rv, timeout_seconds=max(1, math.ceil(seconds)), _preload_content=False,
-            _request_timeout=seconds + 1))
-        async with response:
+        async with await self._lock.watch(rv, seconds) as response:
             if response.status != 200:
                 raise _WatchEnded(f"watch answered {response.status}")
             async for line in response.content:
@@ -401,28 +388,28 @@ class LeaderElector:
         if self._holds_observed() and self._valid_at(start) and self._lease is not None:
             record["acquireTime"] = self._observed_spec.get("acquireTime") or now
             record["leaseTransitions"] = int(self._observed_spec.get("leaseTransitions") or 0)
-            status, body, _ = await self._call("replace", timeout, _with_spec(self._lease, record))
+            status, body, _ = await self._lock.call("replace", timeout, with_spec(self._lease, record))
             if status == 200 and body is not None:
                 self._observe(body, start)
                 return _Outcome.ACQUIRED
             self._log.info("optimistic lease update failed, falling back to slow path", status=status)
 
         # 2. Get the record, creating it when missing (a 404 that names no object is not "missing").
-        status, body, error = await self._call("read", timeout)
+        status, body, error = await self._lock.call("read", timeout)
         if error is not None and error.is_not_found:
             lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                      "metadata": {"name": cfg.lease_name, "namespace": cfg.namespace}, "spec": record}
-            status, body, error = await self._call("create", timeout, lease)
+            status, body, error = await self._lock.call("create", timeout, lease)
             if status in (200, 201) and body is not None:
                 self._observe(body, start)
                 return _Outcome.ACQUIRED
             if error is not None and self._names_our_namespace(error):
                 self._namespace_missing()
             else:
-                self._log.info("creating the lease failed", status=status, reason=_reason(body))
+                self._log.info("creating the lease failed", status=status, reason=status_reason(body))
             return _Outcome.FAILED
         if status != 200 or body is None:
-            self._log.info("reading the lease failed", status=status, reason=_reason(body))
+            self._log.info("reading the lease failed", status=status, reason=status_reason(body))
             return _Outcome.FAILED
 
         # 3. Someone else holds a record that has not expired by our clock -> not ours.
@@ -438,11 +425,11 @@ class LeaderElector:
             self._slowpath.inc()
         else:
             record["leaseTransitions"] = int(old.get("leaseTransitions") or 0) + 1
-        status, body, _ = await self._call("replace", timeout, _with_spec(body, record))
+        status, body, _ = await self._lock.call("replace", timeout, with_spec(body, record))
         if status == 200 and body is not None:
             self._observe(body, start)
             return _Outcome.ACQUIRED
-        self._log.info("updating the lease failed", status=status, reason=_reason(body))
+        self._log.info("updating the lease failed", status=status, reason=status_reason(body))
         return _Outcome.FAILED
 
     async def _release_if_holding(self) -> None:
@@ -457,9 +444,10 @@ class LeaderElector:
         timeout = cfg.renew_deadline
         try:
             with anyio.fail_after(timeout):
-                status, body, _ = await self._call("read", timeout)
+                status, body, _ = await self._lock.call("read", timeout)
                 if status != 200 or body is None:
-                    self._log.warning("could not read the lease to release it", status=status, reason=_reason(body))
+                    self._log.warning("could not read the lease to release it", status=status,
+                                      reason=status_reason(body))
                     return
                 start = self._clock()
                 self._observe(body, start)
@@ -469,9 +457,9 @@ class LeaderElector:
                 record = {"holderIdentity": "", "leaseDurationSeconds": _RELEASED_LEASE_SECONDS,
                           "acquireTime": now, "renewTime": now,
                           "leaseTransitions": int((body.get("spec") or {}).get("leaseTransitions") or 0)}
-                status, body, _ = await self._call("replace", timeout, _with_spec(body, record))
+                status, body, _ = await self._lock.call("replace", timeout, with_spec(body, record))
                 if status != 200 or body is None:
-                    self._log.warning("failed to release the lease", status=status, reason=_reason(body))
+                    self._log.warning("failed to release the lease", status=status, reason=status_reason(body))
                     return
                 self._observe(body, start)
                 self._log.info("released the lease")
@@ -543,61 +531,8 @@ class LeaderElector:
         else:
             self._log.info("stopped leading")
 
-    # --- I/O -------------------------------------------------------------------------------------
-
-    async def _call(self, verb: str, timeout: float, body: dict[str, Any] | None = None) -> _Answer:
-        """One Lease request through kubernetes_asyncio: status, parsed JSON object, and the error.
-
-        ``_preload_content=False`` keeps the raw JSON (no naive-datetime models) and leaves
-        non-2xx answers to us instead of raising; ``_request_timeout`` is always set because
-        kubernetes_asyncio's default is no timeout at all. A non-2xx answer is also parsed into
-        the framework's :class:`ApiError`, whose ``is_not_found`` tells an absent object from a
-        resource that is not served right now.
-        """
-        name, namespace = self.config.lease_name, self.config.namespace
-        kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": max(timeout, 0.001)}
-        payload = cast(Any, body)  # the typed API takes plain dicts too: it serializes them as they are
-        if verb == "read":
-            pending = self._api.read_namespaced_lease(name, namespace, **kwargs)
-        elif verb == "create":
-            pending = self._api.create_namespaced_lease(namespace, payload, **kwargs)
-        else:
-            pending = self._api.replace_namespaced_lease(name, namespace, payload, **kwargs)
-        response = cast(aiohttp.ClientResponse, await pending)
-        async with response:
-            raw = await response.read()
-        try:
-            data = json.loads(raw) if raw else None
-        except ValueError:
-            data = None
-        target = RequestTarget("coordination.k8s.io", "leases", namespace, "" if verb == "create" else name)
-        error = None if 200 <= response.status < 300 else ApiError.from_body(response.status, raw, target=target)
-        return _Answer(response.status, data if isinstance(data, dict) else None, error)
-
-
-class _Answer(NamedTuple):
-    status: int
-    body: dict[str, Any] | None
-    error: ApiError | None  # set for every non-2xx answer
-
-
 class _WatchEnded(Exception):
     """The Lease watch ended or failed: fall back to waiting out the retry period."""
-
-
-def _with_spec(lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``lease`` (metadata incl. resourceVersion kept) carrying ``spec``.
-
-    Only client-go's record fields are written: coordinated-election fields (``strategy``,
-    ``preferredHolder``) are dropped, as a non-coordinated client-go elector does.
-    """
-    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": dict(lease.get("metadata") or {}), "spec": dict(spec)}
-
-
-def _reason(body: dict[str, Any] | None) -> str:
-    """The Status reason of an error answer, for logs."""
-    return str((body or {}).get("reason") or "")
 
 
 def _retrieve_exception(task: asyncio.Task[None]) -> None:
