@@ -35,7 +35,7 @@ from typing import Any
 import structlog
 from prometheus_client import Counter
 
-from controller_manager.cache import Indexer, IndexFunc, Obj
+from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
@@ -45,14 +45,9 @@ from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, work_index
 from karmada_api.conditions import find_condition, set_condition
-from karmada_api.labels import (
-    CRB_NAME_ANNOTATION,
-    CRB_PERMANENT_ID,
-    RB_NAME_ANNOTATION,
-    RB_NAMESPACE_ANNOTATION,
-    RB_PERMANENT_ID,
-)
+from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
 
@@ -60,13 +55,6 @@ from .interpreters import RBAC_RULES as TEMPLATE_RULES
 from .interpreters import aggregate_status, template_resource
 
 log = structlog.get_logger(__name__)
-
-RB_CONTROLLER = "resource-binding-status-controller"
-CRB_CONTROLLER = "cluster-resource-binding-status-controller"
-
-# pkg/util/indexregistry: indexes of the Work informer by the binding's permanent id.
-WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
-WORK_INDEX_BY_CRB_ID = "WorkIndexByLabelClusterResourceBindingID"
 
 WORK_APPLIED = "Applied"
 FULLY_APPLIED = "FullyApplied"
@@ -245,37 +233,7 @@ BINDING_PREDICATE = FuncPredicate(on_create=binding_created, on_update=binding_u
 WORK_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=work_status_changed)
 
 
-def work_index(label: str) -> IndexFunc:
-    """Index function: a Work's binding permanent id (``label``), when it has one."""
-
-    def index(work: Obj) -> list[str]:
-        value = ((work.get("metadata") or {}).get("labels") or {}).get(label)
-        return [value] if value else []
-
-    return index
-
-
 # ----------------------------------------------------------------------------- reconciler
-
-
-@dataclass(frozen=True)
-class BindingKind:
-    """What differs between the RB and the CRB controller."""
-
-    controller: str
-    resource: Resource
-    id_label: str
-    work_index: str
-
-    def describe(self, binding: Obj) -> str:
-        meta = binding.get("metadata") or {}
-        if self.resource.namespaced:
-            return f"{self.resource.kind}({meta.get('namespace')}/{meta.get('name')})"
-        return f"{self.resource.kind}({meta.get('name')})"
-
-
-RB_KIND = BindingKind(RB_CONTROLLER, RESOURCE_BINDINGS, RB_PERMANENT_ID, WORK_INDEX_BY_RB_ID)
-CRB_KIND = BindingKind(CRB_CONTROLLER, CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, WORK_INDEX_BY_CRB_ID)
 
 
 def _typed(obj: Obj, resource: Resource) -> Obj:
@@ -352,7 +310,7 @@ class BindingStatusReconciler:
             self.events.event(_typed(cached, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if outcome.written and outcome.binding is not None:
-            log.debug("binding status aggregated", controller=self.kind.controller, binding=str(request))
+            log.debug("binding status aggregated", controller=self.kind.status_controller, binding=str(request))
             self.events.event(_typed(outcome.binding, resource), NORMAL, AGGREGATE_STATUS_SUCCEED,
                               f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
         return outcome
@@ -419,8 +377,8 @@ def _setup(manager: Manager, kind: BindingKind, map_func: MapFunc, *, workers: i
     except KeyError:
         works.add_indexers({kind.work_index: work_index(kind.id_label)})
     reconciler = BindingStatusReconciler(manager.client, kind, bindings.store, works.store,
-                                         manager.event_recorder(kind.controller))
-    controller = Controller(kind.controller, reconciler, workers=workers, **controller_options)
+                                         manager.event_recorder(kind.status_controller))
+    controller = Controller(kind.status_controller, reconciler, workers=workers, **controller_options)
     controller.watches(bindings, predicates=[BINDING_PREDICATE])
     controller.watches(works, map_func=map_func, predicates=[WORK_PREDICATE])
     manager.add_controller(controller)

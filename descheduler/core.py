@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from controller_manager.cache import object_key
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 
 log = structlog.get_logger(__name__)
@@ -111,13 +112,6 @@ def is_dynamic_divided(placement: Any) -> bool:
     return False
 
 
-def binding_key(binding: Binding) -> str:
-    """``namespace/name``: the work-queue key, also used to key the cool-down."""
-    meta = binding.get("metadata") or {}
-    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
-
-
 def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
     """The bindings the descheduler may act on: a Deployment with a dynamic-divided applied placement."""
     result = []
@@ -127,7 +121,7 @@ def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
         placement = placement_of(binding)
         if placement is None:
             if _placement_annotation(binding) is not None:
-                log.warning("Failed to get applied placement when validating", binding=binding_key(binding))
+                log.warning("Failed to get applied placement when validating", binding=object_key(binding))
             continue
         if is_dynamic_divided(placement):
             result.append(binding)
@@ -324,7 +318,7 @@ def plan(binding: Binding, rows: list[Row], cool_down: CoolDown | None = None) -
     clusters: list[dict[str, Any]] = copy.deepcopy((binding.get("spec") or {}).get("clusters") or [])
     if len(rows) != len(clusters):
         raise ValueError(f"{len(rows)} rows for {len(clusters)} spec.clusters entries")
-    key = binding_key(binding)
+    key = object_key(binding)  # the work-queue key, also used to key the cool-down
     message = DESCHEDULE_SUCCESS_MESSAGE
     total = 0
     descheduled: dict[str, int] = {}

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -42,16 +41,10 @@ from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
-from controllers.bindingstatus import WORK_INDEX_BY_CRB_ID, WORK_INDEX_BY_RB_ID, work_index
-from karmada_api.labels import (
-    CRB_NAME_ANNOTATION,
-    CRB_PERMANENT_ID,
-    RB_NAME_ANNOTATION,
-    RB_NAMESPACE_ANNOTATION,
-    RB_PERMANENT_ID,
-)
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_index
+from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
-from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKS
+from karmada_api.resources import CLUSTERS, WORKS
 
 from .workloads import (
     MANAGED_LABEL,
@@ -65,10 +58,6 @@ from .workloads import (
 
 log = structlog.get_logger(__name__)
 
-RB_CONTROLLER = "binding-controller"
-CRB_CONTROLLER = "cluster-resource-binding-controller"
-RB_FINALIZER = "karmada.io/binding-controller"
-CRB_FINALIZER = "karmada.io/cluster-resource-binding-controller"
 SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
 CLEANUP_WORK_FAILED = "CleanupWorkFailed"
@@ -132,7 +121,7 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
     manifest = render_manifest(template, binding, int(replicas or 0),
                                completions=completions.get(name) if completions is not None else None)
     tmeta = template.get("metadata") or {}
-    id_key = RB_PERMANENT_ID if (binding.get("metadata") or {}).get("namespace") else CRB_PERMANENT_ID
+    id_key = kind_of(binding).id_label
     id_value = str(((binding.get("metadata") or {}).get("labels") or {}).get(id_key) or "")
     annotations = binding_annotations(binding)
     annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, spec)
@@ -179,29 +168,7 @@ def _rv(obj: Obj | None) -> int:
         return 0
 
 
-# ----------------------------------------------------------------------------- kinds and indexes
-
-
-@dataclass(frozen=True)
-class BindingKind:
-    """What differs between the RB and the CRB controller."""
-
-    controller: str
-    resource: Resource
-    id_label: str
-    work_index: str
-    finalizer: str
-
-    def describe(self, binding: Obj) -> str:
-        meta = binding.get("metadata") or {}
-        if self.resource.namespaced:
-            return f"resourceBinding({meta.get('namespace')}/{meta.get('name')})"
-        return f"clusterResourceBinding({meta.get('name')})"
-
-
-RB_KIND = BindingKind(RB_CONTROLLER, RESOURCE_BINDINGS, RB_PERMANENT_ID, WORK_INDEX_BY_RB_ID, RB_FINALIZER)
-CRB_KIND = BindingKind(CRB_CONTROLLER, CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, WORK_INDEX_BY_CRB_ID,
-                       CRB_FINALIZER)
+# ----------------------------------------------------------------------------- indexes
 
 
 def work_binding_ref(work: Obj) -> list[str]:
@@ -296,7 +263,7 @@ class BindingReconciler:
             self.events.event(template, WARNING, SYNC_WORK_FAILED, str(exc))
             raise
         if written:
-            message = f"Sync work of {self.kind.describe(binding)} successful."
+            message = f"Sync work of {self.kind.lower_noun}({self.kind.key(binding)}) successful."
             self.events.event(binding, NORMAL, SYNC_WORK_SUCCEED, message)
             self.events.event(template, NORMAL, SYNC_WORK_SUCCEED, message)
         return Result()
@@ -415,7 +382,7 @@ class BindingReconciler:
                 if exc.is_not_found:
                     continue
                 raise
-            log.info("work deleted", work=f"{key[0]}/{key[1]}", controller=self.kind.controller)
+            log.info("work deleted", work=f"{key[0]}/{key[1]}", controller=self.kind.binding_controller)
             deleted += 1
         return deleted
 
@@ -470,8 +437,8 @@ def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
     clusters = manager.informer(CLUSTERS)
     reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,
                                    templates={resource: informer.store for resource, informer in templates.items()},
-                                   clusters=clusters.store, events=manager.event_recorder(kind.controller))
-    controller = Controller(kind.controller, reconciler, workers=workers)
+                                   clusters=clusters.store, events=manager.event_recorder(kind.binding_controller))
+    controller = Controller(kind.binding_controller, reconciler, workers=workers)
     controller.wait_for_caches(*templates.values())  # read, not watched
     controller.watches(bindings, predicates=[_binding_predicate()])
     controller.watches(works, map_func=work_to_binding(kind), predicates=[_WORK_PREDICATE])

@@ -44,6 +44,7 @@ from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, CRB_PERMANENT_ID, PP_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import (
@@ -54,7 +55,6 @@ from karmada_api.resources import (
 )
 from karmada_api.tolerations import compile_label_selector
 
-from .binding import CRB_FINALIZER, RB_FINALIZER
 from .workloads import TEMPLATE_KINDS, TemplateKind, get_replicas, kind_by_key, kind_for, typed
 
 log = structlog.get_logger(__name__)
@@ -314,14 +314,15 @@ def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: P
     suspension = merge_suspension(None, policy_spec.get("suspension"))
     if suspension is not None:
         spec["suspension"] = suspension
+    binding_kind = RB_KIND if namespaced else CRB_KIND
     binding_meta: dict[str, Any] = {"name": binding_name(str(template.get("kind")), str(meta.get("name"))),
                                     "labels": policy_kind.claim_labels(policy),
                                     "annotations": policy_kind.claim_annotations(policy),
                                     "ownerReferences": [owner_reference(template)],
-                                    "finalizers": [RB_FINALIZER if namespaced else CRB_FINALIZER]}
+                                    "finalizers": [binding_kind.finalizer]}
     if namespaced:
         binding_meta["namespace"] = meta["namespace"]
-    binding_resource = RESOURCE_BINDINGS if namespaced else CLUSTER_RESOURCE_BINDINGS
+    binding_resource = binding_kind.resource
     return {"apiVersion": binding_resource.api_version, "kind": binding_resource.kind, "metadata": binding_meta,
             "spec": spec}
 

@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager.client import Resource
+from karmada_api.bindings import kind_of
 from karmada_api.labels import (
-    CRB_NAME_ANNOTATION,
     CRB_PERMANENT_ID,
-    RB_NAME_ANNOTATION,
-    RB_NAMESPACE_ANNOTATION,
     RB_PERMANENT_ID,
     RESOURCE_TEMPLATE_GENERATION,
 )
@@ -323,10 +321,7 @@ def binding_identity(binding: Obj) -> tuple[str, str]:
 
 def binding_annotations(binding: Obj) -> dict[str, str]:
     """The annotations pointing a Work (and its manifest) back to its binding."""
-    meta = binding.get("metadata") or {}
-    if meta.get("namespace"):
-        return {RB_NAMESPACE_ANNOTATION: str(meta["namespace"]), RB_NAME_ANNOTATION: str(meta.get("name") or "")}
-    return {CRB_NAME_ANNOTATION: str(meta.get("name") or "")}
+    return kind_of(binding).work_annotations(binding)
 
 
 def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,

@@ -27,9 +27,6 @@ from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.reconcile import Request, TerminalError
 from controllers.bindingstatus import (
-    CRB_KIND,
-    RB_KIND,
-    WORK_INDEX_BY_RB_ID,
     AssembleError,
     BindingStatusReconciler,
     assemble_work_status,
@@ -41,12 +38,12 @@ from controllers.bindingstatus import (
     setup_cluster_resource_binding_status,
     setup_resource_binding_status,
     target_clusters,
-    work_index,
     work_status_changed,
     work_to_cluster_resource_binding,
     work_to_resource_binding,
     works_fully_applied,
 )
+from karmada_api.bindings import CRB_KIND, RB_KIND, WORK_INDEX_BY_RB_ID, work_index
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,
     CRB_PERMANENT_ID,
@@ -646,7 +643,7 @@ async def direct(kube: KubeClient) -> Direct:
     bindings = factory.informer(RESOURCE_BINDINGS)
     works = factory.informer(WORKS)
     works.add_indexers({WORK_INDEX_BY_RB_ID: work_index(RB_PERMANENT_ID)})
-    recorder = EventRecorder(kube, RB_KIND.controller)
+    recorder = EventRecorder(kube, RB_KIND.status_controller)
     factory.start()
     await factory.wait_for_sync(timeout=10)
     return Direct(BindingStatusReconciler(kube, RB_KIND, bindings.store, works.store, recorder), factory, recorder)

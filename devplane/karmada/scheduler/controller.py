@@ -33,13 +33,14 @@ import structlog
 from prometheus_client import Counter, Histogram
 
 from controller_manager.cache import Indexer, Obj
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
 from controller_manager.reconcile import Request, Result, TerminalError
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
 from karmada_api.conditions import set_condition
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
@@ -292,21 +293,6 @@ def template_reference(binding: Obj) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- reconciler
 
 
-@dataclass(frozen=True)
-class BindingKind:
-    resource: Resource
-    cluster_scoped: bool
-    noun: str  # how Karmada names it in messages
-
-    def describe(self, binding: Obj) -> str:
-        meta = binding.get("metadata") or {}
-        return str(meta.get("name")) if self.cluster_scoped else f"{meta.get('namespace')}/{meta.get('name')}"
-
-
-RB_KIND = BindingKind(RESOURCE_BINDINGS, False, "ResourceBinding")
-CRB_KIND = BindingKind(CLUSTER_RESOURCE_BINDINGS, True, "ClusterResourceBinding")
-
-
 @dataclass
 class _Outcome:
     """What one scheduling did: its error, the binding as last written, the affinity term used."""
@@ -341,16 +327,15 @@ class SchedulerReconciler:
             return Result()
         if (binding.get("metadata") or {}).get("deletionTimestamp"):
             self._record(kind, binding, None, SchedulingError(
-                f"skip schedule deleting {kind.noun[0].lower()}{kind.noun[1:]}: {kind.describe(binding)}"))
+                f"skip schedule deleting {kind.lower_noun}: {kind.key(binding)}"))
             return Result()
         if (binding.get("spec") or {}).get("placement") is None:
-            raise TerminalError(f"failed to get placement from {kind.noun[0].lower()}{kind.noun[1:]}"
-                                f"({kind.describe(binding)})")
+            raise TerminalError(f"failed to get placement from {kind.lower_noun}({kind.key(binding)})")
         reason = schedule_type(binding, self._cluster_deleting)
         if reason is None:
             await self._observe_generation(kind, binding)
             return Result()
-        log.info("scheduling binding", binding=f"{kind.noun}({kind.describe(binding)})", schedule_type=reason)
+        log.info("scheduling binding", binding=kind.describe(binding), schedule_type=reason)
         started = time.perf_counter()
         err = await self._schedule(kind, binding)
         result = "scheduled" if err is None else "error"
@@ -436,7 +421,7 @@ class SchedulerReconciler:
                 return _Outcome(err, written, name)
             first_err = first_err or err
             self._record(kind, binding, None, SchedulingError(
-                f"failed to schedule {kind.noun}({kind.describe(binding)}) with clusterAffiliates "
+                f"failed to schedule {kind.describe(binding)} with clusterAffiliates "
                 f"index({position}): {error_text(err)}"))
         if not isinstance(first_err, FitError):
             return _Outcome(first_err, binding)

@@ -1,0 +1,100 @@
+"""ResourceBinding and ClusterResourceBinding: what differs between the two kinds, in one place.
+
+:class:`BindingKind` carries the Karmada knowledge every component needs about a binding kind:
+its resource, the permanent-id label it and its Works carry, the annotations that point a Work
+back to it, the Work informer index on that label (``pkg/util/indexregistry``), the binding
+controller's finalizer and the names of the controllers that handle it. :data:`RB_KIND` and
+:data:`CRB_KIND` are the two instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller_manager.client import Resource
+
+from .labels import CRB_NAME_ANNOTATION, CRB_PERMANENT_ID, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION, RB_PERMANENT_ID
+from .resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
+
+# pkg/util/indexregistry: indexes of the Work informer by the binding's permanent id.
+WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
+WORK_INDEX_BY_CRB_ID = "WorkIndexByLabelClusterResourceBindingID"
+
+
+@dataclass(frozen=True)
+class BindingKind:
+    """What differs between a ResourceBinding and a ClusterResourceBinding."""
+
+    resource: Resource
+    id_label: str
+    """The permanent-id label, on the binding and on each of its Works."""
+    namespace_annotation: str | None
+    """The Work annotation naming the binding's namespace (None: cluster-scoped, no such annotation)."""
+    name_annotation: str
+    """The Work annotation naming the binding."""
+    work_index: str
+    """The Work informer index on :attr:`id_label`."""
+    finalizer: str
+    """The binding controller's finalizer, holding a deleted binding until its Works are gone."""
+    binding_controller: str
+    """The controller that renders the binding's Works (``pkg/controllers/binding``)."""
+    status_controller: str
+    """The controller that aggregates the Works' statuses into the binding's (``pkg/controllers/status``)."""
+
+    @property
+    def cluster_scoped(self) -> bool:
+        return not self.resource.namespaced
+
+    @property
+    def noun(self) -> str:
+        """How Karmada names the kind in messages: ``ResourceBinding``."""
+        return self.resource.kind
+
+    @property
+    def lower_noun(self) -> str:
+        """The kind as Karmada's lower-camel messages name it: ``resourceBinding``."""
+        return self.noun[0].lower() + self.noun[1:]
+
+    def key(self, binding: Mapping[str, Any]) -> str:
+        """``namespace/name`` (``name`` for a ClusterResourceBinding), as messages print it."""
+        meta = binding.get("metadata") or {}
+        return str(meta.get("name")) if self.cluster_scoped else f"{meta.get('namespace')}/{meta.get('name')}"
+
+    def describe(self, binding: Mapping[str, Any]) -> str:
+        """``ResourceBinding(namespace/name)`` or ``ClusterResourceBinding(name)``."""
+        return f"{self.noun}({self.key(binding)})"
+
+    def work_annotations(self, binding: Mapping[str, Any]) -> dict[str, str]:
+        """The annotations pointing a Work (and its manifest) back to ``binding``."""
+        meta = binding.get("metadata") or {}
+        annotations = {self.name_annotation: str(meta.get("name") or "")}
+        if self.namespace_annotation:
+            annotations = {self.namespace_annotation: str(meta.get("namespace") or ""), **annotations}
+        return annotations
+
+
+RB_KIND = BindingKind(RESOURCE_BINDINGS, RB_PERMANENT_ID, RB_NAMESPACE_ANNOTATION, RB_NAME_ANNOTATION,
+                      WORK_INDEX_BY_RB_ID, "karmada.io/binding-controller",
+                      binding_controller="binding-controller",
+                      status_controller="resource-binding-status-controller")
+CRB_KIND = BindingKind(CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, None, CRB_NAME_ANNOTATION,
+                       WORK_INDEX_BY_CRB_ID, "karmada.io/cluster-resource-binding-controller",
+                       binding_controller="cluster-resource-binding-controller",
+                       status_controller="cluster-resource-binding-status-controller")
+
+
+def kind_of(binding: Mapping[str, Any]) -> BindingKind:
+    """The kind of a binding object: one with a namespace is a ResourceBinding."""
+    return RB_KIND if (binding.get("metadata") or {}).get("namespace") else CRB_KIND
+
+
+def work_index(label: str) -> Callable[[Mapping[str, Any]], list[str]]:
+    """Index function: a Work's binding permanent id (``label``), when it has one."""
+
+    def index(work: Mapping[str, Any]) -> list[str]:
+        value = ((work.get("metadata") or {}).get("labels") or {}).get(label)
+        return [value] if value else []
+
+    return index
