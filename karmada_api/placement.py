@@ -46,8 +46,10 @@ FIELD_ZONE = "zone"
 
 
 def replica_scheduling(placement: Obj | None) -> Obj | None:
-    """``placement.replicaScheduling`` as a dict, or None."""
-    strategy = (placement or {}).get("replicaScheduling")
+    """``placement.replicaScheduling`` as a dict, or None (also when ``placement`` is not an object)."""
+    if not isinstance(placement, Mapping):
+        return None
+    strategy = placement.get("replicaScheduling")
     return strategy if isinstance(strategy, Mapping) else None
 
 
@@ -81,7 +83,12 @@ def strategy_type(placement: Obj | None) -> str:
 
 
 def is_dynamic_divided(placement: Obj | None) -> bool:
-    """Divided + (Weighted with a dynamicWeight, or Aggregated) (``helper.IsReplicaDynamicDivided``)."""
+    """Divided + (Weighted with a dynamicWeight, or Aggregated) (``helper.IsReplicaDynamicDivided``).
+
+    Only these strategies let the scheduler move descheduled replicas elsewhere: static
+    weights would put them straight back, and Duplicated has nothing to divide. A missing
+    ``replicaScheduling`` means Duplicated.
+    """
     return strategy_type(placement) in (STRATEGY_DYNAMIC_WEIGHT, STRATEGY_AGGREGATED)
 
 
@@ -170,32 +177,58 @@ def placement_json(placement: Obj | None) -> str:
     return json.dumps(placement if placement is not None else None, separators=(",", ":"))
 
 
+class PlacementError(ValueError):
+    """The binding has no usable applied placement.
+
+    The parser raises it when the annotation is present but not a placement (malformed JSON,
+    not an object); the taint manager also when it is missing (retried, never evicted).
+    """
+
+
+def _annotations(binding: Obj) -> Obj:
+    meta = binding.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
 def applied_placement_text(binding: Obj) -> str:
-    """The raw annotation ("" when absent)."""
-    annotations = (binding.get("metadata") or {}).get("annotations") or {}
-    value = annotations.get(APPLIED_PLACEMENT_ANNOTATION) if isinstance(annotations, Mapping) else None
+    """The raw annotation ("" when absent), as the scheduler compares it before writing it."""
+    value = _annotations(binding).get(APPLIED_PLACEMENT_ANNOTATION)
     return value if isinstance(value, str) else ""
 
 
 def parse_placement(text: str) -> dict[str, Any]:
-    """Parse an annotation value; JSON ``null`` is the zero placement. ``ValueError`` if not a placement."""
-    value = json.loads(text)
+    """Parse an annotation value; JSON ``null`` is the zero placement (Go unmarshals it into a zero struct).
+
+    :class:`PlacementError` when ``text`` is not JSON (``""`` included) or not a JSON object.
+    """
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise PlacementError(f"invalid applied placement annotation: {exc}") from exc
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValueError("applied placement is not a JSON object")
+        raise PlacementError(f"invalid applied placement annotation: expected an object, got {type(value).__name__}")
     return value
 
 
+def get_applied_placement(annotations: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``GetAppliedPlacement``: the parsed annotation out of an annotations map.
+
+    The one error convention of the applied placement: None when the annotation is absent,
+    :class:`PlacementError` when it is present but not a placement (see :func:`parse_placement`).
+    Callers map that error to their own behaviour (skip, retry, treat as unchanged).
+    """
+    text = (annotations or {}).get(APPLIED_PLACEMENT_ANNOTATION)
+    if text is None:
+        return None
+    return parse_placement(text)
+
+
 def applied_placement(binding: Obj) -> dict[str, Any] | None:
-    """The placement of the binding's last successful schedule; None when missing or unparseable."""
-    text = applied_placement_text(binding)
-    if not text:
-        return None
-    try:
-        return parse_placement(text)
-    except ValueError:
-        return None
+    """The placement of the binding's last successful schedule: :func:`get_applied_placement` of its annotations."""
+    return get_applied_placement(_annotations(binding))
 
 
 # --------------------------------------------------------------------------------------------------

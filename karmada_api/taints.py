@@ -7,7 +7,7 @@ and anything that reads a binding's eviction tasks:
 * :func:`get_min_toleration_time`: seconds until the first tolerated NoExecute taint stops being
   tolerated (``-1`` forever, ``0`` now). It takes the **earliest** trigger, whatever Karmada's comment says;
 * :func:`generate_taints_message`: the message Karmada puts in taint-related conditions and events;
-* :func:`get_applied_placement`: the placement the scheduler last applied (the annotation);
+* :func:`get_applied_placement`: re-exported from :mod:`.placement`, the one applied-placement parser;
 * :func:`graceful_evict_cluster`: ``ResourceBindingSpec.GracefulEvictCluster``.
 
 Durations are float seconds; timestamps are RFC 3339 strings as stored (see :mod:`.timeutil`).
@@ -15,12 +15,11 @@ Durations are float seconds; timestamps are RFC 3339 strings as stored (see :mod
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from .labels import APPLIED_PLACEMENT_ANNOTATION
+from .placement import get_applied_placement
 from .timeutil import parse_time
 from .tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
@@ -101,29 +100,6 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 
 
 # --------------------------------------------------------------------------------------------------
-# Applied placement
-
-
-def get_applied_placement(annotations: Mapping[str, str] | None) -> dict[str, Any] | None:
-    """``GetAppliedPlacement``: the parsed annotation; None when absent; ``ValueError`` when not a placement.
-
-    JSON ``null`` is an empty placement (Go unmarshals it into a zero struct).
-    """
-    text = (annotations or {}).get(APPLIED_PLACEMENT_ANNOTATION)
-    if text is None:
-        return None
-    try:
-        placement = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid applied placement annotation: {exc}") from exc
-    if placement is None:
-        return {}
-    if not isinstance(placement, dict):
-        raise ValueError(f"invalid applied placement annotation: expected an object, got {type(placement).__name__}")
-    return placement
-
-
-# --------------------------------------------------------------------------------------------------
 # Bindings: scheduling result and graceful eviction tasks
 
 
@@ -185,3 +161,23 @@ def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: st
         task["clustersBeforeFailover"] = list(clusters_before_failover)
     spec["gracefulEvictionTasks"] = [*(spec.get("gracefulEvictionTasks") or []), task]
     return True
+
+
+__all__ = [
+    "EVICTION_PRODUCER_TAINT_MANAGER",
+    "EVICTION_REASON_APPLICATION_FAILURE",
+    "EVICTION_REASON_TAINT_UNTOLERATED",
+    "PURGE_MODE_DIRECTLY",
+    "PURGE_MODE_GRACEFULLY",
+    "PURGE_MODE_NEVER",
+    "TOLERATE_FOREVER",
+    "binding_cluster_names",
+    "cluster_in_graceful_eviction_tasks",
+    "generate_taints_message",
+    "get_applied_placement",  # re-exported: the one parser lives in .placement
+    "get_min_toleration_time",
+    "graceful_evict_cluster",
+    "has_no_execute_taints",
+    "no_execute_taints",
+    "target_contains",
+]

@@ -39,6 +39,7 @@ from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from controller_manager.reconcile import Request, Result
+from karmada_api.placement import PlacementError, get_applied_placement
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,
@@ -46,7 +47,6 @@ from karmada_api.taints import (
     PURGE_MODE_DIRECTLY,
     PURGE_MODE_GRACEFULLY,
     binding_cluster_names,
-    get_applied_placement,
     get_min_toleration_time,
     graceful_evict_cluster,
     no_execute_taints,
@@ -75,10 +75,6 @@ _PACE_SLICE = 0.1  # how often a pacing pause checks for shutdown
 Json = Mapping[str, Any]
 
 
-class PlacementError(ValueError):
-    """The binding has no usable applied placement: retried with backoff, never evicted."""
-
-
 # ----------------------------------------------------------------------------- pure rules
 
 
@@ -90,10 +86,7 @@ def need_eviction_with_current_time(cluster: Json | None, annotations: Mapping[s
     Then: cluster gone, eviction disabled or no NoExecute taint → (False, -1); a taint not
     tolerated → (True, 0); else the earliest toleration expiry: reached → (True, 0), else (False, t).
     """
-    try:
-        placement = get_applied_placement(annotations)
-    except ValueError as exc:
-        raise PlacementError(str(exc)) from exc
+    placement = get_applied_placement(annotations)  # PlacementError when malformed
     if placement is None:
         raise PlacementError("the applied placement for ResourceBining can not be empty")
     if cluster is None:
@@ -121,7 +114,7 @@ def enqueue_delay(taints: Sequence[Json] | None, annotations: Mapping[str, str] 
         return None
     try:
         placement = get_applied_placement(annotations)
-    except ValueError:
+    except PlacementError:
         return 0.0
     if placement is None:
         return 0.0
