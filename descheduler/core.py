@@ -19,7 +19,6 @@ Two deliberate departures from Karmada (both documented where they happen):
 from __future__ import annotations
 
 import copy
-import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any
 import structlog
 
 from controller_manager.cache import object_key
-from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided
 
 log = structlog.get_logger(__name__)
 
@@ -65,51 +64,17 @@ def is_deployment(resource_ref: Any) -> bool:
     return (resource_ref.get("apiVersion"), resource_ref.get("kind")) in _SUPPORTED_GVKS
 
 
-def _placement_annotation(binding: Binding) -> Any:
-    meta = binding.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
-    return annotations.get(APPLIED_PLACEMENT_ANNOTATION) if isinstance(annotations, dict) else None
-
-
 def placement_of(binding: Binding) -> dict[str, Any] | None:
     """The placement of the binding's last successful schedule (the applied-placement annotation).
 
     The descheduler must judge the placement the current ``spec.clusters`` was computed with,
-    not the policy's latest one. None when the annotation is missing or not a JSON object;
-    JSON ``null`` yields ``{}`` (Go unmarshals it to the zero placement, i.e. Duplicated).
+    not the policy's latest one. None when the annotation is missing or not a placement (the
+    binding is skipped); JSON ``null`` yields ``{}`` (the zero placement, i.e. Duplicated).
     """
-    raw = _placement_annotation(binding)
-    if not isinstance(raw, str):
-        return None
     try:
-        value = json.loads(raw)
-    except ValueError:
+        return applied_placement(binding)
+    except PlacementError:
         return None
-    if value is None:
-        return {}
-    return value if isinstance(value, dict) else None
-
-
-def is_dynamic_divided(placement: Any) -> bool:
-    """Divided + (Weighted with a dynamicWeight, or Aggregated) (``helper.IsReplicaDynamicDivided``).
-
-    Only these strategies let the scheduler move descheduled replicas elsewhere: static
-    weights would put them straight back, and Duplicated has nothing to divide. A missing
-    ``replicaScheduling`` means Duplicated.
-    """
-    if not isinstance(placement, dict):
-        return False
-    strategy = placement.get("replicaScheduling")
-    if not isinstance(strategy, dict) or strategy.get("replicaSchedulingType") != "Divided":
-        return False
-    preference = strategy.get("replicaDivisionPreference")
-    if preference == "Aggregated":
-        return True
-    if preference == "Weighted":
-        weights = strategy.get("weightPreference")
-        dynamic = weights.get("dynamicWeight") if isinstance(weights, dict) else None
-        return isinstance(dynamic, str) and dynamic != ""
-    return False
 
 
 def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
@@ -118,12 +83,12 @@ def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
     for binding in bindings:
         if not is_deployment((binding.get("spec") or {}).get("resource")):
             continue
-        placement = placement_of(binding)
-        if placement is None:
-            if _placement_annotation(binding) is not None:
-                log.warning("Failed to get applied placement when validating", binding=object_key(binding))
+        try:
+            placement = applied_placement(binding)
+        except PlacementError as exc:
+            log.warning("Failed to get applied placement when validating", binding=object_key(binding), error=str(exc))
             continue
-        if is_dynamic_divided(placement):
+        if placement is not None and is_dynamic_divided(placement):
             result.append(binding)
     return result
 
