@@ -45,6 +45,7 @@ from karmada_api.conditions import set_condition
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
     DUPLICATED,
+    PlacementError,
     applied_placement_text,
     cluster_matches,
     is_binding_replicas_changed,
@@ -202,7 +203,7 @@ def placement_changed(placement: Obj, applied_text: str, observed_affinity_name:
         return True
     try:
         applied = parse_placement(applied_text)
-    except ValueError:
+    except PlacementError:
         return False
     if _omit_zero(dict(placement)) == _omit_zero(applied):
         return False
