@@ -53,7 +53,6 @@ from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import NODES, PODS
 from karmada_api.timeutil import now_text
 from kube_api.affinity import RequiredNodeAffinity
 from kube_api.quantity import (
@@ -66,6 +65,7 @@ from kube_api.quantity import (
     resource_list_units,
     value,
 )
+from kube_api.resources import NODES, PODS
 from kube_api.tolerations import (
     TAINT_EFFECT_NO_SCHEDULE,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
