@@ -26,6 +26,7 @@ COPY descheduler ./descheduler
 COPY devplane ./devplane
 COPY estimator ./estimator
 COPY karmada_api ./karmada_api
+COPY kube_api ./kube_api
 
 # The project's wheel plus a wheel of each dependency, so the runtime stage needs no index and no
 # build backend (anything with a C extension is built here, where a compiler could be added).

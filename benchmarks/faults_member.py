@@ -47,13 +47,12 @@ from benchmarks.support import (
     run_server,
     stop_process,
 )
-from controller_manager.client import KubeClient, Resource
-from estimator.members import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
+from controller_manager.client import KubeClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import format_time
+from kube_api.resources import DEPLOYMENTS, NAMESPACES, NODES, PODS, REPLICA_SETS, SECRETS
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 NAMESPACE = "default"
 SECRET_NAMESPACE = "karmada-cluster"
 THRESHOLD = 20.0  # --unschedulable-threshold of the run, seconds

@@ -74,17 +74,17 @@ from benchmarks.support import (  # noqa: E402
     stop_process,
 )
 from controller_manager.cache import Indexer, Obj, share_item_strings  # noqa: E402
-from controller_manager.client import KubeClient, Resource  # noqa: E402
+from controller_manager.client import KubeClient  # noqa: E402
 from controller_manager.controller import Controller  # noqa: E402
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer  # noqa: E402
 from controller_manager.manager import Manager, ManagerOptions  # noqa: E402
 from controller_manager.ratelimiter import default_controller_rate_limiter  # noqa: E402
 from controller_manager.reconcile import Request, Result  # noqa: E402
 from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
+from kube_api.resources import CONFIGMAPS  # noqa: E402
 
 NAMESPACE = "bench"
 CTL_NAMESPACE = "bench-ctl"
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 WRITER_CONCURRENCY = 32
 
 

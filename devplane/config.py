@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from karmada_api.quantity import is_quantity
+from kube_api.quantity import is_quantity
 
 __all__ = ["DEFAULT_MEMBERS", "ConfigError", "MemberShape", "NodeShape", "load_config", "member_shapes"]
 

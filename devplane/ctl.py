@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
-from estimator.members import DEPLOYMENTS, MemberConfigError, MemberSettings, new_member_client, read_credentials
+from estimator.members import MemberConfigError, MemberSettings, new_member_client, read_credentials
 from karmada_api.resources import CLUSTERS
+from kube_api.resources import DEPLOYMENTS
 
 from .apiserver.tables import age
 

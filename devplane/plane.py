@@ -30,11 +30,12 @@ import anyio
 import structlog
 from kubernetes_asyncio import client as k8s
 
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
 from estimator.members import MemberRegistry
 from karmada_api.resources import CLUSTERS
+from kube_api.resources import NODES, SECRETS
 
 from .apiserver.authn import MASTERS, UserInfo
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
@@ -55,8 +56,6 @@ log = structlog.get_logger(__name__)
 
 HOST_CONTEXT = "karmada-apiserver"
 CLUSTER_SECRET_NAMESPACE = "karmada-cluster"
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
-NODES = Resource("", "v1", "nodes", "Node", False)
 CONDITION_TAINTS = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")
 ADMIN_USER = UserInfo("karmada-admin", "karmada-admin", (MASTERS,))
 

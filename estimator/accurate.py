@@ -9,7 +9,7 @@ its free pod slots, where free = allocatable - requested clamped at 0 and free p
 
 Requested resources count the pods bound to the node (``spec.nodeName``) that are not terminal
 (the estimator's informer drops Succeeded/Failed pods); a pod's request is
-:func:`karmada_api.quantity.pod_requests`.
+:func:`kube_api.quantity.pod_requests`.
 
 :class:`NodeUsage` is the estimator's scheduler cache: it keeps per-node allocatable and requested
 totals up to date from informer events (``add_pod``/``update_pod``/``remove_pod``,
@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from estimator.merge import MAX_INT32
-from karmada_api.quantity import (
+from kube_api.affinity import RequiredNodeAffinity
+from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
@@ -35,7 +36,7 @@ from karmada_api.quantity import (
     pod_requests,
     resource_list_units,
 )
-from karmada_api.tolerations import RequiredNodeAffinity, node_tolerated
+from kube_api.tolerations import node_tolerated
 
 Obj = Mapping[str, Any]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from estimator.accurate import divide_capacity, replica_request_units
 from estimator.merge import MAX_INT32, UNAUTHENTIC
-from karmada_api.quantity import RESOURCE_CPU, RESOURCE_PODS, milli_value, parse_quantity, resource_list_units, value
+from kube_api.quantity import RESOURCE_CPU, RESOURCE_PODS, milli_value, parse_quantity, resource_list_units, value
 
 __all__ = [
     "MAX_PODS_PER_NODE",

@@ -55,14 +55,10 @@ from controller_manager.informer import Backoff, FuncHandler, SharedInformer
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from estimator.accurate import NodeUsage
 from estimator.unschedulable import DEPLOYMENT_KIND, get_unschedulable_replicas
+from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
 
 log = structlog.get_logger(__name__)
 
-NODES = Resource("", "v1", "nodes", "Node", False)
-PODS = Resource("", "v1", "pods", "Pod", True)
-REPLICA_SETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
 
 HOST_RBAC_RULES: list[PolicyRule] = for_resources((SECRETS,), "get")
 """On the Karmada API server: GET of each Cluster's ``spec.secretRef`` Secret (read_credentials), never
@@ -633,13 +629,9 @@ class MemberRegistry:
 
 
 __all__ = [
-    "DEPLOYMENTS",
     "MEMBER_REACHABLE",
     "NEED_CAPACITY",
     "NEED_WORKLOADS",
-    "NODES",
-    "PODS",
-    "REPLICA_SETS",
     "MemberCluster",
     "MemberConfigError",
     "MemberCredentials",

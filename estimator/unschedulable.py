@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from karmada_api.quantity import parse_quantity
 from karmada_api.timeutil import parse_time
-from karmada_api.tolerations import compile_label_selector
+from kube_api.quantity import parse_quantity
+from kube_api.selectors import compile_label_selector
 
 Obj = Mapping[str, Any]
 

@@ -15,14 +15,14 @@ import argparse
 import sys
 
 from controller_manager.app import new_manager, run_component
-from controller_manager.client import ApiError, Resource
+from controller_manager.client import ApiError
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.options import CommonOptions, add_common_flags, add_rate_limiter_flags, rate_limiter_options
 from controller_manager.reconcile import Request, Result
+from kube_api.resources import CONFIGMAPS
 
 NAME = "configmap-stamper"
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 ANNOTATION = "example.io/keys"
 
 

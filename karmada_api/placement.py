@@ -13,9 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from kube_api.affinity import node_selector_matches
+from kube_api.selectors import label_selector_matches
+
 from .labels import APPLIED_PLACEMENT_ANNOTATION
 from .timeutil import parse_time
-from .tolerations import label_selector_matches, node_selector_matches
 
 Obj = Mapping[str, Any]
 

@@ -1,4 +1,4 @@
-"""The Karmada (and few Kubernetes) resources the components read and write."""
+"""The Karmada resources the components read and write (core Kubernetes ones: ``kube_api.resources``)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
+
 from .placement import get_applied_placement
 from .timeutil import parse_time
-from .tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
 Obj = Mapping[str, Any]
 

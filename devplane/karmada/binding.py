@@ -45,6 +45,7 @@ from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_i
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
+from kube_api.resources import NAMESPACES
 
 from .workloads import (
     MANAGED_LABEL,
@@ -66,7 +67,6 @@ PURGE_MODE_DIRECTLY = "Directly"
 EXECUTION_FINALIZER = "karmada.io/execution-controller"
 """Set on every Work it renders (``ensureWork``'s workMeta); the execution controller only removes it."""
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 
 WORK_INDEX_BY_BINDING = "binding-controller-work-by-binding"
 BINDING_INDEX_BY_CLUSTER = "binding-controller-binding-by-cluster"

@@ -28,7 +28,7 @@ from typing import Any
 import structlog
 
 from controller_manager.cache import Indexer, Obj
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
@@ -37,6 +37,7 @@ from karmada_api.conditions import find_condition
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 from karmada_api.timeutil import now_text
+from kube_api.resources import NAMESPACES
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +56,6 @@ UNREACHABLE_TAINT: dict[str, str] = {"key": TAINT_UNREACHABLE, "effect": "NoSche
 CLEANUP_CHECK_INTERVAL = 1.0
 """Seconds between checks that a deleted cluster's execution space is gone (Karmada's fixed interval)."""
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 
 EVENT_CREATE_EXECUTION_SPACE_SUCCEED = "CreateExecutionSpaceSucceed"
 EVENT_CREATE_EXECUTION_SPACE_FAILED = "CreateExecutionSpaceFailed"

@@ -48,8 +48,8 @@ from controller_manager.predicate import FuncPredicate, GenerationChangedPredica
 from controller_manager.reconcile import Request, Result
 from estimator.members import NEED_CAPACITY, MemberCluster, MemberRegistry
 from karmada_api.conditions import find_condition, set_condition
-from karmada_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 from karmada_api.resources import CLUSTERS
+from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 
 from .cluster import CLUSTER_CONTROLLER_FINALIZER
 from .modeling import node_summary, resource_summary

@@ -53,7 +53,7 @@ from karmada_api.resources import (
     PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
 )
-from karmada_api.tolerations import compile_label_selector
+from kube_api.selectors import compile_label_selector
 
 from .workloads import TEMPLATE_KINDS, TemplateKind, get_replicas, kind_by_key, kind_for, typed
 

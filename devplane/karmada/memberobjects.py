@@ -42,10 +42,10 @@ from estimator.members import MemberCluster, MemberRegistry
 from karmada_api.conditions import set_condition
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import WORKS
+from kube_api.resources import NAMESPACES
 
 log = structlog.get_logger(__name__)
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 
 # Annotations the execution controller puts on member objects (pkg/apis/work/v1alpha2).
 WORK_NAME_ANNOTATION = "work.karmada.io/name"

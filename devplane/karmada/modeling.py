@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from karmada_api.quantity import (
+from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,

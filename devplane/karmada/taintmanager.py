@@ -52,7 +52,7 @@ from karmada_api.taints import (
     no_execute_taints,
     target_contains,
 )
-from karmada_api.tolerations import get_matching_tolerations
+from kube_api.tolerations import get_matching_tolerations
 
 log = structlog.get_logger(__name__)
 

@@ -30,7 +30,7 @@ from karmada_api.labels import (
     RESOURCE_TEMPLATE_GENERATION,
 )
 from karmada_api.names import fnv32a
-from karmada_api.quantity import (
+from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,

@@ -26,7 +26,7 @@ from controller_manager.cache import Indexer, Obj
 from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
 from controller_manager.reconcile import Request
 from estimator.unschedulable import controller_ref
-from karmada_api.tolerations import compile_label_selector
+from kube_api.selectors import compile_label_selector
 
 LabelMatch = Callable[[Mapping[str, str]], bool]
 

@@ -40,9 +40,9 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.reconcile import Request, Result
-from estimator.members import DEPLOYMENTS, REPLICA_SETS
 from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
 from karmada_api.timeutil import format_time, now, parse_time
+from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
 from .hashing import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_template_hash
 from .replicasets import (

@@ -31,9 +31,9 @@ from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import NODES, PODS
 from karmada_api.names import fnv32a
 from karmada_api.timeutil import now_text
+from kube_api.resources import NODES, PODS
 
 from .replicasets import ensure_index
 

@@ -53,8 +53,9 @@ from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import NODES, PODS
-from karmada_api.quantity import (
+from karmada_api.timeutil import now_text
+from kube_api.affinity import RequiredNodeAffinity
+from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
@@ -64,12 +65,11 @@ from karmada_api.quantity import (
     resource_list_units,
     value,
 )
-from karmada_api.timeutil import now_text
-from karmada_api.tolerations import (
+from kube_api.resources import NODES, PODS
+from kube_api.tolerations import (
     TAINT_EFFECT_NO_SCHEDULE,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
     UNSCHEDULABLE_TAINT,
-    RequiredNodeAffinity,
     find_untolerated_taint,
     tolerations_tolerate_taint,
 )

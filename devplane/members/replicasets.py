@@ -41,9 +41,9 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.reconcile import Request, Result
-from estimator.members import PODS, REPLICA_SETS
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
+from kube_api.resources import PODS, REPLICA_SETS
 
 from .controllerref import Claimer, orphan_requests
 

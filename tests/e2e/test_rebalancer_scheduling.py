@@ -26,10 +26,9 @@ from karmada_api.resources import (
     WORKLOAD_REBALANCERS,
 )
 from karmada_api.timeutil import parse_time
+from kube_api.resources import DEPLOYMENTS, NAMESPACES
 from tests.conftest import eventually
 
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
 TIMEOUT = 60.0
 CLUSTERS = ["member1", "member2"]

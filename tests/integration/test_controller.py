@@ -11,17 +11,15 @@ from kubernetes_asyncio import client
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.metrics import WORKQUEUE_BUCKETS
 from controller_manager.predicate import GenerationChangedPredicate
 from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.reconcile import Request, Result
+from kube_api.resources import CONFIGMAPS, DEPLOYMENTS
 from tests.conftest import eventually
-
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 
 # Every metric name ARCHITECTURE §4 lists (as exposed: counters carry _total, histograms _bucket...).
 ARCHITECTURE_METRICS = [

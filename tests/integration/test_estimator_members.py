@@ -29,15 +29,11 @@ from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
 from benchmarks.support import free_port
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.informer import SharedInformer
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
 from estimator.members import (
-    DEPLOYMENTS,
-    NODES,
-    PODS,
-    REPLICA_SETS,
     MemberConfigError,
     MemberCredentials,
     MemberRegistry,
@@ -48,9 +44,9 @@ from estimator.members import (
     server_url,
 )
 from karmada_api.resources import CLUSTERS
+from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
 from tests.conftest import eventually
 
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
 SECRET_NAMESPACE = "karmada-cluster"
 NAMESPACE = "default"
 THRESHOLD = timedelta(minutes=5)

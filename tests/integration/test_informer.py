@@ -16,9 +16,9 @@ from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer, SyncTimeout
 from devplane.apiserver.server import ApiServer
 from devplane.apiserver.store import DeleteOptions
+from kube_api.resources import CONFIGMAPS
 from tests.conftest import eventually
 
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 MISSING = Resource("example.io", "v1", "widgets", "Widget", True)
 
 

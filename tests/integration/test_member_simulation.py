@@ -24,9 +24,9 @@ from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.members.setup import setup_member_simulation
-from estimator.members import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
 from estimator.unschedulable import find_new_replica_set, get_unschedulable_replicas
 from karmada_api.timeutil import now_text, parse_time
+from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
 from tests.conftest import eventually
 
 NS = "default"

@@ -19,20 +19,19 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.client import ApiError, KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.discovery import SERVER_VERSION
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.cluster import CLUSTER_CONTROLLER_FINALIZER, setup_cluster_controller
 from devplane.karmada.clusterstatus import setup_cluster_status
 from estimator.general import GeneralEstimator
-from estimator.members import NODES, PODS, MemberRegistry
+from estimator.members import MemberRegistry
 from karmada_api.conditions import find_condition
 from karmada_api.resources import CLUSTERS, WORKS
+from kube_api.resources import NAMESPACES, NODES, PODS, SECRETS
 from tests.conftest import eventually
 
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 SECRET_NAMESPACE = "karmada-cluster"
 PERIOD = 0.3
 FAILURE_THRESHOLD = 1.5

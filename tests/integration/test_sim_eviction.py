@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
@@ -28,9 +28,9 @@ from devplane.karmada.taintmanager import setup_taint_manager
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import parse_time
+from kube_api.resources import DEPLOYMENTS
 from tests.conftest import eventually
 
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 TAINT_KEY = "workload-rebalancer-test"
 NS = "default"
 

@@ -20,6 +20,7 @@ from kubernetes_asyncio import client as k8s
 
 from controller_manager.cache import Obj
 from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.execution import EXECUTION_FINALIZER, setup_execution
@@ -28,14 +29,9 @@ from estimator.members import MemberRegistry
 from karmada_api.conditions import find_condition
 from karmada_api.names import execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
+from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS, SERVICES
 from tests.conftest import eventually
 
-SECRETS = Resource("", "v1", "secrets", "Secret", True)
-SERVICES = Resource("", "v1", "services", "Service", True)
-CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
-NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
-EVENTS = Resource("", "v1", "events", "Event", True)
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 SECRET_NAMESPACE = "karmada-cluster"
 MEMBERS = ("member1", "member2")
 PERMANENT_ID = "resourcebinding.karmada.io/permanent-id"

@@ -19,16 +19,16 @@ import pytest
 
 from controller_manager.client import KubeClient, Resource
 from controller_manager.controller import Controller
+from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.karmada.scheduler import setup_scheduler
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import now_text, parse_time
+from kube_api.resources import DEPLOYMENTS
 from tests.conftest import eventually
 
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)
-EVENTS = Resource("", "v1", "events", "Event", True)
 API_ENABLEMENTS = [
     {"groupVersion": "apps/v1", "resources": [{"name": "deployments", "kind": "Deployment"}]},
     {"groupVersion": "rbac.authorization.k8s.io/v1", "resources": [{"name": "clusterroles", "kind": "ClusterRole"}]},

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from karmada_api.quantity import (
+from kube_api.quantity import (
     FORMAT_ERROR,
     MAX_ALLOWED,
     SUFFIX_ERROR,

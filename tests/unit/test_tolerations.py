@@ -6,18 +6,12 @@ from typing import Any
 
 import pytest
 
-from karmada_api.tolerations import (
+from kube_api.affinity import RequiredNodeAffinity, node_fields, node_selector_map_matches, node_selector_matches
+from kube_api.selectors import compile_label_selector, is_label_value, is_qualified_name, label_selector_matches
+from kube_api.tolerations import (
     UNSCHEDULABLE_TAINT,
-    RequiredNodeAffinity,
-    compile_label_selector,
     find_untolerated_taint,
     get_matching_tolerations,
-    is_label_value,
-    is_qualified_name,
-    label_selector_matches,
-    node_fields,
-    node_selector_map_matches,
-    node_selector_matches,
     node_tolerated,
     tolerates,
     tolerates_all,

@@ -22,7 +22,7 @@ from karmada_api.placement import (
     in_graceful_eviction_tasks,
     target_contains,
 )
-from karmada_api.tolerations import find_untolerated_taint
+from kube_api.tolerations import find_untolerated_taint
 
 Obj = Mapping[str, Any]
 

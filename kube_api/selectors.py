@@ -1,0 +1,132 @@
+"""Kubernetes label selectors: ``labels.Requirement`` and ``metav1.LabelSelectorAsSelector``.
+
+Exact Kubernetes semantics on parsed JSON dicts (camelCase fields). :func:`compile_requirement` is
+one ``labels.NewRequirement`` (key and value syntax validated; In, NotIn, Exists, DoesNotExist, Gt,
+Lt) compiled to a predicate over a label map; :func:`compile_label_selector` /
+:func:`label_selector_matches` are ``metav1.LabelSelectorAsSelector(...).Matches``. Node affinity
+(:mod:`kube_api.affinity`) builds its terms from the same requirements.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+
+# --------------------------------------------------------------------------------------------------
+# Label syntax (labels.NewRequirement validates keys and values; an invalid requirement fails its term)
+
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_INT64 = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def is_qualified_name(key: str) -> bool:
+    """``validation.IsQualifiedName``: ``[prefix/]name``, name ≤ 63, prefix a DNS-1123 subdomain."""
+    parts = key.split("/")
+    if len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    elif len(parts) == 1:
+        name = parts[0]
+    else:
+        return False
+    return 0 < len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
+
+
+def is_label_value(value: str) -> bool:
+    """``validation.IsValidLabelValue``: empty, or ≤ 63 alphanumerics with ``-_.`` inside."""
+    return value == "" or (len(value) <= 63 and _LABEL_NAME.fullmatch(value) is not None)
+
+
+def _parse_int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: optional sign, digits only, in int64 range."""
+    if not _INT64.fullmatch(text):
+        return None
+    number = int(text)
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Compiled requirements
+
+LabelPredicate = Callable[[Mapping[str, str]], bool]
+
+
+def compile_requirement(key: Any, operator: Any, values: Any) -> LabelPredicate:
+    """One ``labels.Requirement`` as a predicate over a label map; ``ValueError`` if invalid."""
+    if not isinstance(key, str) or not is_qualified_name(key):
+        raise ValueError(f"invalid label key {key!r}")
+    vals = list(values or [])
+    if not all(isinstance(v, str) and is_label_value(v) for v in vals):
+        raise ValueError(f"invalid label value in {vals!r}")
+    if operator in ("In", "NotIn"):
+        if not vals:
+            raise ValueError(f"for 'in', 'notin' operators, values set can't be empty (key {key!r})")
+        allowed = frozenset(vals)
+        if operator == "In":
+            return lambda labels: key in labels and labels[key] in allowed
+        return lambda labels: key not in labels or labels[key] not in allowed
+    if operator in ("Exists", "DoesNotExist"):
+        if vals:
+            raise ValueError(f"values set must be empty for exists and does not exist (key {key!r})")
+        if operator == "Exists":
+            return lambda labels: key in labels
+        return lambda labels: key not in labels
+    if operator in ("Gt", "Lt"):
+        if len(vals) != 1:
+            raise ValueError(f"for 'Gt', 'Lt' operators, exactly one value is required (key {key!r})")
+        bound = _parse_int64(vals[0])
+        if bound is None:
+            raise ValueError(f"for 'Gt', 'Lt' operators, the value must be an integer (key {key!r})")
+
+        def compare(labels: Mapping[str, str]) -> bool:
+            if key not in labels:
+                return False
+            number = _parse_int64(labels[key])
+            if number is None:
+                return False
+            return number > bound if operator == "Gt" else number < bound
+
+        return compare
+    raise ValueError(f"{operator!r} is not a valid node selector operator")
+
+
+def all_of(predicates: list[LabelPredicate]) -> LabelPredicate:
+    if len(predicates) == 1:
+        return predicates[0]
+    return lambda labels: all(predicate(labels) for predicate in predicates)
+
+
+# --------------------------------------------------------------------------------------------------
+# metav1.LabelSelector
+
+
+def compile_label_selector(selector: Obj | None) -> LabelPredicate:
+    """``metav1.LabelSelectorAsSelector``: None selects nothing, ``{}`` everything; ``ValueError`` if invalid.
+
+    matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist) are ANDed.
+    """
+    if selector is None:
+        return lambda labels: False
+    predicates: list[LabelPredicate] = []
+    for key, wanted in (selector.get("matchLabels") or {}).items():
+        predicates.append(compile_requirement(key, "In", [wanted]))
+    for expression in selector.get("matchExpressions") or []:
+        operator = expression.get("operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"{operator!r} is not a valid label selector operator")
+        predicates.append(compile_requirement(expression.get("key"), operator, expression.get("values")))
+    if not predicates:
+        return lambda labels: True
+    return all_of(predicates)
+
+
+def label_selector_matches(selector: Obj | None, labels: Mapping[str, str] | None) -> bool:
+    """Whether ``labels`` match a ``metav1.LabelSelector`` (see :func:`compile_label_selector`)."""
+    return compile_label_selector(selector)(labels or {})
