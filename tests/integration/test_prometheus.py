@@ -11,7 +11,7 @@ queue, so the series carry samples. Then:
   ``controller_runtime_reconcile_total`` with its ``controller`` label, and ``up`` is 1;
 * every metric the Grafana dashboard queries is exposed by one of the two products.
 
-promtool and prometheus come from Debian's ``prometheus`` package (hack/test.sh installs it); without
+promtool and prometheus come from Debian's ``prometheus`` package (hack/test-deps.sh installs it); without
 them these tests fail rather than skip, so a CI without them cannot pass unnoticed.
 """
 
@@ -49,7 +49,7 @@ MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "charts" / "karmada-rebalance" / "dashboards" / "karmada-rebalance.json"
 JOBS = {"controller_manager": "karmada-controller-manager", "descheduler": "karmada-descheduler"}
-INSTALL_HINT = "bash hack/test.sh installs it (Debian's prometheus package), or apt-get install prometheus"
+INSTALL_HINT = "bash hack/test-deps.sh installs it (Debian's prometheus package), or apt-get install prometheus"
 # Series Prometheus makes up itself for every target; a dashboard may query them.
 BUILD_INFO_LABELS = {"git_version", "git_commit", "git_short_commit", "git_tree_state", "build_date", "go_version",
                      "compiler", "platform"}
