@@ -265,10 +265,7 @@ class FaultProxy:
         await self._runner.setup()
         try:
             await self._listen()
-            assert self._site is not None
-            server = self._site._server
-            sockets = getattr(server, "sockets", None) or []
-            self._port = sockets[0].getsockname()[1]
+            self._port = self._runner.addresses[0][1]
             self.url = f"http://127.0.0.1:{self._port}"
             yield self
         finally:

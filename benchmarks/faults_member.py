@@ -25,6 +25,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import signal
 import sys
 import time
@@ -165,6 +166,28 @@ async def reachable(probes: aiohttp.ClientSession, metrics_url: str) -> bool:
     return False
 
 
+async def cycles(probes: aiohttp.ClientSession, metrics_url: str) -> int:
+    """Descheduling cycles the descheduler has finished (its cycle-duration histogram's count)."""
+    with contextlib.suppress(aiohttp.ClientError, OSError):
+        async with probes.get(metrics_url + "/metrics") as resp:
+            text = await resp.text()
+        found = re.search(r"^descheduler_cycle_duration_seconds_count (\S+)$", text, re.M)
+        if found:
+            return int(float(found.group(1)))
+    return 0
+
+
+async def more_cycles(what: str, probes: aiohttp.ClientSession, metrics_url: str, count: int,
+                      deadline: float) -> None:
+    """Wait until ``count`` more cycles than now have finished."""
+    target = await cycles(probes, metrics_url) + count
+
+    async def done() -> bool:
+        return await cycles(probes, metrics_url) >= target
+
+    await wait_for(what, deadline, done)
+
+
 async def wait_for(what: str, deadline: float, check: Any) -> float:
     while time.monotonic() < deadline:
         if await check():
@@ -236,7 +259,8 @@ async def member_fault(args: argparse.Namespace, tmp: Path) -> MemberResult:
         flips = [f"app-{i:03d}" for i in range(workloads) if group_of(i) == "flip"]
         for app in flips:
             await set_pods(m1, app, 2, node="node-a", unschedulable_since=short)
-        await asyncio.sleep(1.0)  # the estimator's cache now holds them, unschedulable
+        # a cycle that started after those writes: the estimator's cache holds them, unschedulable
+        await more_cycles("a cycle after the flip", probes, metrics_url, 2, deadline)
         for app in flips:
             await set_pods(m1, app, 2, node="node-a", unschedulable_since=None)
         member1.proc.send_signal(signal.SIGKILL)
@@ -247,7 +271,7 @@ async def member_fault(args: argparse.Namespace, tmp: Path) -> MemberResult:
         restarted = time.monotonic()
         back = await wait_for("member1 reachable again", deadline, lambda: reachable(probes, metrics_url))
         recovery = back - restarted
-        await asyncio.sleep(3.0)  # three more cycles with member1 answering
+        await more_cycles("three cycles with member1 answering", probes, metrics_url, 3, deadline)
         if proc.returncode is not None:
             raise BenchError(f"the descheduler exited ({proc.returncode}):\n{log_tail(tmp / 'descheduler.log')}")
         after = await member1_replicas(host, workloads)
