@@ -102,7 +102,6 @@ class SharedInformer:
         self.last_error: str = ""
         self.started = False
         self.lists = 0  # how many times the reflector listed (1 + relists)
-        self._retry_after: float | None = None
 
     @property
     def name(self) -> str:
@@ -131,6 +130,7 @@ class SharedInformer:
         self.started = True
         backoff = Backoff()
         while True:
+            pause = 0.0  # what a throttled or starting server asked for (Retry-After)
             try:
                 await self._list()
                 self.last_error = ""
@@ -138,26 +138,25 @@ class SharedInformer:
             except asyncio.CancelledError:
                 raise
             except ApiError as exc:
-                self._failed(exc, f"{exc.status} {exc.reason}: {exc.message}")
+                pause = self._failed(exc, f"{exc.status} {exc.reason}: {exc.message}")
             except (aiohttp.ClientError, TimeoutError, ConnectionError, OSError) as exc:
-                self._failed(exc, f"{type(exc).__name__}: {exc}")
+                pause = self._failed(exc, f"{type(exc).__name__}: {exc}")
             except Exception as exc:  # a garbled watch line, a failing index function: never die silently
                 log.exception("informer error, relisting after backoff", resource=self.resource.key)
-                self._failed(exc, f"{type(exc).__name__}: {exc}")
-            delay = backoff.next()
-            if self._retry_after is not None:  # a throttled or starting server said how long to wait
-                delay, self._retry_after = max(delay, min(self._retry_after, MAX_RETRY_AFTER_SECONDS)), None
-            await asyncio.sleep(delay)
+                pause = self._failed(exc, f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(max(backoff.next(), pause))
 
-    def _failed(self, exc: BaseException, text: str) -> None:
-        """Record a failed LIST or WATCH. The store is left as it is: only a complete LIST replaces it."""
-        self._retry_after = exc.retry_after if isinstance(exc, ApiError) else None
+    def _failed(self, exc: BaseException, text: str) -> float:
+        """Record a failed LIST or WATCH; the pause its server asked for, if any. The store is left as it
+        is: only a complete LIST replaces it."""
         if isinstance(exc, ApiError) and exc.is_not_served and not self.has_synced():
             text = (f"the server could not find the requested resource {self.resource.key} "
                     f"({self.resource.api_version}); is its CustomResourceDefinition installed?")
         if text != self.last_error:
             log.warning("list/watch failed", resource=self.resource.key, error=text)
         self.last_error = text
+        retry_after = exc.retry_after if isinstance(exc, ApiError) else None
+        return min(retry_after, MAX_RETRY_AFTER_SECONDS) if retry_after is not None else 0.0
 
     async def _list(self) -> None:
         items: list[Obj] = []
