@@ -1,6 +1,10 @@
 """The resource detector: resource template + (Cluster)PropagationPolicy → (Cluster)ResourceBinding.
 
-Karmada's ``pkg/detector`` rewritten level-based on our framework:
+Karmada's ``pkg/detector`` (``detector.go`` at commit f8fdd02) rewritten level-based on our
+framework. This module is the reconciler and its wiring: informers, event filters, writes. The
+pure rules it applies live beside it: which policy selects a template and what a claim looks like
+in :mod:`devplane.karmada.policies`, the binding built from them in
+:mod:`devplane.karmada.policybinding`.
 
 * ``resource-detector`` reconciles one template (key ``<namespace>/<plural.group>/<name>``): it keeps
   the policy that claimed the template while that policy exists and still selects it (preemption
@@ -30,8 +34,7 @@ from __future__ import annotations
 import copy
 import re
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -44,18 +47,26 @@ from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from karmada_api.bindings import CRB_KIND, RB_KIND
-from karmada_api.labels import CPP_PERMANENT_ID, CRB_PERMANENT_ID, PP_PERMANENT_ID, RB_PERMANENT_ID
+from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
-from karmada_api.resources import (
-    CLUSTER_PROPAGATION_POLICIES,
-    CLUSTER_RESOURCE_BINDINGS,
-    PROPAGATION_POLICIES,
-    RESOURCE_BINDINGS,
-)
-from kube_api.selectors import compile_label_selector
+from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 
-from .workloads import TEMPLATE_KINDS, TemplateKind, get_replicas, kind_by_key, kind_for, typed
+from .policies import (
+    CPP_KIND,
+    POLICY_KINDS,
+    PP_KIND,
+    PRIORITY_MISMATCH,
+    PolicyKind,
+    claim_delta,
+    defaulted_selectors,
+    highest_priority_policy,
+    other_kind,
+    policy_id,
+    policy_match_priority,
+    selector_priority,
+)
+from .policybinding import build_binding, merge_binding
+from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for, typed
 
 log = structlog.get_logger(__name__)
 
@@ -63,13 +74,8 @@ CONTROLLER = "resource-detector"
 PP_WEBHOOK = "propagation-policy-webhook"
 CPP_WEBHOOK = "cluster-propagation-policy-webhook"
 
-PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
-PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
-CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
-
 APPLY_POLICY_SUCCEED = "ApplyPolicySucceed"
 APPLY_POLICY_FAILED = "ApplyPolicyFailed"
-DEFAULT_SCHEDULER = "default-scheduler"
 OWNER_MISMATCH = ("failed to update binding due to different owner reference UID, will try again later after "
                   "binding is garbage collected, see https://github.com/karmada-io/karmada/issues/2090")
 
@@ -78,296 +84,32 @@ SKIPPED_NAMESPACES = (re.compile(r"^kube-.*$"),)
 
 PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False)
 
-# Implicit priorities (pkg/util: ImplicitPriority).
-PRIORITY_MISMATCH, PRIORITY_MATCH_ALL, PRIORITY_MATCH_LABEL_SELECTOR, PRIORITY_MATCH_NAME = 0, 1, 2, 3
-
 _POLICY_ID_INDEX = "detector-policy-by-permanent-id"
-_TEMPLATE_BY_PP_INDEX = "detector-template-by-pp-id"
-_TEMPLATE_BY_CPP_INDEX = "detector-template-by-cpp-id"
-
-# Binding spec fields copied from the policy on every apply (ApplyPolicy's CreateOrUpdate mutate func).
-_COPIED_FIELDS = ("resource", "replicaRequirements", "replicas", "propagateDeps", "schedulerName", "placement",
-                  "failover", "conflictResolution", "preserveResourcesOnDeletion", "schedulePriority")
 
 
 class ApplyError(Exception):
     """A policy that cannot be applied as it is (retried with backoff, reported as ApplyPolicyFailed)."""
 
 
-# ----------------------------------------------------------------------------- policy kinds
-
-
-@dataclass(frozen=True)
-class PolicyKind:
-    """What differs between PropagationPolicy and ClusterPropagationPolicy claims."""
-
-    resource: Resource
-    id_label: str
-    name_annotation: str
-    namespace_annotation: str | None
-    template_index: str
-
-    @property
-    def cluster(self) -> bool:
-        return not self.resource.namespaced
-
-    def claim_labels(self, policy: Obj) -> dict[str, str]:
-        return {self.id_label: policy_id(policy, self)}
-
-    def claim_annotations(self, policy: Obj) -> dict[str, str]:
-        meta = policy.get("metadata") or {}
-        annotations = {self.name_annotation: str(meta.get("name") or "")}
-        if self.namespace_annotation:
-            annotations[self.namespace_annotation] = str(meta.get("namespace") or "")
-        return annotations
-
-    @property
-    def annotation_keys(self) -> tuple[str, ...]:
-        return (self.name_annotation,) + ((self.namespace_annotation,) if self.namespace_annotation else ())
-
-    def describe(self, policy: Obj) -> str:
-        meta = policy.get("metadata") or {}
-        if self.cluster:
-            return f"cluster policy({meta.get('name')})"
-        return f"policy({meta.get('namespace')}/{meta.get('name')})"
-
-
-PP_KIND = PolicyKind(PROPAGATION_POLICIES, PP_PERMANENT_ID, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION,
-                     _TEMPLATE_BY_PP_INDEX)
-CPP_KIND = PolicyKind(CLUSTER_PROPAGATION_POLICIES, CPP_PERMANENT_ID, CPP_NAME_ANNOTATION, None,
-                      _TEMPLATE_BY_CPP_INDEX)
-POLICY_KINDS = (PP_KIND, CPP_KIND)
-
-
-def other_kind(kind: PolicyKind) -> PolicyKind:
-    return CPP_KIND if kind is PP_KIND else PP_KIND
-
-
-def policy_id(policy: Obj, kind: PolicyKind) -> str:
-    return str(((policy.get("metadata") or {}).get("labels") or {}).get(kind.id_label) or "")
-
-
 def _deleting(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-# ----------------------------------------------------------------------------- matching (pure)
+def controller_owner_uid(obj: Obj) -> str | None:
+    """The uid of the object's controller (the template a binding belongs to), None without one."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return None
+
+
+# ----------------------------------------------------------------------------- event filters
 
 
 def ignored_namespace(namespace: str) -> bool:
     """Karmada's detector event filter: reserved namespaces and ``--skipped-propagating-namespaces``."""
     return bool(namespace) and (is_reserved_namespace(namespace)
                                 or any(p.match(namespace) for p in SKIPPED_NAMESPACES))
-
-
-def selector_priority(template: Obj, selector: Obj) -> int:
-    """``ResourceSelectorPriority``: how specifically a resourceSelector selects the template (0: not at all).
-
-    apiVersion and kind must be equal and the namespace too when the selector sets one. A name
-    decides alone (a labelSelector next to it is ignored, as in Karmada); else a labelSelector must
-    match; else everything of that kind matches.
-    """
-    meta = template.get("metadata") or {}
-    if (template.get("apiVersion") != selector.get("apiVersion") or template.get("kind") != selector.get("kind")
-            or (selector.get("namespace") and meta.get("namespace") != selector.get("namespace"))):
-        return PRIORITY_MISMATCH
-    if selector.get("name"):
-        return PRIORITY_MATCH_NAME if selector["name"] == meta.get("name") else PRIORITY_MISMATCH
-    if selector.get("labelSelector") is None:
-        return PRIORITY_MATCH_ALL
-    try:
-        matches = compile_label_selector(selector["labelSelector"])(meta.get("labels") or {})
-    except (ValueError, AttributeError, TypeError):
-        return PRIORITY_MISMATCH
-    return PRIORITY_MATCH_LABEL_SELECTOR if matches else PRIORITY_MISMATCH
-
-
-def defaulted_selectors(policy: Obj) -> list[dict[str, Any]]:
-    """The policy's resourceSelectors with the webhook's default: a PP selector's empty namespace is the PP's."""
-    meta = policy.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
-    selectors = []
-    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
-        if not isinstance(selector, dict):
-            continue
-        selectors.append({**selector, "namespace": namespace} if namespace and not selector.get("namespace")
-                         else selector)
-    return selectors
-
-
-def policy_match_priority(template: Obj, policy: Obj) -> int:
-    """``ResourceMatchSelectorsPriority``: the best implicit priority over the policy's selectors."""
-    return max((selector_priority(template, s) for s in defaulted_selectors(policy)), default=PRIORITY_MISMATCH)
-
-
-def explicit_priority(policy: Obj) -> int:
-    value = (policy.get("spec") or {}).get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def highest_priority_policy(policies: Iterable[Obj], template: Obj) -> Obj | None:
-    """``getHighestPriority(Cluster)PropagationPolicy``: explicit priority, implicit priority, then name.
-
-    Karmada's loop starts from explicit priority 0, so a policy with a negative ``spec.priority``
-    never wins; that is kept.
-    """
-    best: Obj | None = None
-    best_implicit, best_explicit = PRIORITY_MISMATCH, 0
-    for policy in policies:
-        implicit = policy_match_priority(template, policy)
-        if implicit <= PRIORITY_MISMATCH:
-            continue
-        explicit = explicit_priority(policy)
-        if best_explicit < explicit:
-            best, best_implicit, best_explicit = policy, implicit, explicit
-            continue
-        if best_explicit == explicit:
-            if implicit > best_implicit:
-                best, best_implicit = policy, implicit
-            elif implicit == best_implicit and (
-                    best is None or str(policy["metadata"]["name"]) < str(best["metadata"]["name"])):
-                best = policy
-    return best
-
-
-# ----------------------------------------------------------------------------- binding (pure)
-
-
-def default_placement(placement: Obj | None) -> dict[str, Any]:
-    """The policy mutating webhook's placement defaults (spec §1.6)."""
-    result = copy.deepcopy(dict(placement or {}))
-    for constraint in result.get("spreadConstraints") or []:
-        if not isinstance(constraint, dict):
-            continue
-        if not constraint.get("spreadByField") and not constraint.get("spreadByLabel"):
-            constraint["spreadByField"] = "cluster"
-        if not constraint.get("minGroups"):
-            constraint["minGroups"] = 1
-    scheduling = result.get("replicaScheduling")
-    if (isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType") == "Divided"
-            and not scheduling.get("replicaDivisionPreference")):
-        scheduling["replicaDivisionPreference"] = "Weighted"
-    return result
-
-
-def default_failover(failover: Obj | None) -> dict[str, Any] | None:
-    """The webhook's failover default: application failover ``Gracefully`` without a grace period gets 600s."""
-    if not failover:
-        return None
-    result = copy.deepcopy(dict(failover))
-    application = result.get("application")
-    if (isinstance(application, dict) and application.get("purgeMode") == "Gracefully"
-            and application.get("gracePeriodSeconds") is None):
-        application["gracePeriodSeconds"] = 600
-    return result
-
-
-def merge_suspension(binding_suspension: Obj | None, policy_suspension: Obj | None) -> dict[str, Any] | None:
-    """``MergePolicySuspension``: the policy's dispatching suspension, the binding's own ``scheduling`` kept."""
-    result = {k: v for k, v in (binding_suspension or {}).items() if k not in ("dispatching", "dispatchingOnClusters")}
-    for key in ("dispatching", "dispatchingOnClusters"):
-        if (policy_suspension or {}).get(key) is not None:
-            result[key] = copy.deepcopy(policy_suspension[key])  # type: ignore[index]
-    return result or None
-
-
-def owner_reference(template: Obj) -> dict[str, Any]:
-    """``metav1.NewControllerRef(template)``: the GC deletes the binding with its template."""
-    meta = template.get("metadata") or {}
-    return {"apiVersion": template.get("apiVersion"), "kind": template.get("kind"), "name": meta.get("name"),
-            "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True}
-
-
-def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: PolicyKind, *,
-                  schedule_priority: int | None = None) -> dict[str, Any]:
-    """``BuildResourceBinding`` / ``BuildClusterResourceBinding``: the binding the detector wants.
-
-    Namespaced templates get a ResourceBinding (whatever the policy kind), cluster-scoped ones a
-    ClusterResourceBinding. The binding's own permanent id is added at creation, not here.
-    """
-    meta = template.get("metadata") or {}
-    namespaced = bool(meta.get("namespace"))
-    policy_spec = policy.get("spec") or {}
-    resource = {"apiVersion": template.get("apiVersion"), "kind": template.get("kind")}
-    if namespaced:
-        resource["namespace"] = meta["namespace"]
-    resource.update({"name": meta.get("name"), "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")})
-    spec: dict[str, Any] = {"resource": resource}
-    replicas, requirements = get_replicas(template, kind)
-    if requirements is not None:
-        spec["replicaRequirements"] = requirements
-    if replicas:
-        spec["replicas"] = replicas
-    if policy_spec.get("propagateDeps"):
-        spec["propagateDeps"] = True
-    spec["schedulerName"] = policy_spec.get("schedulerName") or DEFAULT_SCHEDULER
-    spec["placement"] = default_placement(policy_spec.get("placement"))
-    failover = default_failover(policy_spec.get("failover"))
-    if failover is not None:
-        spec["failover"] = failover
-    if policy_spec.get("conflictResolution"):
-        spec["conflictResolution"] = policy_spec["conflictResolution"]
-    if policy_spec.get("preserveResourcesOnDeletion") is not None:
-        spec["preserveResourcesOnDeletion"] = bool(policy_spec["preserveResourcesOnDeletion"])
-    if schedule_priority is not None:
-        spec["schedulePriority"] = {"priority": schedule_priority}
-    suspension = merge_suspension(None, policy_spec.get("suspension"))
-    if suspension is not None:
-        spec["suspension"] = suspension
-    binding_kind = RB_KIND if namespaced else CRB_KIND
-    binding_meta: dict[str, Any] = {"name": binding_name(str(template.get("kind")), str(meta.get("name"))),
-                                    "labels": policy_kind.claim_labels(policy),
-                                    "annotations": policy_kind.claim_annotations(policy),
-                                    "ownerReferences": [owner_reference(template)],
-                                    "finalizers": [binding_kind.finalizer]}
-    if namespaced:
-        binding_meta["namespace"] = meta["namespace"]
-    binding_resource = binding_kind.resource
-    return {"apiVersion": binding_resource.api_version, "kind": binding_resource.kind, "metadata": binding_meta,
-            "spec": spec}
-
-
-def merge_binding(existing: Obj, desired: Obj, policy_kind: PolicyKind) -> dict[str, Any]:
-    """What ApplyPolicy's CreateOrUpdate writes over an existing binding: the detector's fields only.
-
-    Labels, annotations and finalizers are merged; the other policy kind's claim is dropped; spec
-    fields the detector owns are replaced (or removed when the policy no longer sets them);
-    ``spec.clusters``, eviction tasks, ``rescheduleTriggeredAt`` and status are left alone.
-    """
-    merged = copy.deepcopy(dict(existing))
-    meta = merged.setdefault("metadata", {})
-    want_meta = desired["metadata"]
-    other = other_kind(policy_kind)
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != other.id_label}
-    labels.update(want_meta["labels"])
-    meta["labels"] = labels
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in other.annotation_keys}
-    annotations.update(want_meta["annotations"])
-    meta["annotations"] = annotations
-    finalizers = list(meta.get("finalizers") or [])
-    finalizers += [f for f in want_meta["finalizers"] if f not in finalizers]
-    meta["finalizers"] = finalizers
-    meta["ownerReferences"] = copy.deepcopy(want_meta["ownerReferences"])
-    spec = merged.setdefault("spec", {})
-    want_spec = desired["spec"]
-    for field in _COPIED_FIELDS:
-        if field in want_spec:
-            spec[field] = copy.deepcopy(want_spec[field])
-        else:
-            spec.pop(field, None)
-    suspension = merge_suspension(spec.get("suspension"), want_spec.get("suspension"))
-    if suspension is None:
-        spec.pop("suspension", None)
-    else:
-        spec["suspension"] = suspension
-    return merged
-
-
-def controller_owner_uid(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return None
 
 
 def specification_changed(old: Obj, new: Obj) -> bool:
@@ -415,29 +157,6 @@ def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
         informer.add_indexers({name: func})
 
 
-def _merge_patch_metadata(labels: dict[str, str | None], annotations: dict[str, str | None]) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
-    if labels:
-        meta["labels"] = labels
-    if annotations:
-        meta["annotations"] = annotations
-    return {"metadata": meta}
-
-
-def _claim_delta(obj: Obj, want_labels: dict[str, str], want_annotations: dict[str, str],
-                 drop_labels: Iterable[str], drop_annotations: Iterable[str]) -> dict[str, Any] | None:
-    """A merge patch setting ``want_*`` and removing ``drop_*`` from the metadata, or None if nothing differs."""
-    meta = obj.get("metadata") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-    label_patch: dict[str, str | None] = {k: v for k, v in want_labels.items() if labels.get(k) != v}
-    label_patch.update({k: None for k in drop_labels if k in labels})
-    annotation_patch: dict[str, str | None] = {k: v for k, v in want_annotations.items() if annotations.get(k) != v}
-    annotation_patch.update({k: None for k in drop_annotations if k in annotations})
-    if not label_patch and not annotation_patch:
-        return None
-    return _merge_patch_metadata(label_patch, annotation_patch)
-
-
 # ----------------------------------------------------------------------------- the detector
 
 
@@ -450,8 +169,8 @@ class Detector:
         self.templates: dict[str, SharedInformer] = {}
         for kind in TEMPLATE_KINDS:
             informer = manager.informer(kind.resource)
-            _ensure_index(informer, _TEMPLATE_BY_PP_INDEX, _label_index(PP_PERMANENT_ID))
-            _ensure_index(informer, _TEMPLATE_BY_CPP_INDEX, _label_index(CPP_PERMANENT_ID))
+            for policy_kind in POLICY_KINDS:
+                _ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
             self.templates[kind.resource.key] = informer
         self.policies: dict[str, SharedInformer] = {}
         for policy_kind in POLICY_KINDS:
@@ -564,7 +283,7 @@ class Detector:
                      policy: Obj) -> dict[str, Any] | None:
         """``ClaimPolicyForObject``: mark the template as the policy's; returns the template as stored."""
         other = other_kind(policy_kind)
-        patch = _claim_delta(template, policy_kind.claim_labels(policy), policy_kind.claim_annotations(policy),
+        patch = claim_delta(template, policy_kind.claim_labels(policy), policy_kind.claim_annotations(policy),
                              (other.id_label,), other.annotation_keys)
         if patch is None:
             return template
@@ -652,14 +371,14 @@ class Detector:
         bname = binding_name(str(template.get("kind")), name)
         binding = self.bindings[bool(namespace)].store.get(_cache_key(namespace, bname))
         if binding is not None and not _deleting(binding):
-            patch = _claim_delta(binding, {}, {}, all_labels, all_annotations)
+            patch = claim_delta(binding, {}, {}, all_labels, all_annotations)
             if patch is not None:
                 try:
                     await self.client.patch(resource, bname, patch, namespace=namespace)
                 except ApiError as exc:
                     if not exc.is_not_found:
                         raise
-        patch = _claim_delta(template, {}, {}, all_labels, all_annotations)
+        patch = claim_delta(template, {}, {}, all_labels, all_annotations)
         if patch is None:
             return
         kind = kind_for(str(template.get("apiVersion")), str(template.get("kind")))

@@ -8,16 +8,6 @@ from typing import Any
 
 import pytest
 
-from devplane.members.deployments import (
-    calculate_status,
-    new_replica_set,
-    new_rs_new_replicas,
-    proportional_sizes,
-    resolve_fenceposts,
-    rollout_status,
-    set_condition,
-    set_new_replica_set_annotations,
-)
 from devplane.members.hashing import pod_template_hash
 from devplane.members.kubelet import running_status, runtime_image
 from devplane.members.podscheduler import (
@@ -28,6 +18,16 @@ from devplane.members.podscheduler import (
     schedule,
 )
 from devplane.members.replicasets import Expectations, pods_to_delete, rank_for_deletion, replica_set_status
+from devplane.members.rollout import (
+    calculate_status,
+    new_replica_set,
+    new_rs_new_replicas,
+    proportional_sizes,
+    resolve_fenceposts,
+    rollout_status,
+    set_condition,
+    set_new_replica_set_annotations,
+)
 from estimator.unschedulable import equal_ignore_hash, find_new_replica_set
 
 NOW = datetime(2025, 9, 23, 12, 0, 0, tzinfo=UTC)

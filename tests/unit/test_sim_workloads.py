@@ -2,8 +2,8 @@
 
 Workloads (``devplane.karmada.workloads``): quantity printing as apimachinery does it, replicas and
 replica requirements per kind, Webster division of Job completions, manifest rendering and pruning.
-Detector (``devplane.karmada.detector``): resource selector priorities, policy choice, webhook
-defaults, what an apply writes over an existing binding. Binding controller
+Detector (``devplane.karmada.detector``, ``policies``, ``policybinding``): resource selector
+priorities, policy choice, webhook defaults, what an apply writes over an existing binding. Binding controller
 (``devplane.karmada.binding``): target and retained clusters, dispatching suspension, Work shape.
 """
 
@@ -23,23 +23,27 @@ from devplane.karmada.binding import (
     target_clusters,
 )
 from devplane.karmada.detector import (
+    ignored_namespace,
+    parse_template_request,
+    specification_changed,
+    template_request,
+)
+from devplane.karmada.policies import (
     CPP_KIND,
     PP_KIND,
     PRIORITY_MATCH_ALL,
     PRIORITY_MATCH_LABEL_SELECTOR,
     PRIORITY_MATCH_NAME,
     PRIORITY_MISMATCH,
+    highest_priority_policy,
+    selector_priority,
+)
+from devplane.karmada.policybinding import (
     build_binding,
     default_failover,
     default_placement,
-    highest_priority_policy,
-    ignored_namespace,
     merge_binding,
     merge_suspension,
-    parse_template_request,
-    selector_priority,
-    specification_changed,
-    template_request,
 )
 from devplane.karmada.workloads import (
     TemplateKind,
