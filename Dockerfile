@@ -20,6 +20,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY clusteraccess ./clusteraccess
 COPY controller_manager ./controller_manager
 COPY controllers ./controllers
 COPY descheduler ./descheduler

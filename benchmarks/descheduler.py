@@ -3,10 +3,10 @@
 No API server: the cycle reads a real ``Indexer`` of ResourceBindings (parsed, as
 ``descheduler/app.py`` builds it, and compact for comparison) and asks the real
 :class:`estimator.client.EstimatorClient`, whose
-registry hands out real :class:`estimator.members.MemberCluster` objects with filled caches (Deployments;
-ReplicaSets and Pods indexed by controller UID, as the member informers index them) and stand-in
-informers that report "synced". Every answer therefore runs ``MemberCluster.unschedulable_replicas`` →
-``get_unschedulable_replicas`` over the member's objects.
+registry hands out member views (:class:`estimator.caches.MemberView`) over filled caches (Deployments;
+ReplicaSets and Pods indexed by controller UID, as the member informers index them) that report
+"ready", as a synced member does. Every answer therefore runs
+``estimator.caches.unschedulable_replicas_in`` → ``get_unschedulable_replicas`` over the member's objects.
 
 Data (deterministic): ``--bindings`` Deployment bindings, each with a dynamic-divided applied-placement
 annotation (Weighted / dynamicWeight ``AvailableReplicas``), ``spec.clusters`` over 2-3 of ``--members``
@@ -47,7 +47,7 @@ import random
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,8 +63,8 @@ from controller_manager.events import EventRecorder
 from controller_manager.logging import configure_logging
 from descheduler.loop import Descheduler, Outcome
 from estimator.accurate import NodeUsage
+from estimator.caches import CONTROLLER_INDEX, controller_uid
 from estimator.client import EstimatorClient
-from estimator.members import CONTROLLER_INDEX, MemberCluster, MemberSettings
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.timeutil import format_time
 
@@ -75,26 +75,28 @@ STUCK_FOR = timedelta(minutes=10)
 NOW = datetime.now(UTC)
 
 
-def controller_uid(obj: Obj) -> list[str]:
-    """The member informers' ``controller-uid`` index function (``estimator.members._controller_uid``)."""
-    for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if reference.get("controller") and reference.get("uid"):
-            return [str(reference["uid"])]
-    return []
-
-
 # ------------------------------------------------------------------------------------------ members
 
 
 @dataclass
-class SyncedInformer:
-    """What ``MemberCluster`` reads of a ``SharedInformer``: its store, sync state and last error."""
+class CachedMember:
+    """A member's cached view (``estimator.caches.MemberView``) over filled stores, always ready."""
 
-    store: Indexer
-    last_error: str = ""
+    name: str
+    usage: NodeUsage
+    caches: dict[str, Indexer]
 
-    def has_synced(self) -> bool:
+    def cache(self, resource: str) -> Indexer:
+        return self.caches[resource]
+
+    def state(self, need: Iterable[str]) -> str:
+        return "ready"
+
+    async def wait_ready(self, need: Iterable[str], timeout: float) -> bool:
         return True
+
+    def errors(self) -> dict[str, str]:
+        return {}
 
 
 @dataclass
@@ -104,32 +106,23 @@ class MemberObjects:
     pods: list[Obj] = field(default_factory=list)
 
 
-def new_member(name: str, objects: MemberObjects, usage: NodeUsage | None = None) -> MemberCluster:
-    """A real ``MemberCluster`` whose informers are replaced by filled, synced stores (no client, no tasks)."""
-    settings = MemberSettings(uid=f"uid-{name}", api_endpoint=f"https://{name}.example:6443",
-                              secret_namespace="karmada-cluster", secret_name=name,
-                              insecure_skip_tls_verification=False, proxy_url="", proxy_header=())
-    member = MemberCluster(name, settings, cast(KubeClient, None), sync_timeout=10.0, client_timeout=10.0)
-    stores = {"nodes": Indexer(), "deployments": Indexer(),
-              "replicasets": Indexer({CONTROLLER_INDEX: controller_uid}),
+def new_member(name: str, objects: MemberObjects, usage: NodeUsage | None = None) -> CachedMember:
+    """A member view whose stores hold ``objects``, indexed as the member informers index them."""
+    caches = {"deployments": Indexer(), "replicasets": Indexer({CONTROLLER_INDEX: controller_uid}),
               "pods": Indexer({CONTROLLER_INDEX: controller_uid})}
-    stores["deployments"].replace(objects.deployments)
-    stores["replicasets"].replace(objects.replica_sets)
-    stores["pods"].replace(objects.pods)
-    member.informers = cast(Any, {key: SyncedInformer(store) for key, store in stores.items()})
-    if usage is not None:
-        member.usage = usage
-    member._started.set()
-    return member
+    caches["deployments"].replace(objects.deployments)
+    caches["replicasets"].replace(objects.replica_sets)
+    caches["pods"].replace(objects.pods)
+    return CachedMember(name, usage if usage is not None else NodeUsage(), caches)
 
 
 class Registry:
     """``estimator.client.Members`` over a fixed set of members."""
 
-    def __init__(self, members: dict[str, MemberCluster]) -> None:
+    def __init__(self, members: dict[str, CachedMember]) -> None:
         self.members = members
 
-    def get(self, name: str) -> MemberCluster | None:
+    def get(self, name: str) -> CachedMember | None:
         return self.members.get(name)
 
 
@@ -192,7 +185,7 @@ def add_workload(objects: MemberObjects, namespace: str, app: str, index: int, *
 @dataclass
 class Federation:
     bindings: list[Obj]
-    members: dict[str, MemberCluster]
+    members: dict[str, CachedMember]
     stuck_bindings: int
     stuck_pods: int
     member_pods: int

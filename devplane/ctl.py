@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from clusteraccess.client import new_member_client
+from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
-from estimator.members import MemberConfigError, MemberSettings, new_member_client, read_credentials
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS
 

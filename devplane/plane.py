@@ -7,7 +7,7 @@ creates each member's Nodes from its shape, then runs:
 
 * on the host, one Manager with the Karmada simulation (detector, scheduler, binding,
   execution, work status, cluster and cluster status, taint manager, graceful eviction);
-  members are reached through :class:`estimator.members.MemberRegistry`, exactly as the
+  members are reached through :class:`clusteraccess.registry.MemberRegistry`, exactly as the
   product's estimator reaches them;
 * per member, one Manager with the member simulation (deployments, replica sets, pod
   scheduler, kubelet).
@@ -30,10 +30,10 @@ import anyio
 import structlog
 from kubernetes_asyncio import client as k8s
 
+from clusteraccess.registry import MemberRegistry
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
-from estimator.members import MemberRegistry
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import NODES, SECRETS
 

@@ -5,8 +5,12 @@
   Pods, with :class:`~estimator.accurate.NodeUsage`, an incrementally maintained snapshot.
 * :mod:`estimator.unschedulable` — GetUnschedulableReplicas for the descheduler.
 * :mod:`estimator.merge` — plugin-result merging (server) and per-cluster combination (client).
+* :mod:`estimator.caches` — what the estimator reads of one member's caches
+  (:class:`~estimator.caches.MemberView`), and the unschedulable estimate over them.
+* :mod:`estimator.client` — the client the descheduler asks, each member cluster on its own.
 
-No I/O here: the gRPC server, the informers and the scheduler/descheduler wire these in.
+No I/O here: the members' clients and informers (``clusteraccess``) and the scheduler/descheduler
+wire these in.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Karmada's ``SchedulerEstimator`` client asks each member's gRPC estimator concurrently within
 ``--scheduler-estimator-timeout`` and, when any one cluster fails, returns an aggregated error
 that makes the caller discard every answer (#6815): one broken member blinds the descheduler
-to all the others. Here each cluster is answered on its own from :mod:`estimator.members`
-caches; a cluster whose member is missing, not synced within the timeout, unreachable or whose
-estimate raises is simply left out of the result, and the caller treats it as unknown
+to all the others. Here each cluster is answered on its own from its member's caches (a
+:class:`~estimator.caches.MemberView` from :class:`Members`); a cluster whose member is missing,
+not synced within the timeout, unreachable or whose estimate raises is simply left out of the
+result, and the caller treats it as unknown
 (:func:`estimator.merge.combine_unschedulable_replicas` turns it into 0, the scheduler into
 ``spec.replicas``).
 
@@ -26,8 +27,8 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import Histogram
 
+from estimator.caches import NEED_CAPACITY, NEED_WORKLOADS, MemberView, unschedulable_replicas_in
 from estimator.general import GeneralEstimator
-from estimator.members import NEED_CAPACITY, NEED_WORKLOADS, MemberCluster
 from estimator.merge import combine_available_replicas
 from estimator.unschedulable import DEPLOYMENT_KIND
 
@@ -42,9 +43,10 @@ REQUEST_DURATION = Histogram("estimator_request_duration_seconds",
 
 
 class Members(Protocol):
-    """Where members come from (:class:`estimator.members.MemberRegistry`, or a test double)."""
+    """Where members come from: the process's member-cluster registry, or a test double."""
 
-    def get(self, name: str) -> MemberCluster | None: ...
+    def get(self, name: str) -> MemberView | None:
+        """The member's cached view for a cluster name (None when unknown or deleted)."""
 
 
 class EstimatorClient:
@@ -70,16 +72,16 @@ class EstimatorClient:
             return {}
         now = datetime.now(UTC)
 
-        def estimate(member: MemberCluster) -> int:
-            return member.unschedulable_replicas(namespace, name, threshold, now)
+        def estimate(member: MemberView) -> int:
+            return unschedulable_replicas_in(member, namespace, name, threshold, now)
 
         return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, NEED_WORKLOADS, estimate)
 
     async def max_available_replicas(self, clusters: list[str],
                                      requirements: Mapping[str, Any] | None) -> dict[str, int]:
         """How many more replicas of ``requirements`` (binding ``spec.replicaRequirements``) fit, per cluster."""
-        def estimate(member: MemberCluster) -> int:
-            return member.max_available_replicas(requirements)
+        def estimate(member: MemberView) -> int:
+            return member.usage.max_available_replicas(requirements)
 
         return await self._ask(ESTIMATOR_ACCURATE, clusters, NEED_CAPACITY, estimate)
 
@@ -102,9 +104,9 @@ class EstimatorClient:
         return combine_available_replicas(names, answers, replicas)
 
     async def _ask(self, estimator: str, clusters: Iterable[str], need: tuple[str, ...],
-                   estimate: Callable[[MemberCluster], int]) -> dict[str, int]:
+                   estimate: Callable[[MemberView], int]) -> dict[str, int]:
         call = _Call(estimator, need, estimate)
-        waiting: list[tuple[MemberCluster, float]] = []
+        waiting: list[tuple[MemberView, float]] = []
         names = list(dict.fromkeys(clusters))
         for name in names:
             member = self.registry.get(name)
@@ -122,7 +124,7 @@ class EstimatorClient:
             await asyncio.gather(*(self._wait_and_answer(call, member, started) for member, started in waiting))
         return {name: call.results[name] for name in names if name in call.results}
 
-    async def _wait_and_answer(self, call: _Call, member: MemberCluster, started: float) -> None:
+    async def _wait_and_answer(self, call: _Call, member: MemberView, started: float) -> None:
         if await member.wait_ready(call.need, self.timeout):
             self._answer(call, member, started)
         else:
@@ -130,7 +132,7 @@ class EstimatorClient:
                       estimator=call.estimator, timeout=self.timeout, errors=member.errors())
             self._observe(call.estimator, member.name, started)
 
-    def _answer(self, call: _Call, member: MemberCluster, started: float) -> None:
+    def _answer(self, call: _Call, member: MemberView, started: float) -> None:
         try:
             call.results[member.name] = call.estimate(member)
         except Exception as exc:  # one member's failure must not cost the others their answers
@@ -153,5 +155,5 @@ class _Call:
 
     estimator: str
     need: tuple[str, ...]
-    estimate: Callable[[MemberCluster], int]
+    estimate: Callable[[MemberView], int]
     results: dict[str, int] = field(default_factory=dict)

@@ -16,7 +16,7 @@ per Push Cluster that carries the cluster controller's finalizer:
    (see :mod:`devplane.karmada.modeling`) and write them; otherwise write only ``Ready``.
 
 Writes go to the status subresource, only when something differs, inside a conflict retry that
-re-reads the Cluster. Member access is the estimator's :class:`~estimator.members.MemberRegistry`:
+re-reads the Cluster. Member access is :class:`~clusteraccess.registry.MemberRegistry` (the estimator's too):
 its client for probes and discovery, its synced Node and Pod caches for the summaries. A member
 still starting (no client, caches not synced) leaves the status alone; a member whose client
 cannot be built (no Secret, bad endpoint) is ``Ready=False/StatusCollectionFailed`` as in Karmada.
@@ -40,13 +40,15 @@ import aiohttp
 import structlog
 from prometheus_client import Gauge, Histogram
 
+from clusteraccess.cluster import MemberCluster
+from clusteraccess.registry import MemberRegistry
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import NEED_CAPACITY, MemberCluster, MemberRegistry
+from estimator.caches import NEED_CAPACITY
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.resources import CLUSTERS
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
@@ -256,11 +258,6 @@ async def discover_resource_lists(client: KubeClient) -> tuple[list[dict[str, An
     return lists, complete
 
 
-def _caches_synced(member: MemberCluster) -> bool:
-    """The member's Node and Pod caches have listed once (what the summaries read)."""
-    return all(key in member.informers and member.informers[key].has_synced() for key in NEED_CAPACITY)
-
-
 # ----------------------------------------------------------------------------- metrics
 
 
@@ -366,7 +363,7 @@ class ClusterStatusReconciler:
         if not online and ready["status"] != "True":
             return _Outcome(await self._write(name, None, [ready]))
         if online and healthy and ready["status"] == "True":
-            if not _caches_synced(member):
+            if not member.has_synced(NEED_CAPACITY):  # the Node and Pod caches the summaries read
                 return _Outcome(requeue_after=NOT_SYNCED_RETRY)  # Karmada waits for the caches too
             fields, enablements_condition = await self._collect(cluster, member, client)
             return _Outcome(await self._write(name, fields, [enablements_condition, ready]))
@@ -378,7 +375,7 @@ class ClusterStatusReconciler:
         version, (lists, complete) = await asyncio.gather(kubernetes_version(client),
                                                           discover_resource_lists(client))
         enablements = build_api_enablements(lists)
-        nodes, pods = member.nodes.list(), member.pods.list()
+        nodes, pods = member.cache("nodes").list(), member.cache("pods").list()
         fields: dict[str, Any] = {"kubernetesVersion": version, "apiEnablements": enablements}
         if self.modeling:
             models = (cluster.get("spec") or {}).get("resourceModels")

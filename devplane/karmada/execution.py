@@ -30,6 +30,7 @@ from typing import Any
 import aiohttp
 import structlog
 
+from clusteraccess.registry import MemberRegistry
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
@@ -37,7 +38,6 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import MemberRegistry
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 

@@ -1,6 +1,6 @@
 """Member-object access shared by the execution and work-status controllers.
 
-Three pieces, one set per :class:`~estimator.members.MemberRegistry` (see :func:`member_objects`):
+Three pieces, one set per :class:`~clusteraccess.registry.MemberRegistry` (see :func:`member_objects`):
 
 - :class:`KindMapper`: apiVersion/kind → the member's REST resource, from the member's own
   discovery (``GET /api/v1``, ``/apis/<group>/<version>``), cached per member; a group version or
@@ -32,13 +32,14 @@ from typing import Any
 
 import structlog
 
+from clusteraccess.cluster import MemberCluster
+from clusteraccess.registry import MemberRegistry
 from controller_manager.cache import NAMESPACE_INDEX, Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request
-from estimator.members import MemberCluster, MemberRegistry
 from karmada_api.conditions import set_condition
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import WORKS
@@ -464,7 +465,7 @@ class MemberInformers:
         informer = entry.informers.get(resource)
         if informer is not None:
             return informer
-        shared = next((i for i in member.informers.values() if i.resource == resource), None)
+        shared = member.informer(resource)
         informer = shared if shared is not None else SharedInformer(client, resource)
         cluster = member.name
         informer.add_event_handler(FuncHandler(add=lambda obj, _initial: self._notify(cluster, obj),

@@ -25,6 +25,8 @@ from typing import Any
 
 import structlog
 
+from clusteraccess.cluster import MemberCluster
+from clusteraccess.registry import MemberRegistry
 from controller_manager.cache import Indexer, Obj
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
@@ -32,7 +34,6 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from estimator.members import MemberCluster, MemberRegistry
 from karmada_api.conditions import find_condition
 from karmada_api.labels import RESOURCE_TEMPLATE_GENERATION
 from karmada_api.names import cluster_of_execution_space, execution_space

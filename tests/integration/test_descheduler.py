@@ -23,7 +23,7 @@ from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
 from tests.conftest import eventually
-from tests.integration.test_estimator_members import (
+from tests.integration.test_clusteraccess import (
     Plane,
     add_deployment,
     add_node,

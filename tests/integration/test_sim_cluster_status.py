@@ -2,8 +2,8 @@
 
 The host serves Clusters and their token Secrets; the member is a plain Kubernetes dev server on
 which the test creates Nodes and Pods by hand. A Manager runs both controllers and the
-MemberRegistry (the estimator's member access). Every wait is a deadline (``eventually``); every
-server and task started here is stopped.
+MemberRegistry (member-cluster access, ``clusteraccess``). Every wait is a deadline
+(``eventually``); every server and task started here is stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
+from clusteraccess.registry import MemberRegistry
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.discovery import SERVER_VERSION
@@ -26,7 +27,6 @@ from devplane.apiserver.server import ApiServer
 from devplane.karmada.cluster import CLUSTER_CONTROLLER_FINALIZER, setup_cluster_controller
 from devplane.karmada.clusterstatus import setup_cluster_status
 from estimator.general import GeneralEstimator
-from estimator.members import MemberRegistry
 from karmada_api.conditions import find_condition
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES, NODES, PODS, SECRETS

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s
 
+from clusteraccess.registry import MemberRegistry
 from controller_manager.cache import Obj
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS
@@ -25,7 +26,6 @@ from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.execution import EXECUTION_FINALIZER, setup_execution
 from devplane.karmada.workstatus import setup_work_status
-from estimator.members import MemberRegistry
 from karmada_api.conditions import find_condition
 from karmada_api.names import execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS

@@ -1,4 +1,5 @@
-"""Member-cluster access and the estimator client against a host and three member dev API servers.
+"""Member-cluster access (``clusteraccess``) and the estimator client against a host and three member
+dev API servers.
 
 The host serves Clusters and their token Secrets (namespace ``karmada-cluster``); each member is a
 plain Kubernetes dev server on which the test creates Nodes, Deployments, ReplicaSets and Pods, with
@@ -29,20 +30,13 @@ from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
 from benchmarks.support import free_port
+from clusteraccess.client import member_configuration, new_member_client, server_url
+from clusteraccess.config import MemberConfigError, MemberCredentials, MemberSettings, credentials_from_secret
+from clusteraccess.registry import MemberRegistry
 from controller_manager.client import KubeClient
 from controller_manager.informer import SharedInformer
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
-from estimator.members import (
-    MemberConfigError,
-    MemberCredentials,
-    MemberRegistry,
-    MemberSettings,
-    credentials_from_secret,
-    member_configuration,
-    new_member_client,
-    server_url,
-)
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
 from tests.conftest import eventually

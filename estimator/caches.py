@@ -1,0 +1,86 @@
+"""What the estimator reads of one member cluster: its caches, their index and their readiness.
+
+Karmada's ``karmada-scheduler-estimator`` answers from informer caches of its member
+(``pkg/estimator/server`` at Karmada commit f8fdd02). Here the caches are kept by whoever reaches
+the members (the descheduler wires in ``clusteraccess``); this module says what the estimator needs
+of them — :class:`MemberView`, the resources each estimate reads, the controller-UID index — and
+answers from such a view. No I/O: the caches are in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from controller_manager.cache import Indexer, Obj
+from estimator.accurate import NodeUsage
+from estimator.unschedulable import DEPLOYMENT_KIND, get_unschedulable_replicas
+
+# What each estimate reads: readiness is judged on these only, so a failing resource only takes
+# down the estimates that need it.
+NEED_CAPACITY = ("nodes", "pods")
+NEED_WORKLOADS = ("deployments", "replicasets", "pods")
+
+CONTROLLER_INDEX = "controller-uid"
+"""The index of the ReplicaSet and Pod caches by their controller's UID (:func:`controller_uid`)."""
+
+
+def controller_uid(obj: Obj) -> list[str]:
+    """The :data:`CONTROLLER_INDEX` function: the UID of the object's controlling ownerReference."""
+    for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if reference.get("controller") and reference.get("uid"):
+            return [str(reference["uid"])]
+    return []
+
+
+class MemberView(Protocol):
+    """One member cluster's caches as the estimator reads them, and whether they can be trusted yet."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def usage(self) -> NodeUsage:
+        """The accurate estimator's snapshot of the member's Nodes and Pods."""
+
+    def cache(self, resource: str) -> Indexer:
+        """The cache of ``resource``, named by its plural (``nodes``, ``pods``, ``replicasets``,
+        ``deployments``); the ReplicaSet and Pod caches carry :data:`CONTROLLER_INDEX`."""
+
+    def state(self, need: Iterable[str]) -> str:
+        """``ready``, ``failed`` (answer "unknown" now) or ``pending`` (worth a wait) for the ``need`` caches."""
+
+    async def wait_ready(self, need: Iterable[str], timeout: float) -> bool:
+        """Wait up to ``timeout`` for the ``need`` caches; False at once when the member fails."""
+
+    def errors(self) -> dict[str, str]:
+        """Why the member (or each of its resources) is not usable right now, for logs."""
+
+
+def unschedulable_replicas_in(member: MemberView, namespace: str, name: str, threshold: timedelta,
+                              now: datetime | None = None) -> int:
+    """Unschedulable pods of Deployment ``namespace/name`` (newest ReplicaSet only), from the member's caches.
+
+    ReplicaSets and Pods are looked up by their controller's UID (an index), so the cost does not
+    grow with the namespace; ``get_unschedulable_replicas`` applies Karmada's selector and owner
+    checks on top. LookupError when the Deployment is not in this member.
+    """
+    deployment = member.cache("deployments").get(f"{namespace}/{name}" if namespace else name)
+    if deployment is None:
+        raise LookupError(f"deployments.apps {name!r} not found in namespace {namespace!r} of cluster {member.name}")
+    if deployment.get("kind") != DEPLOYMENT_KIND:  # LIST items carry no kind
+        deployment = {**deployment, "kind": DEPLOYMENT_KIND}
+    uid = str((deployment.get("metadata") or {}).get("uid") or "")
+    replica_sets = member.cache("replicasets").by_index(CONTROLLER_INDEX, uid) if uid else []
+    pod_cache = member.cache("pods")
+    pods: list[Obj] = []
+    for rs in replica_sets:
+        rs_uid = (rs.get("metadata") or {}).get("uid")
+        if rs_uid:
+            pods.extend(pod_cache.by_index(CONTROLLER_INDEX, str(rs_uid)))
+    return get_unschedulable_replicas(deployment, replica_sets, pods, threshold, now)
+
+
+__all__ = ["CONTROLLER_INDEX", "NEED_CAPACITY", "NEED_WORKLOADS", "MemberView", "controller_uid",
+           "unschedulable_replicas_in"]
