@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -50,54 +54,34 @@ def format_duration(seconds: float) -> str:
     return out + f"{secs:g}s"
 
 
-def duration(text: str) -> float:
-    seconds = parse_duration(text)
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f'invalid duration "{text}": must not be negative')
-    return seconds
+def _bounded(parse: Callable[[str], N], ok: Callable[[N], bool], message: str) -> Callable[[str], N]:
+    """The type ``parse`` narrowed to the values ``ok`` accepts; any other is refused with ``message``,
+    formatted with the flag's ``text`` and the parsed ``value``."""
+    def checked(text: str) -> N:
+        value = parse(text)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(message.format(text=text, value=value))
+        return value
+    return checked
 
 
-def positive_duration(text: str) -> float:
-    """A Go duration greater than zero (periods and timeouts)."""
-    seconds = duration(text)
-    if seconds == 0:
-        raise argparse.ArgumentTypeError(f'invalid duration "{text}": must be greater than zero')
-    return seconds
-
-
-def non_negative_int(text: str) -> int:
+def _integer(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
-    return value
 
 
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def port(text: str) -> int:
-    """A TCP port, 0-65535 (0: any free port, where a command allows it)."""
-    value = non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"port out of range 0-65535: {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value:g}")
-    return value
+duration = _bounded(parse_duration, lambda s: s >= 0, 'invalid duration "{text}": must not be negative')
+"""A Go duration, zero or more."""
+positive_duration = _bounded(duration, lambda s: s > 0, 'invalid duration "{text}": must be greater than zero')
+"""A Go duration greater than zero (periods and timeouts)."""
+non_negative_int = _bounded(_integer, lambda n: n >= 0, "must not be negative: {value}")
+"""A whole number, zero or more (counts, bursts, verbosity)."""
+positive_int = _bounded(non_negative_int, lambda n: n >= 1, "must be at least 1")
+"""A whole number, one or more (workers, sizes)."""
+port = _bounded(non_negative_int, lambda n: n <= 65535, "port out of range 0-65535: {value}")
+"""A TCP port, 0-65535 (0: any free port, where a command allows it)."""
 
 
 def bind_address(text: str) -> str:

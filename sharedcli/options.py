@@ -11,10 +11,15 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from .flagtypes import bind_address, boolean, duration, non_negative_int, object_name
+from .flagtypes import bind_address, boolean, duration, format_duration, non_negative_int, object_name
 
 LEADER_ELECT_NAMESPACE = "karmada-system"
 """Karmada's ``--leader-elect-resource-namespace`` default: its components' Leases live there."""
+_ELECTION_TIMINGS = (  # --leader-elect-<timing>: Karmada's defaults and help texts, in seconds
+    ("lease-duration", 15.0, "The duration that non-leader candidates will wait before taking over."),
+    ("renew-deadline", 10.0, "The interval between attempts by the acting master to renew a leadership slot."),
+    ("retry-period", 2.0, "The duration the clients should wait between attempts."),
+)
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,9 @@ def add_common_flags(parser: argparse.ArgumentParser, *, health_port: int, qps: 
         help=f"Burst to use while talking with karmada-apiserver. (default {burst})")
     add("--leader-elect", type=boolean, nargs="?", const=True, default=True,
         help="Start a leader election client and gain leadership before executing the main loop. (default true)")
-    add("--leader-elect-lease-duration", type=duration, default=15.0, metavar="DURATION",
-        help="The duration that non-leader candidates will wait before taking over. (default 15s)")
-    add("--leader-elect-renew-deadline", type=duration, default=10.0, metavar="DURATION",
-        help="The interval between attempts by the acting master to renew a leadership slot. (default 10s)")
-    add("--leader-elect-retry-period", type=duration, default=2.0, metavar="DURATION",
-        help="The duration the clients should wait between attempts. (default 2s)")
+    for timing, default, text in _ELECTION_TIMINGS:
+        add(f"--leader-elect-{timing}", type=duration, default=default, metavar="DURATION",
+            help=f"{text} (default {format_duration(default)})")
     add("--leader-elect-resource-namespace", default=LEADER_ELECT_NAMESPACE,
         help=f'The namespace of the Lease used for leader election. (default "{LEADER_ELECT_NAMESPACE}")')
     add("--metrics-bind-address", type=bind_address, default=":8080",
