@@ -28,6 +28,7 @@ COPY devplane ./devplane
 COPY estimator ./estimator
 COPY karmada_api ./karmada_api
 COPY kube_api ./kube_api
+COPY sharedcli ./sharedcli
 
 # The project's wheel plus a wheel of each dependency, so the runtime stage needs no index and no
 # build backend (anything with a C extension is built here, where a compiler could be added).

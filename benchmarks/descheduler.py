@@ -60,13 +60,13 @@ from benchmarks.estimator import make_node, make_pod, median_ms
 from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.events import EventRecorder
-from controller_manager.logging import configure_logging
 from descheduler.loop import Descheduler, Outcome
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX, controller_uid
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.timeutil import format_time
+from sharedcli.logs import configure_logging
 
 Obj = dict[str, Any]
 

@@ -1,4 +1,5 @@
 """A controller-runtime-like framework on asyncio: informers, workqueues, controllers, a manager.
 
-It knows Kubernetes and nothing of Karmada. See docs/writing-a-controller.md.
+It knows Kubernetes only: the components' flags and process wiring are ``sharedcli``'s (this
+package imports nothing of ours; ``__main__`` is a shim). See docs/writing-a-controller.md.
 """

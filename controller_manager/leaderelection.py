@@ -85,16 +85,19 @@ def lease_rules(lease_name: str) -> list[PolicyRule]:
 
 
 def default_identity() -> str:
-    """``hostname_uuid``, as Karmada's components build it: unique even for two pods on one host."""
+    """``hostname_uuid``, as Kubernetes' components build it: unique even for two pods on one host."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
 @dataclass(frozen=True)
 class LeaderElectionConfig:
-    """Where the lock lives, who we are, and the timings (client-go / Karmada defaults)."""
+    """Where the lock lives (no default: the program decides), who we are, and the timings.
+
+    The timings default to component-base's (15s lease, 10s renew deadline, 2s retry period).
+    """
 
     lease_name: str
-    namespace: str = "karmada-system"
+    namespace: str
     identity: str = field(default_factory=default_identity)
     lease_duration: float = 15.0
     renew_deadline: float = 10.0

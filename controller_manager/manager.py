@@ -31,7 +31,6 @@ from .events import EventRecorder
 from .informer import InformerFactory, SharedInformer, SyncTimeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
 from .metrics import REGISTRY
-from .options import split_bind_address
 
 log = structlog.get_logger(__name__)
 
@@ -43,8 +42,18 @@ class ComponentFailed(Exception):
     """A controller or runnable stopped on its own: the process must exit non-zero."""
 
 
+def split_bind_address(address: str) -> tuple[str, int] | None:
+    """(host, port) to listen on, or None when disabled; ``:8080`` listens on every interface."""
+    if address in ("0", ""):
+        return None
+    host, _, port = address.rpartition(":")
+    return (host.strip("[]") or "0.0.0.0"), int(port)
+
+
 @dataclass
 class ManagerOptions:
+    """A bind address is ``HOST:PORT``, ``:PORT`` (every interface), ``[IPv6]:PORT``, or ``0``/empty (off)."""
+
     name: str
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ""

@@ -201,7 +201,7 @@ class MaxOfRateLimiter(Generic[T]):
 
 @dataclass(frozen=True)
 class RateLimiterOptions:
-    """Karmada's ``--rate-limiter-*`` flags (``pkg/sharedcli/ratelimiterflag``); seconds, qps, tokens."""
+    """The default controller limiter's parameters, settable; seconds, qps, tokens."""
 
     base_delay: float = 0.005
     max_delay: float = 1000.0
@@ -209,7 +209,7 @@ class RateLimiterOptions:
     bucket_size: int = 100
 
     def normalized(self) -> RateLimiterOptions:
-        """Zero or negative (or NaN) values fall back to the defaults, as Karmada does before building."""
+        """Zero or negative (or NaN) values fall back to the defaults."""
         d = RateLimiterOptions()
         return RateLimiterOptions(
             base_delay=self.base_delay if self.base_delay > 0 else d.base_delay,
@@ -222,7 +222,7 @@ class RateLimiterOptions:
 def default_controller_rate_limiter(
     options: RateLimiterOptions = RateLimiterOptions(), *, clock: Clock = time.monotonic
 ) -> MaxOfRateLimiter[T]:
-    """Karmada's controller limiter: max of per-item exponential backoff and one overall token bucket."""
+    """client-go's default controller limiter: max of per-item exponential backoff and one overall token bucket."""
     opts = options.normalized()
     return MaxOfRateLimiter(
         ItemExponentialFailureRateLimiter[T](opts.base_delay, opts.max_delay),

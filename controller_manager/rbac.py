@@ -8,8 +8,8 @@ drifting: a new call without a rule fails a unit test, not a production rollout 
 
 A rule is API groups by resources by verbs (by resource names), as in ``rbac.authorization.k8s.io``.
 Rules are compared by their expanded permissions (one group, resource, verb, name each), so two
-spellings of the same grant are equal and merging is a set union. This module knows nothing of
-Karmada; it only knows how Kubernetes authorizes requests.
+spellings of the same grant are equal and merging is a set union. This module only knows how
+Kubernetes authorizes requests.
 """
 
 from __future__ import annotations

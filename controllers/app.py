@@ -19,20 +19,14 @@ from collections.abc import Sequence
 
 import structlog
 
-from controller_manager.app import new_manager, run_component
 from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
-from controller_manager.options import (
-    CommonOptions,
-    add_common_flags,
-    add_lease_name_flag,
-    add_rate_limiter_flags,
-    duration,
-    positive_int,
-    rate_limiter_options,
-)
 from controller_manager.rbac import PolicyRule, merge
 from karmada_api.buildinfo import register_build_info
+from sharedcli.flagtypes import duration, positive_int
+from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
+from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
+from sharedcli.runner import new_manager, run_component
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names

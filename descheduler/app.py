@@ -24,14 +24,15 @@ import structlog
 from clusteraccess.cluster import MEMBER_RBAC_RULES
 from clusteraccess.config import HOST_RBAC_RULES
 from clusteraccess.registry import MemberRegistry
-from controller_manager.app import new_manager, run_component
 from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
-from controller_manager.options import CommonOptions, add_common_flags, add_lease_name_flag, boolean, duration, port
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
+from sharedcli.flagtypes import boolean, duration, port
+from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
+from sharedcli.runner import new_manager, run_component
 
 from .core import CoolDown, default_cool_down
 from .loop import RBAC_RULES as LOOP_RULES

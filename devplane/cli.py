@@ -18,9 +18,9 @@ from pathlib import Path
 import anyio
 import structlog
 
-from controller_manager.gcpolicy import tune_for_large_heap
-from controller_manager.logging import configure_logging
-from controller_manager.options import boolean, duration, port, positive_duration, positive_int
+from sharedcli.flagtypes import boolean, duration, port, positive_duration, positive_int
+from sharedcli.gcpolicy import tune_for_large_heap
+from sharedcli.logs import configure_logging
 
 from .apiserver.auth import validate_authorization_mode
 from .apiserver.authn import TokenFileError, load_token_file

@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from controller_manager.app import new_manager, run_component
 from controller_manager.client import ApiError
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
-from controller_manager.options import CommonOptions, add_common_flags, add_rate_limiter_flags, rate_limiter_options
 from controller_manager.reconcile import Request, Result
 from kube_api.resources import CONFIGMAPS
+from sharedcli.options import CommonOptions, add_common_flags
+from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
+from sharedcli.runner import new_manager, run_component
 
 NAME = "configmap-stamper"
 ANNOTATION = "example.io/keys"

@@ -30,7 +30,10 @@ from controller_manager.leaderelection import (
     LeaderElector,
     default_identity,
 )
+from descheduler.app import build_parser as descheduler_parser
 from devplane.apiserver.server import ApiServer
+from sharedcli.options import CommonOptions
+from sharedcli.runner import leader_election_config
 from tests.conftest import eventually
 
 NS = "karmada-system"
@@ -157,7 +160,7 @@ class Leaders:
 
 
 def config(lease_name: str, who: str, **overrides: Any) -> LeaderElectionConfig:
-    return LeaderElectionConfig(lease_name=lease_name, identity=who, **{**FAST, **overrides})
+    return LeaderElectionConfig(lease_name=lease_name, namespace=NS, identity=who, **{**FAST, **overrides})
 
 
 async def read_lease(api: client.ApiClient, name: str) -> dict[str, Any]:
@@ -211,28 +214,29 @@ async def wait_observes(elector: LeaderElector, holder: str, timeout: float = 5.
     ({"lease_duration": 0.9, "renew_deadline": 0.6, "retry_period": 0.2}, "stored in whole seconds"),
 ])
 def test_config_validation_rejects(overrides: dict[str, Any], reason: str) -> None:
-    cfg = LeaderElectionConfig(**{"lease_name": "karmada-rebalance-controller-manager", **overrides})
+    cfg = LeaderElectionConfig(**{"lease_name": "karmada-rebalance-controller-manager", "namespace": NS, **overrides})
     with pytest.raises(ValueError, match=re.escape(reason)) as info:
         cfg.validate()
     assert "\n" not in str(info.value)
 
 
 def test_config_defaults_and_short_timings_are_valid() -> None:
-    cfg = LeaderElectionConfig(lease_name="karmada-descheduler")
+    args = descheduler_parser().parse_args([])  # the namespace's default is the flag's, not the runtime's
+    cfg = leader_election_config(CommonOptions.from_args(args), args.leader_elect_resource_name)
     cfg.validate()
     assert (cfg.namespace, cfg.lease_duration, cfg.renew_deadline, cfg.retry_period) == (
         "karmada-system", 15.0, 10.0, 2.0)
     assert cfg.release_on_cancel
     host, _, uid = cfg.identity.rpartition("_")
     assert host and uuid.UUID(uid)
-    assert LeaderElectionConfig(lease_name="x").identity != cfg.identity  # one identity per process start
+    assert LeaderElectionConfig(lease_name="x", namespace=NS).identity != cfg.identity  # one identity per process start
     assert default_identity() != default_identity()
-    LeaderElectionConfig(lease_name="x", **FAST).validate()
+    LeaderElectionConfig(lease_name="x", namespace=NS, **FAST).validate()
 
 
 async def test_elector_refuses_invalid_config(api: client.ApiClient) -> None:
     with pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(api, LeaderElectionConfig(lease_name="x", lease_duration=5.0, renew_deadline=10.0))
+        LeaderElector(api, LeaderElectionConfig(lease_name="x", namespace=NS, lease_duration=5.0, renew_deadline=10.0))
 
 
 # --- acquiring, renewing, releasing -------------------------------------------------------------------

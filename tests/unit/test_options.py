@@ -6,10 +6,11 @@ import argparse
 
 import pytest
 
-from controller_manager.options import bind_address, format_duration, parse_duration, split_bind_address
+from controller_manager.manager import split_bind_address
 from controllers.app import build_parser
 from controllers.registry import is_enabled, parse_selection, unknown_names
 from descheduler.app import build_parser as descheduler_parser
+from sharedcli.flagtypes import bind_address, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -1,8 +1,9 @@
-"""Running a component as a process: logging, signals, graceful shutdown, exit codes.
+"""Running a component as a process: its manager from the flags, logging, signals, exit codes.
 
-Every component's ``main`` ends in :func:`run_component`: SIGTERM/SIGINT start a graceful
-shutdown (drain, release the lease, exit 0); a lost lease exits 1, as Karmada's components
-do ("leaderelection lost"); a configuration error found at start exits 2.
+The part of Karmada's ``cmd/*/app`` every component repeats, written once: each component's
+``main`` builds its manager with :func:`new_manager` and ends in :func:`run_component`.
+SIGTERM/SIGINT start a graceful shutdown (drain, release the lease, exit 0); a lost lease exits 1,
+as Karmada's components do ("leaderelection lost"); a configuration error found at start exits 2.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from collections.abc import Awaitable, Callable
 import anyio
 import structlog
 
-from .client import KubeClient
+from controller_manager.client import KubeClient
+from controller_manager.leaderelection import LeaderElectionConfig, LeaderElectionLost, default_identity
+from controller_manager.manager import ComponentFailed, Manager, ManagerOptions
+
 from .gcpolicy import tune_for_large_heap
-from .leaderelection import LeaderElectionConfig, LeaderElectionLost, default_identity
-from .logging import configure_logging
-from .manager import ComponentFailed, Manager, ManagerOptions
+from .logs import configure_logging
 from .options import CommonOptions
 
 log = structlog.get_logger(__name__)
 
-__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_LEASE_LOST", "EXIT_OK", "ConfigError", "default_identity",
+__all__ = ["EXIT_CONFIG", "EXIT_FAILED", "EXIT_LEASE_LOST", "EXIT_OK", "ConfigError", "leader_election_config",
            "new_manager", "run_component"]
 
 EXIT_OK = 0
@@ -54,10 +56,7 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
         client.api_client.configuration.host = master
     election = None
     if options.leader_elect:
-        election = LeaderElectionConfig(
-            lease_name=lease_name or component, namespace=options.leader_namespace, identity=default_identity(),
-            lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
-            retry_period=options.retry_period)
+        election = leader_election_config(options, lease_name or component)
         try:
             election.validate()
         except ValueError as exc:
@@ -67,6 +66,14 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
         name=component, metrics_bind_address=options.metrics_bind_address,
         health_probe_bind_address=options.health_probe_bind_address, leader_election=election,
         cache_sync_timeout=cache_sync_timeout))
+
+
+def leader_election_config(options: CommonOptions, lease_name: str) -> LeaderElectionConfig:
+    """The election the ``--leader-elect-*`` flags describe, for the Lease ``lease_name`` (not validated)."""
+    return LeaderElectionConfig(
+        lease_name=lease_name, namespace=options.leader_namespace, identity=default_identity(),
+        lease_duration=options.lease_duration, renew_deadline=options.renew_deadline,
+        retry_period=options.retry_period)
 
 
 def run_component(name: str, options: CommonOptions, build: Callable[[], Awaitable[Manager]]) -> int:

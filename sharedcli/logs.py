@@ -1,4 +1,8 @@
-"""structlog set-up for every command: text or JSON lines on stderr, klog-style verbosity."""
+"""structlog set-up for every command: text or JSON lines on stderr, klog-style verbosity.
+
+Every program (the components, ``karmada-devplane``, the benchmarks) logs the same way, chosen by
+the flags Karmada's components take for it: ``--logging-format`` (component-base) and ``-v`` (klog).
+"""
 
 from __future__ import annotations
 
