@@ -1,4 +1,4 @@
-"""JSON encoding and timestamps, in the one form the server stores and answers with."""
+"""JSON encoding, copying and timestamps, in the one form the server stores and answers with."""
 
 from __future__ import annotations
 
@@ -22,6 +22,19 @@ def decode_json(data: bytes | str) -> Any:
         raise json.JSONDecodeError("Expecting value", text, max(text.find(constant), 0))
 
     return json.loads(text, parse_constant=reject)
+
+
+def copy_json(value: Any) -> Any:
+    """Deep copy of a decoded JSON value: faster than ``copy.deepcopy``, and shares no container.
+
+    Patches and schema defaults are copied with it, so a stored object never shares a list
+    or a map with a request body or with a schema.
+    """
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
 
 
 def rfc3339(moment: datetime) -> str:

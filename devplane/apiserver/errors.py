@@ -2,7 +2,7 @@
 
 Every failure the dev API server answers goes through :class:`StatusError`, so that the
 reason/code/message triple is built in one place and matches what a real kube-apiserver
-says (see ``shared/spec/kube-apiserver-observed.md``).
+says (its errors come from k8s.io/apimachinery ``pkg/api/errors/errors.go``).
 """
 
 from __future__ import annotations
@@ -122,6 +122,11 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusErro
 
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
+
+
+def patch_rejected() -> StatusError:
+    """kube's answer to a patch that is well formed but does not apply (observed: details ``{}``)."""
+    return StatusError(422, "Invalid", "the server rejected our request due to an error in our request", {})
 
 
 def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> StatusError:

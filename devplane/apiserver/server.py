@@ -25,8 +25,9 @@ from aiohttp import web
 from . import kinds
 from .auth import AuthorizationDecision, RequestGuard, validate_authorization_mode
 from .authn import TokenAuthenticator, UserInfo, load_token_file
+from .bodies import MAX_BODY
 from .crds import packaged_crds
-from .handlers import MAX_BODY, Api, Fault, ServerOptions
+from .handlers import Api, Fault, ServerOptions
 from .kcm import GarbageCollector, NamespaceController
 from .rbac import RBAC_GROUP, RBACAuthorizer, bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from .resources import builtin_registry
