@@ -30,8 +30,7 @@ async def scale(store: Store, request: web.Request, target: Target) -> web.Respo
         if request.method == "PUT":
             new_scale = decode_json_body(await read_body(request))
         else:
-            body = await read_body(request)
-            patch = decode_json(body)
+            patch = decode_json_body(await read_body(request))
             new_scale = (apply_json_patch(scale, patch) if request.content_type == "application/json-patch+json"
                          else apply_merge_patch(scale, patch))
         replicas = (new_scale.get("spec") or {}).get("replicas") if isinstance(new_scale, dict) else None

@@ -339,6 +339,15 @@ async def test_deployment_scale_subresource(api: client.ApiClient, http: aiohttp
     assert stored["metadata"]["generation"] == 3
 
 
+async def test_syntactically_broken_scale_patch_is_bad_request(api: client.ApiClient,
+                                                               http: aiohttp.ClientSession) -> None:
+    await client.AppsV1Api(api).create_namespaced_deployment("default", deployment("web", replicas=2))
+    reply = await call(http, "PATCH", deploy_path(name="web") + "/scale", data=b"{bad",
+                       ctype="application/merge-patch+json")
+    status_of(reply, 400, "BadRequest", "invalid character 'b' looking for beginning of object key string")
+    assert (await get(http, deploy_path(name="web")))["spec"]["replicas"] == 2
+
+
 async def test_delete_missing_is_not_found(http: aiohttp.ClientSession) -> None:
     status_of(await call(http, "DELETE", cm_path(name="x")), 404, "NotFound", 'configmaps "x" not found')
     status_of(await call(http, "DELETE", wr_path("x")), 404, "NotFound",
