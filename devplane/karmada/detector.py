@@ -44,6 +44,7 @@ from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from interpreter.replicas import get_replicas
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, CRB_PERMANENT_ID, PP_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
@@ -55,7 +56,7 @@ from karmada_api.resources import (
 )
 from kube_api.selectors import compile_label_selector
 
-from .workloads import TEMPLATE_KINDS, TemplateKind, get_replicas, kind_by_key, kind_for, typed
+from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for, typed
 
 log = structlog.get_logger(__name__)
 
