@@ -26,6 +26,7 @@ COPY controllers ./controllers
 COPY descheduler ./descheduler
 COPY devplane ./devplane
 COPY estimator ./estimator
+COPY interpreter ./interpreter
 COPY karmada_api ./karmada_api
 COPY kube_api ./kube_api
 COPY sharedcli ./sharedcli

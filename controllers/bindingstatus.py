@@ -1,22 +1,24 @@
 """Binding status aggregation: Works' statuses → binding ``status.aggregatedStatus`` → template status.
 
-Two controllers with one reconciler (spec §5): ``resource-binding-status-controller`` for
-ResourceBindings and ``cluster-resource-binding-status-controller`` for
-ClusterResourceBindings.
+Two controllers with one reconciler (Karmada's ``pkg/controllers/status/rb_status_controller.go``
+and ``crb_status_controller.go``): ``resource-binding-status-controller`` for ResourceBindings and
+``cluster-resource-binding-status-controller`` for ClusterResourceBindings.
 
-Triggers (§5.1): a binding create with ``status.lastScheduledTime``; a binding update that has
-it and changed ``spec.resource.resourceVersion``; a Work status change or a Work delete,
-mapped to its binding through the ``resourcebinding.karmada.io/namespace|name`` (or
+Triggers (the controllers' predicates): a binding create with ``status.lastScheduledTime``; a
+binding update that has it and changed ``spec.resource.resourceVersion``; a Work status change or
+a Work delete, mapped to its binding through the ``resourcebinding.karmada.io/namespace|name`` (or
 ``clusterresourcebinding.karmada.io/name``) annotations. Binding deletes and Work creates are
 ignored.
 
-Reconcile (§5.2 to §5.4): inside one conflict-retry loop, read the latest binding from the API
+Reconcile (``AggregateResourceBindingWorkStatus`` in ``pkg/util/helper/workstatus.go``, then
+``updateResourceStatus``): inside one conflict-retry loop, read the latest binding from the API
 server, list its Works from the cache (index on the permanent-id label), assemble one item
 per cluster, set ``aggregatedStatus`` and the ``FullyApplied`` condition, and write the status
 subresource only when it differs (a PUT carrying the resourceVersion just read, so a
 concurrent writer makes it a 409 and the whole computation runs again on fresh data, the
 lesson of karmada#7320 and #4986). Then fold the items into the resource template's status
-with the kind's interpreter (template read from the API server, #5285), written the same way.
+with the kind's interpreter (:mod:`interpreter.aggregatestatus`; the template read from the API
+server, #5285), written the same way.
 Events are recorded only when something was written (#2334): ``AggregateStatusSucceed`` on
 the binding and on the template, ``AggregateStatusFailed`` when a write fails.
 
@@ -45,14 +47,12 @@ from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
+from interpreter.aggregatestatus import INTERPRETED_RESOURCES, aggregate_status, template_resource
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, work_index
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
-
-from .interpreters import RBAC_RULES as TEMPLATE_RULES
-from .interpreters import aggregate_status, template_resource
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +124,7 @@ def _item(cluster: str, *, applied: bool, message: str = "", health: str = "",
 
 
 def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict[str, Any]]:
-    """One aggregatedStatus item per Work not being deleted, sorted by cluster name (§5.2 ``assemble``)."""
+    """One aggregatedStatus item per Work not being deleted, sorted by cluster name (``assembleWorkStatus``)."""
     items: list[dict[str, Any]] = []
     for work in works:
         meta = work.get("metadata") or {}
@@ -172,7 +172,8 @@ def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
 
 
 def fully_applied_condition(spec: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``FullyApplied`` condition (§5.3); no observedGeneration, as ``util.NewCondition``."""
+    """The ``FullyApplied`` condition (``generateFullyAppliedCondition``); no observedGeneration, as
+    ``util.NewCondition``."""
     if works_fully_applied(items, target_clusters(spec)):
         return {"type": FULLY_APPLIED, "status": "True", "reason": FULLY_APPLIED_SUCCESS,
                 "message": FULLY_APPLIED_SUCCESS_MESSAGE}
@@ -316,7 +317,7 @@ class BindingStatusReconciler:
         return outcome
 
     async def _sync_template(self, ref: dict[str, Any], items: list[dict[str, Any]]) -> bool:
-        """Fold ``items`` into the template's status (§5.4); whether it was written."""
+        """Fold ``items`` into the template's status (``updateResourceStatus``); whether it was written."""
         api_version, kind, name = (str(ref.get(k) or "") for k in ("apiVersion", "kind", "name"))
         namespace = str(ref.get("namespace") or "")
         if not (api_version and kind and name):
@@ -362,7 +363,10 @@ RBAC_RULES: list[PolicyRule] = [
     # _sync_binding(): the latest binding from the API server, then a PUT of its status subresource
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "get"),
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "update", subresource="status"),
-    *TEMPLATE_RULES,  # _sync_template(): GET the resource template, PUT its status (interpreted kinds only)
+    # _sync_template(): GET the resource template, PUT its status, for the kinds with an AggregateStatus
+    # interpreter only: registering a kind there grants this access to it, and nothing else is touched
+    *for_resources(INTERPRETED_RESOURCES.values(), "get"),
+    *for_resources(INTERPRETED_RESOURCES.values(), "update", subresource="status"),
     *EVENT_RULES,  # AggregateStatusSucceed / AggregateStatusFailed
 ]
 """The permissions both binding-status controllers need on the Karmada API server."""

@@ -1,4 +1,4 @@
-"""Kubernetes ``resource.Quantity``: parsing and the integer views every estimator uses.
+"""Kubernetes ``resource.Quantity``: parsing, canonical printing and the integer views every estimator uses.
 
 Values are exact :class:`~fractions.Fraction` objects, normalised the way apimachinery's
 ``ParseQuantity`` does it: rounded *away from zero* to nano precision ("if you want some resources,
@@ -155,6 +155,35 @@ def is_quantity(quantity: object) -> bool:
     except ValueError:
         return False
     return True
+
+
+_DECIMAL_TEXT = {exponent: suffix for suffix, exponent in _DECIMAL_SUFFIXES.items()}
+_BINARY_TEXT = {exponent: suffix for suffix, exponent in _BINARY_SUFFIXES.items()} | {0: ""}
+
+
+def format_decimal(mantissa: int, exponent: int = 0) -> str:
+    """Canonical DecimalSI text of ``mantissa * 10**exponent`` (``Quantity.String()``): ``10m``, ``1k``, ``1500m``."""
+    if mantissa == 0:
+        return "0"
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    extra = exponent % 3  # Python's modulo is non-negative, as Go's "if extra < 0 { extra += 3 }"
+    exponent -= extra
+    mantissa *= 10**extra
+    suffix = _DECIMAL_TEXT.get(exponent)
+    return f"{mantissa}{suffix}" if suffix is not None else f"{mantissa}e{exponent}"
+
+
+def format_binary(value: int) -> str:
+    """Canonical BinarySI text of an integer amount: ``10Mi``, ``1500``; below 1024 it prints as DecimalSI."""
+    if -1024 < value < 1024:
+        return format_decimal(value)
+    exponent = 0
+    while value % 1024 == 0 and exponent < 60:
+        value //= 1024
+        exponent += 10
+    return f"{value}{_BINARY_TEXT[exponent]}"
 
 
 # --------------------------------------------------------------------------------------------------

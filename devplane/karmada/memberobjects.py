@@ -9,7 +9,8 @@ Three pieces, one set per :class:`~clusteraccess.registry.MemberRegistry` (see :
 - :class:`ObjectWatcher`: create / update / delete of member objects as Karmada's
   ``objectwatcher`` does them: an update keeps the member's resourceVersion, status, finalizers,
   ownerReferences, labels and annotations it added, plus the fields member controllers own
-  (``retainClusterFields``); it records the generation it wrote so drift can be noticed later.
+  (``retainClusterFields`` with :mod:`interpreter.retain`); it records the generation it wrote so
+  drift can be noticed later.
 - :class:`MemberInformers`: per-cluster informers on the kinds Works reference, built from
   ``member.client``; an informer the registry already runs for that member (Deployments, Pods,
   ReplicaSets, Nodes) is shared instead of watching twice. A member replaced or closed by the
@@ -28,7 +29,6 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import structlog
 
@@ -40,6 +40,7 @@ from controller_manager.controller import Controller
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request
+from interpreter.retain import retain
 from karmada_api.conditions import set_condition
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import WORKS
@@ -169,70 +170,6 @@ def object_version(obj: Obj) -> str:
     return f"rv:{meta.get('resourceVersion') or ''}"
 
 
-def _retain_pod(desired: Obj, observed: Obj) -> None:
-    """What kubelet, the scheduler and admission set on a Pod (retainPodFields)."""
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
-    for key in ("nodeName", "serviceAccountName", "volumes"):
-        if key in seen:
-            spec[key] = copy.deepcopy(seen[key])
-    for key in ("containers", "initContainers", "ephemeralContainers"):
-        seen_by_name = {c.get("name"): c for c in seen.get(key) or [] if isinstance(c, dict)}
-        for container in spec.get(key) or []:
-            match = seen_by_name.get(container.get("name")) if isinstance(container, dict) else None
-            if match is not None and "volumeMounts" in match:
-                container["volumeMounts"] = copy.deepcopy(match["volumeMounts"])
-
-
-def _retain_service(desired: Obj, observed: Obj) -> None:
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
-    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
-        if key in seen and not spec.get(key):
-            spec[key] = copy.deepcopy(seen[key])
-    ports_by_key = {(p.get("port"), p.get("protocol", "TCP")): p for p in seen.get("ports") or []
-                    if isinstance(p, dict)}
-    for port in spec.get("ports") or []:
-        match = ports_by_key.get((port.get("port"), port.get("protocol", "TCP"))) if isinstance(port, dict) else None
-        if match is not None and "nodePort" in match and not port.get("nodePort"):
-            port["nodePort"] = match["nodePort"]
-
-
-def _retain_job(desired: Obj, observed: Obj) -> None:
-    """The selector and template labels the member's job controller generated (both immutable)."""
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
-    if "selector" in seen:
-        spec["selector"] = copy.deepcopy(seen["selector"])
-    seen_labels = ((seen.get("template") or {}).get("metadata") or {}).get("labels")
-    if seen_labels:
-        template = spec.setdefault("template", {})
-        template.setdefault("metadata", {})["labels"] = {**seen_labels,
-                                                        **((template.get("metadata") or {}).get("labels") or {})}
-
-
-def _retain_simple(path: tuple[str, ...]) -> Callable[[Obj, Obj], None]:
-    def retain(desired: Obj, observed: Obj) -> None:
-        seen: Any = observed
-        for key in path:
-            seen = seen.get(key) if isinstance(seen, dict) else None
-        if seen is None:
-            return
-        target = desired
-        for key in path[:-1]:
-            target = target.setdefault(key, {})
-        target.setdefault(path[-1], copy.deepcopy(seen))
-    return retain
-
-
-# Karmada's default retain interpreters (pkg/resourceinterpreter/default/native/retain.go).
-_RETAIN: dict[tuple[str, str], Callable[[Obj, Obj], None]] = {
-    ("v1", "Pod"): _retain_pod,
-    ("v1", "Service"): _retain_service,
-    ("batch/v1", "Job"): _retain_job,
-    ("v1", "ServiceAccount"): _retain_simple(("secrets",)),
-    ("v1", "PersistentVolumeClaim"): _retain_simple(("spec", "volumeName")),
-    ("v1", "PersistentVolume"): _retain_simple(("spec", "claimRef")),
-}
-
-
 def retain_cluster_fields(desired: Obj, observed: Obj) -> Obj:
     """The object to PUT: ``desired`` plus what belongs to the member (Karmada's retainClusterFields).
 
@@ -254,9 +191,7 @@ def retain_cluster_fields(desired: Obj, observed: Obj) -> Obj:
             meta[key] = merged
     if "status" in observed:
         out["status"] = copy.deepcopy(observed["status"])
-    retain = _RETAIN.get((str(desired.get("apiVersion") or ""), str(desired.get("kind") or "")))
-    if retain is not None:
-        retain(out, observed)
+    retain(out, observed)
     return out
 
 

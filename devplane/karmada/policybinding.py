@@ -18,11 +18,12 @@ import copy
 from typing import Any
 
 from controller_manager.cache import Obj
+from interpreter.replicas import get_replicas
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.names import binding_name
 
 from .policies import PolicyKind, other_kind
-from .workloads import TemplateKind, get_replicas
+from .workloads import TemplateKind
 
 DEFAULT_SCHEDULER = "default-scheduler"
 

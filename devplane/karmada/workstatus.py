@@ -2,8 +2,9 @@
 
 ``status.manifestStatuses`` of every applied Work follows the member objects it describes:
 one item per manifest ``{identifier, status, health}``, the status reflected and the health
-interpreted with Karmada's default interpreters (``reflectstatus.go``, ``healthy.go``). This is
-what the product's binding-status controller aggregates (``controllers/bindingstatus.py``).
+interpreted with Karmada's default interpreters (:mod:`interpreter.reflectstatus`,
+:mod:`interpreter.health`). This is what the product's binding-status controller aggregates
+(``controllers/bindingstatus.py``).
 
 Driven by member object events (informers per member and kind, built from ``member.client`` as
 Works reference kinds; see :mod:`devplane.karmada.memberobjects`) and by Work events. A member
@@ -18,8 +19,6 @@ manifest of a Work; Karmada keeps only the last one, ``mergeStatus``); Karmada's
 
 from __future__ import annotations
 
-import copy
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +33,10 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from interpreter.health import UNKNOWN, interpret_health
+from interpreter.reflectstatus import reflect_status
+from interpreter.typed import ReflectError
 from karmada_api.conditions import find_condition
-from karmada_api.labels import RESOURCE_TEMPLATE_GENERATION
 from karmada_api.names import cluster_of_execution_space, execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 
@@ -67,7 +68,6 @@ from .memberobjects import (
 log = structlog.get_logger(__name__)
 
 WORK_STATUS_CONTROLLER = "work-status-controller"
-HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 RECREATE_SUCCESSFUL = "ReCreateSuccessful"
 RECREATE_FAILED = "ReCreateFailed"
 REFLECT_STATUS_FAILED = "ReflectStatusFailed"
@@ -77,293 +77,7 @@ PROPAGATION_INSTRUCTION = "propagation.karmada.io/instruction"  # "suppressed": 
 PENDING_RETRY = 0.5  # a member informer still listing
 
 
-class ReflectError(ValueError):
-    """A member object whose status cannot be read as its kind's (ConvertToTypedObject failed)."""
-
-
-# ============================================================================= pure rules
-
-
-def _int(source: Any, field: str) -> int:
-    """An integer field (0 when absent), as Go's typed conversion reads it; ReflectError otherwise."""
-    if not isinstance(source, dict):
-        raise ReflectError(f"expected an object holding {field!r}, got {type(source).__name__}")
-    value = source.get(field)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ReflectError(f"{field}: expected an integer, got {value!r}")
-    return value
-
-
-def _status_map(obj: Obj) -> dict[str, Any] | None:
-    """``.status`` when present (NestedMap); ReflectError when it is not an object."""
-    if "status" not in obj or obj["status"] is None:
-        return None
-    status = obj["status"]
-    if not isinstance(status, dict):
-        raise ReflectError(f".status accessor error: {status!r} is of the type {type(status).__name__}, "
-                           "expected map[string]interface{}")
-    return status
-
-
-_INT64 = re.compile(r"[+-]?[0-9]+")
-
-
-def template_generation(obj: Obj) -> int:
-    """The ``resourcetemplate.karmada.io/generation`` annotation as int64 ("" → 0, like strconv)."""
-    text = str(((obj.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_TEMPLATE_GENERATION) or "")
-    if not text:
-        return 0
-    if not _INT64.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
-        raise ReflectError(f'strconv.ParseInt: parsing "{text}": invalid syntax')
-    return int(text)
-
-
-def _federated_generation(obj: Obj) -> dict[str, Any]:
-    """FederatedGeneration (both omitempty): the member generation and the template generation."""
-    out: dict[str, Any] = {}
-    generation = _int(obj.get("metadata") or {}, "generation")
-    if generation:
-        out["generation"] = generation
-    template = template_generation(obj)
-    if template:
-        out["resourceTemplateGeneration"] = template
-    return out
-
-
-def _fields(status: dict[str, Any], always: tuple[str, ...], omitempty: tuple[str, ...],
-            order: tuple[str, ...]) -> dict[str, Any]:
-    """Integer fields in Go's struct order; ``omitempty`` ones dropped when zero."""
-    out: dict[str, Any] = {}
-    for field in order:
-        value = _int(status, field)
-        if field in always or (field in omitempty and value):
-            out[field] = value
-    return out
-
-
-def _reflect_deployment(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    fields = ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
-              "unavailableReplicas")
-    template = _federated_generation(obj)
-    out = {**template, **_fields(status, (), fields, fields)}
-    return out or None  # "{}": the status has not been collected from the member yet
-
-
-def _reflect_statefulset(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    template = _federated_generation(obj)
-    order = ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")
-    return {**template, **_fields(status, ("replicas", "availableReplicas"),
-                                  ("readyReplicas", "currentReplicas", "updatedReplicas"), order)}
-
-
-def _reflect_daemonset(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    template = _federated_generation(obj)
-    always = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
-    omitempty = ("observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
-    return {**template, **_fields(status, always, omitempty, always + omitempty)}
-
-
-def _reflect_job(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    out: dict[str, Any] = {}
-    for field in ("conditions", "startTime", "completionTime"):
-        if status.get(field):
-            out[field] = copy.deepcopy(status[field])
-    out.update(_fields(status, (), ("active", "succeeded", "failed"), ("active", "succeeded", "failed")))
-    return out
-
-
-def _load_balancer(status: dict[str, Any]) -> dict[str, Any]:
-    balancer = status.get("loadBalancer") or {}
-    if not isinstance(balancer, dict):
-        raise ReflectError(f"loadBalancer: expected an object, got {balancer!r}")
-    ingress = balancer.get("ingress") or []
-    if not isinstance(ingress, list):
-        raise ReflectError(f"loadBalancer.ingress: expected a list, got {ingress!r}")
-    return {"ingress": copy.deepcopy(ingress)} if ingress else {}
-
-
-def _reflect_service(obj: Obj) -> dict[str, Any] | None:
-    """LoadBalancer Services only: ``{loadBalancer: ...}`` (not omitted: Go's omitempty keeps structs)."""
-    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
-        return None
-    status = _status_map(obj)
-    if status is None:
-        return None
-    return {"loadBalancer": _load_balancer(status)}
-
-
-def _reflect_pdb(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    out: dict[str, Any] = {}
-    if status.get("disruptedPods"):
-        out["disruptedPods"] = copy.deepcopy(status["disruptedPods"])
-    fields = ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods")
-    out.update(_fields(status, fields, (), fields))
-    return out
-
-
-def _reflect_hpa(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    if status is None:
-        return None
-    return _fields(status, ("desiredReplicas",), ("currentReplicas",), ("currentReplicas", "desiredReplicas"))
-
-
-def _reflect_whole(obj: Obj) -> dict[str, Any] | None:
-    status = _status_map(obj)
-    return copy.deepcopy(status) if status is not None else None
-
-
-_REFLECTORS: dict[tuple[str, str], Callable[[Obj], dict[str, Any] | None]] = {
-    ("apps/v1", "Deployment"): _reflect_deployment,
-    ("v1", "Service"): _reflect_service,
-    ("networking.k8s.io/v1", "Ingress"): _reflect_whole,
-    ("batch/v1", "Job"): _reflect_job,
-    ("apps/v1", "DaemonSet"): _reflect_daemonset,
-    ("apps/v1", "StatefulSet"): _reflect_statefulset,
-    ("policy/v1", "PodDisruptionBudget"): _reflect_pdb,
-    ("autoscaling/v2", "HorizontalPodAutoscaler"): _reflect_hpa,
-}
-
-
-def reflect_status(api_version: str, kind: str, obj: Obj) -> dict[str, Any] | None:
-    """The status Karmada's default interpreter reflects for a member object (None: no status to report).
-
-    Deployment: FederatedGeneration + replica counters + observedGeneration, every field
-    ``omitempty`` (an all-zero result is None). StatefulSet/DaemonSet: FederatedGeneration +
-    their counters (Go's non-omitempty fields kept at 0). Job: counters, conditions and times.
-    Service: the load balancer of LoadBalancer Services only. PDB, HPA: their counters. Every
-    other kind (ReplicaSet, Pod, Ingress, PVC, custom resources...): the whole ``.status``.
-    Raises ReflectError when the object cannot be read as its kind.
-    """
-    reflect = _REFLECTORS.get((api_version, kind), _reflect_whole)
-    return reflect(obj)
-
-
-# ----------------------------------------------------------------------------- health
-
-
-def _generation(obj: Obj) -> int:
-    return _int(obj.get("metadata") or {}, "generation")
-
-
-def _spec_replicas(obj: Obj) -> int | None:
-    spec = obj.get("spec") or {}
-    return None if spec.get("replicas") is None else _int(spec, "replicas")
-
-
-def _deployment_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    if _int(status, "observedGeneration") != _generation(obj):
-        return False
-    replicas = _spec_replicas(obj)
-    if replicas is not None and _int(status, "updatedReplicas") < replicas:
-        return False
-    return _int(status, "availableReplicas") >= _int(status, "updatedReplicas")
-
-
-def _statefulset_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    if _int(status, "observedGeneration") != _generation(obj):
-        return False
-    replicas = _spec_replicas(obj)
-    if replicas is not None:
-        rolling = ((obj.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
-        want_updated = replicas - (_int(rolling, "partition") if rolling.get("partition") is not None else 0)
-        if _int(status, "updatedReplicas") < want_updated:
-            return False
-        if _int(status, "availableReplicas") < replicas:
-            return False
-    return _int(status, "availableReplicas") >= _int(status, "updatedReplicas")
-
-
-def _replicaset_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    if _int(status, "observedGeneration") != _generation(obj):
-        return False
-    replicas = _spec_replicas(obj)
-    return not (replicas is not None and _int(status, "availableReplicas") < replicas)
-
-
-def _daemonset_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    if _int(status, "observedGeneration") != _generation(obj):
-        return False
-    if _int(status, "updatedNumberScheduled") < _int(status, "desiredNumberScheduled"):
-        return False
-    return _int(status, "numberAvailable") >= _int(status, "updatedNumberScheduled")
-
-
-def _has_ingress_point(obj: Obj) -> bool:
-    return any(isinstance(i, dict) and (i.get("hostname") or i.get("ip"))
-               for i in _load_balancer(obj.get("status") or {}).get("ingress") or [])
-
-
-def _service_healthy(obj: Obj) -> bool:
-    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
-        return True
-    return _has_ingress_point(obj)
-
-
-def _pvc_healthy(obj: Obj) -> bool:
-    return (obj.get("status") or {}).get("phase") == "Bound"
-
-
-def _pod_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    if status.get("phase") == "Succeeded":
-        return True
-    ready = next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Ready"),
-                 None)
-    return status.get("phase") == "Running" and ready is not None and ready.get("status") == "True"
-
-
-def _pdb_healthy(obj: Obj) -> bool:
-    status = obj.get("status") or {}
-    return _int(status, "currentHealthy") >= _int(status, "desiredHealthy")
-
-
-_HEALTH: dict[tuple[str, str], Callable[[Obj], bool]] = {
-    ("apps/v1", "Deployment"): _deployment_healthy,
-    ("apps/v1", "StatefulSet"): _statefulset_healthy,
-    ("apps/v1", "ReplicaSet"): _replicaset_healthy,
-    ("apps/v1", "DaemonSet"): _daemonset_healthy,
-    ("v1", "Service"): _service_healthy,
-    ("networking.k8s.io/v1", "Ingress"): _has_ingress_point,
-    ("v1", "PersistentVolumeClaim"): _pvc_healthy,
-    ("v1", "Pod"): _pod_healthy,
-    ("policy/v1", "PodDisruptionBudget"): _pdb_healthy,
-}
-
-
-def interpret_health(api_version: str, kind: str, obj: Obj) -> str:
-    """``Healthy``/``Unhealthy`` by the kind's rule; ``Healthy`` for kinds without one (Karmada's
-    ``interpretHealth`` skips the assessment); ``Unknown`` when the object cannot be read."""
-    rule = _HEALTH.get((api_version, kind))
-    if rule is None:
-        return HEALTHY
-    try:
-        return HEALTHY if rule(obj) else UNHEALTHY
-    except (ReflectError, TypeError, AttributeError):
-        return UNKNOWN
+# ============================================================================= Work status items
 
 
 def manifest_identifier(ordinal: int, resource: Resource | None, manifest: Obj) -> dict[str, Any]:

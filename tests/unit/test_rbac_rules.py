@@ -28,9 +28,9 @@ from controller_manager.rbac import (
 )
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
 from controllers.app import controller_manager_lease_rules, controller_manager_rules
-from controllers.interpreters import INTERPRETED_RESOURCES
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
 from descheduler.app import descheduler_lease_rules, descheduler_member_rules, descheduler_rules
+from interpreter.aggregatestatus import INTERPRETED_RESOURCES
 from tests.unit.chartutil import (
     CHART_DIR,
     COMPONENTS,

@@ -1,4 +1,4 @@
-"""Status reflection and health rules of the simulated work-status controller.
+"""Status reflection and health rules (``interpreter``) and the simulated work-status controller's items.
 
 Rows from Karmada's ``reflectstatus_test.go`` and ``healthy_test.go``
 (``pkg/resourceinterpreter/default/native``), plus the JSON shape Go's ``omitempty`` gives.
@@ -16,16 +16,10 @@ from devplane.karmada.memberobjects import (
     retain_cluster_fields,
     strip_karmada_metadata,
 )
-from devplane.karmada.workstatus import (
-    HEALTHY,
-    UNHEALTHY,
-    UNKNOWN,
-    ReflectError,
-    interpret_health,
-    manifest_identifier,
-    manifest_status,
-    reflect_status,
-)
+from devplane.karmada.workstatus import manifest_identifier, manifest_status
+from interpreter.health import HEALTHY, UNHEALTHY, UNKNOWN, interpret_health
+from interpreter.reflectstatus import reflect_status
+from interpreter.typed import ReflectError
 from karmada_api.resources import WORKS
 
 GEN = "resourcetemplate.karmada.io/generation"

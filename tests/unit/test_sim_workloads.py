@@ -1,7 +1,8 @@
 """Pure rules of the simulated detector and binding controller.
 
-Workloads (``devplane.karmada.workloads``): quantity printing as apimachinery does it, replicas and
-replica requirements per kind, Webster division of Job completions, manifest rendering and pruning.
+Quantity printing as apimachinery does it (``kube_api.quantity``), replicas and replica requirements
+per kind (``interpreter.replicas``); workloads (``devplane.karmada.workloads``): Webster division of
+Job completions, manifest rendering and pruning.
 Detector (``devplane.karmada.detector``, ``policies``, ``policybinding``): resource selector
 priorities, policy choice, webhook defaults, what an apply writes over an existing binding. Binding controller
 (``devplane.karmada.binding``): target and retained clusters, dispatching suspension, Work shape.
@@ -47,20 +48,21 @@ from devplane.karmada.policybinding import (
 )
 from devplane.karmada.workloads import (
     TemplateKind,
-    format_binary,
-    format_decimal,
-    format_quantity,
-    get_replicas,
     job_completions,
     kind_for,
-    node_claim,
     render_manifest,
-    replica_requirements,
-    resource_request,
     spread_by_target_clusters,
     webster,
 )
+from interpreter.replicas import (
+    format_quantity,
+    get_replicas,
+    node_claim,
+    replica_requirements,
+    resource_request,
+)
 from karmada_api.names import fnv32a
+from kube_api.quantity import format_binary, format_decimal
 
 
 def known(api_version: str, kind: str) -> TemplateKind:

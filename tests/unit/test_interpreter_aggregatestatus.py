@@ -1,4 +1,4 @@
-"""AggregateStatus interpreters (karmada-behaviour.md §5.4 and Karmada's aggregatestatus.go)."""
+"""AggregateStatus interpreters (Karmada's ``pkg/resourceinterpreter/default/native/aggregatestatus.go``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controllers.interpreters import InterpretError, aggregate_status, has_interpreter, template_resource
+from interpreter.aggregatestatus import InterpretError, aggregate_status, has_interpreter, template_resource
 
 
 def template(api_version: str, kind: str, status: dict[str, Any] | None = None, *, generation: int = 0,
@@ -38,7 +38,7 @@ ONE_EACH = {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableR
             "unavailableReplicas": 0}
 
 
-# ----------------------------------------------------------------------------- Deployment (§5.4 unit test)
+# ----------------------------------------------------------------------------- Deployment (Karmada's unit test)
 
 
 def test_deployment_sums_two_members_and_is_then_unchanged() -> None:

@@ -1,6 +1,7 @@
-"""Built-in AggregateStatus interpreters: fold member clusters' statuses into the template's status.
+"""``AggregateStatus``: member clusters' statuses folded into the resource template's status.
 
-Karmada's ``pkg/resourceinterpreter/default/native/aggregatestatus.go`` (spec §5.4), one small
+The binding-status controller (``controllers/bindingstatus.py``) writes what this returns into the
+template. Karmada's ``pkg/resourceinterpreter/default/native/aggregatestatus.go``, one small
 function per kind. Each takes the resource template (as read from the API server) and the
 binding's ``status.aggregatedStatus`` items, and returns the template's new ``status``; when
 nothing changed it returns (a copy of) the old status, so callers decide whether to write by
@@ -22,15 +23,20 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller_manager.client import Resource
-from controller_manager.rbac import PolicyRule, for_resources
 from karmada_api.timeutil import now_text, parse_time
+from kube_api import resources as kube
+
+from .kinds import KindTable
 
 Status = dict[str, Any]
 Item = dict[str, Any]
 Interpreter = Callable[[dict[str, Any], list[Item]], Status]
 
-__all__ = ["INTERPRETED_RESOURCES", "RBAC_RULES", "InterpretError", "aggregate_status", "has_interpreter",
-           "template_resource"]
+_AGGREGATORS: KindTable[Interpreter] = KindTable()
+"""The kinds with an AggregateStatus hook, each with its REST resource: the RESTMapper of the
+binding-status controller (a kind missing here is never looked up)."""
+
+__all__ = ["INTERPRETED_RESOURCES", "InterpretError", "aggregate_status", "has_interpreter", "template_resource"]
 
 
 class InterpretError(ValueError):
@@ -89,7 +95,8 @@ def _observed_generation(template: dict[str, Any], items: list[Item], *, member_
 
     A member caught up when it observed its own generation and carries the template generation
     it was applied from. StatefulSet compares that annotation with the *member* generation
-    (``member_generation_quirk``, Karmada's quirk, spec §0.17). Items without a status fail.
+    (``member_generation_quirk``: Karmada's ``aggregateStatefulSetStatus`` does so). Items without a
+    status fail.
     """
     generation = _generation(template)
     for item in items:
@@ -107,6 +114,22 @@ def _observed_generation(template: dict[str, Any], items: list[Item], *, member_
 def _old_status(template: dict[str, Any]) -> Status:
     status = template.get("status")
     return copy.deepcopy(status) if isinstance(status, dict) else {}
+
+
+Builder = Callable[[dict[str, Any], list[Item], Status], Status | None]
+
+
+def _replacing(build: Builder) -> Interpreter:
+    """An interpreter replacing the status as a whole with what ``build`` makes of the template, the
+    items and (a copy of) the old status; None from ``build`` keeps the old status, and so does a
+    new status equal to it."""
+
+    def aggregate(template: dict[str, Any], items: list[Item]) -> Status:
+        old = _old_status(template)
+        new = build(template, items, old)
+        return old if new is None or new == old else new
+
+    return aggregate
 
 
 # ----------------------------------------------------------------------------- replica workloads
@@ -139,13 +162,16 @@ def _summing(fields: tuple[str, ...], *, member_generation_quirk: bool = False) 
     return aggregate
 
 
-aggregate_deployment = _summing(("replicas", "readyReplicas", "updatedReplicas", "availableReplicas",
-                                 "unavailableReplicas"))
-aggregate_replicaset = _summing(("replicas", "readyReplicas", "availableReplicas"))
-aggregate_statefulset = _summing(("availableReplicas", "currentReplicas", "readyReplicas", "replicas",
-                                  "updatedReplicas"), member_generation_quirk=True)
-aggregate_daemonset = _summing(("currentNumberScheduled", "desiredNumberScheduled", "numberAvailable",
-                                "numberMisscheduled", "numberReady", "updatedNumberScheduled", "numberUnavailable"))
+aggregate_deployment = _AGGREGATORS.add(kube.DEPLOYMENTS, _summing((
+    "replicas", "readyReplicas", "updatedReplicas", "availableReplicas", "unavailableReplicas")))
+aggregate_replicaset = _AGGREGATORS.add(kube.REPLICA_SETS, _summing((
+    "replicas", "readyReplicas", "availableReplicas")))
+aggregate_statefulset = _AGGREGATORS.add(kube.STATEFUL_SETS, _summing((
+    "availableReplicas", "currentReplicas", "readyReplicas", "replicas", "updatedReplicas"),
+    member_generation_quirk=True))
+aggregate_daemonset = _AGGREGATORS.add(kube.DAEMON_SETS, _summing((
+    "currentNumberScheduled", "desiredNumberScheduled", "numberAvailable", "numberMisscheduled", "numberReady",
+    "updatedNumberScheduled", "numberUnavailable")))
 
 
 # ----------------------------------------------------------------------------- batch
@@ -170,7 +196,9 @@ def _latest(times: Iterable[str]) -> str | None:
     return max(present, key=parse_time) if present else None
 
 
-def aggregate_job(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.JOBS)
+@_replacing
+def aggregate_job(_template: dict[str, Any], items: list[Item], old: Status) -> Status | None:
     """Sum active/succeeded/failed; Complete when every member completed, Failed when any failed.
 
     A finished Job (Complete or Failed) is never updated again. ``startTime`` is the earliest
@@ -178,9 +206,8 @@ def aggregate_job(template: dict[str, Any], items: list[Item]) -> Status:
     status is replaced as a whole, as Karmada does. Beyond Karmada: zero members never make a
     Job Complete (Karmada's ``successful == len(items)`` is vacuously true for none).
     """
-    old = _old_status(template)
     if _job_finished(old):
-        return old
+        return None
     members = _statuses(items)
     new: Status = {}
     failed_clusters: list[str] = []
@@ -213,9 +240,10 @@ def aggregate_job(template: dict[str, Any], items: list[Item]) -> Status:
             new["completionTime"] = completion
     if conditions:
         new["conditions"] = conditions
-    return old if new == old else new
+    return new
 
 
+@_AGGREGATORS.register(kube.CRON_JOBS)
 def aggregate_cronjob(template: dict[str, Any], items: list[Item]) -> Status:
     """Union of ``active`` job references; the latest ``lastScheduleTime`` and ``lastSuccessfulTime``."""
     old = _old_status(template)
@@ -252,20 +280,20 @@ def _load_balancer(items: list[Item]) -> Status:
     return {"loadBalancer": {"ingress": ingress} if ingress else {}}
 
 
-def aggregate_service(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.SERVICES)
+@_replacing
+def aggregate_service(template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
     """LoadBalancer Services only: the union of the members' load-balancer ingress points."""
-    old = _old_status(template)
     if (template.get("spec") or {}).get("type") != "LoadBalancer":
-        return old
-    new = _load_balancer(items)
-    return old if new == old else new
+        return None
+    return _load_balancer(items)
 
 
-def aggregate_ingress(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.INGRESSES)
+@_replacing
+def aggregate_ingress(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
     """The union of the members' load-balancer ingress points."""
-    old = _old_status(template)
-    new = _load_balancer(items)
-    return old if new == old else new
+    return _load_balancer(items)
 
 
 # ----------------------------------------------------------------------------- core
@@ -279,12 +307,13 @@ def _phase(phases: set[str], order: tuple[str, ...]) -> str:
     return next((phase for phase in order if phase in phases), "")
 
 
-def aggregate_pod(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.PODS)
+@_replacing
+def aggregate_pod(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
     """Worst phase (Failed > Pending > Running > Succeeded; no status counts as Pending) and the
     members' container statuses reduced to ``ready`` and ``state``. No members: unchanged."""
-    old = _old_status(template)
     if not items:
-        return old
+        return None
     phases: set[str] = set()
     containers: list[dict[str, Any]] = []
     init_containers: list[dict[str, Any]] = []
@@ -304,23 +333,25 @@ def aggregate_pod(template: dict[str, Any], items: list[Item]) -> Status:
     _set_or_drop(new, "phase", _phase(phases, _POD_PHASE_ORDER))
     _set_or_drop(new, "containerStatuses", containers)
     _set_or_drop(new, "initContainerStatuses", init_containers)
-    return old if new == old else new
+    return new
 
 
-def aggregate_persistentvolume(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.PERSISTENT_VOLUMES)
+@_replacing
+def aggregate_persistentvolume(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
     """Worst phase (Failed > Pending > Available > Bound > Released; no status counts as Pending)."""
-    old = _old_status(template)
     phases = {str(member.get("phase") or "") for _cluster, member in _statuses(items)}
     if any(item.get("status") is None for item in items):
         phases.add("Pending")  # not collected yet: assume Pending rather than report a better phase
     new: Status = {}
     _set_or_drop(new, "phase", _phase(phases, _PV_PHASE_ORDER))
-    return old if new == old else new
+    return new
 
 
-def aggregate_persistentvolumeclaim(template: dict[str, Any], items: list[Item]) -> Status:
+@_AGGREGATORS.register(kube.PERSISTENT_VOLUME_CLAIMS)
+@_replacing
+def aggregate_persistentvolumeclaim(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
     """Bound unless a member is not: Lost wins at once, otherwise the last non-Bound phase."""
-    old = _old_status(template)
     phase = "Bound"
     for _cluster, member in _statuses(items):
         member_phase = str(member.get("phase") or "")
@@ -331,30 +362,13 @@ def aggregate_persistentvolumeclaim(template: dict[str, Any], items: list[Item])
             phase = member_phase
     new: Status = {}
     _set_or_drop(new, "phase", phase)
-    return old if new == old else new
+    return new
 
 
-# ----------------------------------------------------------------------------- policy, autoscaling
+# ----------------------------------------------------------------------------- autoscaling, policy
 
 
-def aggregate_poddisruptionbudget(template: dict[str, Any], items: list[Item]) -> Status:
-    """Sum the four counters; ``disruptedPods`` keyed ``<cluster>/<pod>``. The status is replaced."""
-    old = _old_status(template)
-    new: Status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
-    disrupted: dict[str, Any] = {}
-    for cluster, member in _statuses(items):
-        for field in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
-            new[field] += _int(member, field)
-        pods = member.get("disruptedPods") or {}
-        if not isinstance(pods, dict):
-            raise InterpretError(f"disruptedPods of cluster {cluster!r} is not an object")
-        for pod, when in pods.items():
-            disrupted[f"{cluster}/{pod}"] = when
-    if disrupted:
-        new["disruptedPods"] = disrupted
-    return old if new == old else new
-
-
+@_AGGREGATORS.register(kube.HORIZONTAL_POD_AUTOSCALERS)
 def aggregate_hpa(template: dict[str, Any], items: list[Item]) -> Status:
     """Sum ``currentReplicas`` and ``desiredReplicas``; other fields (conditions, metrics) are kept."""
     old = _old_status(template)
@@ -370,53 +384,39 @@ def aggregate_hpa(template: dict[str, Any], items: list[Item]) -> Status:
     return new
 
 
+@_AGGREGATORS.register(kube.POD_DISRUPTION_BUDGETS)
+@_replacing
+def aggregate_poddisruptionbudget(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+    """Sum the four counters; ``disruptedPods`` keyed ``<cluster>/<pod>``. The status is replaced."""
+    new: Status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+    disrupted: dict[str, Any] = {}
+    for cluster, member in _statuses(items):
+        for field in ("disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"):
+            new[field] += _int(member, field)
+        pods = member.get("disruptedPods") or {}
+        if not isinstance(pods, dict):
+            raise InterpretError(f"disruptedPods of cluster {cluster!r} is not an object")
+        for pod, when in pods.items():
+            disrupted[f"{cluster}/{pod}"] = when
+    if disrupted:
+        new["disruptedPods"] = disrupted
+    return new
+
+
 # ----------------------------------------------------------------------------- registry
 
 
-def _core(plural: str, kind: str, namespaced: bool = True) -> Resource:
-    return Resource("", "v1", plural, kind, namespaced)
-
-
-# (apiVersion, kind) → (REST resource of the template, interpreter). The RESTMapper of this
-# controller: a kind missing here has no AggregateStatus hook, so it is never looked up.
-_REGISTRY: dict[tuple[str, str], tuple[Resource, Interpreter]] = {
-    ("apps/v1", "Deployment"): (Resource("apps", "v1", "deployments", "Deployment", True), aggregate_deployment),
-    ("apps/v1", "ReplicaSet"): (Resource("apps", "v1", "replicasets", "ReplicaSet", True), aggregate_replicaset),
-    ("apps/v1", "StatefulSet"): (Resource("apps", "v1", "statefulsets", "StatefulSet", True), aggregate_statefulset),
-    ("apps/v1", "DaemonSet"): (Resource("apps", "v1", "daemonsets", "DaemonSet", True), aggregate_daemonset),
-    ("batch/v1", "Job"): (Resource("batch", "v1", "jobs", "Job", True), aggregate_job),
-    ("batch/v1", "CronJob"): (Resource("batch", "v1", "cronjobs", "CronJob", True), aggregate_cronjob),
-    ("v1", "Service"): (_core("services", "Service"), aggregate_service),
-    ("networking.k8s.io/v1", "Ingress"): (Resource("networking.k8s.io", "v1", "ingresses", "Ingress", True),
-                                          aggregate_ingress),
-    ("v1", "Pod"): (_core("pods", "Pod"), aggregate_pod),
-    ("v1", "PersistentVolume"): (_core("persistentvolumes", "PersistentVolume", False), aggregate_persistentvolume),
-    ("v1", "PersistentVolumeClaim"): (_core("persistentvolumeclaims", "PersistentVolumeClaim"),
-                                      aggregate_persistentvolumeclaim),
-    ("policy/v1", "PodDisruptionBudget"): (Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget",
-                                                    True), aggregate_poddisruptionbudget),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"): (Resource("autoscaling", "v2", "horizontalpodautoscalers",
-                                                             "HorizontalPodAutoscaler", True), aggregate_hpa),
-}
-
-INTERPRETED_RESOURCES: dict[tuple[str, str], Resource] = {key: entry[0] for key, entry in _REGISTRY.items()}
-
-RBAC_RULES: list[PolicyRule] = [
-    *for_resources(INTERPRETED_RESOURCES.values(), "get"),
-    *for_resources(INTERPRETED_RESOURCES.values(), "update", subresource="status"),
-]
-"""Reading a template and writing its status, for exactly the kinds above: registering a kind
-here grants the binding-status controller access to it, and nothing else is ever touched."""
+INTERPRETED_RESOURCES: dict[tuple[str, str], Resource] = _AGGREGATORS.resources()
+"""The template kinds with an AggregateStatus interpreter: the only ones whose status is written."""
 
 
 def has_interpreter(api_version: str, kind: str) -> bool:
-    return (api_version, kind) in _REGISTRY
+    return _AGGREGATORS.get(api_version, kind) is not None
 
 
 def template_resource(api_version: str, kind: str) -> Resource | None:
     """The REST resource of a template kind that has an interpreter, else None."""
-    entry = _REGISTRY.get((api_version, kind))
-    return entry[0] if entry else None
+    return INTERPRETED_RESOURCES.get((api_version, kind))
 
 
 def aggregate_status(template: dict[str, Any], items: list[Item]) -> Status | None:
@@ -426,7 +426,7 @@ def aggregate_status(template: dict[str, Any], items: list[Item]) -> Status | No
     changed. Raises InterpretError when a member status cannot be read as the kind's status.
     The template is not modified.
     """
-    entry = _REGISTRY.get((str(template.get("apiVersion") or ""), str(template.get("kind") or "")))
-    if entry is None:
+    interpreter = _AGGREGATORS.get(str(template.get("apiVersion") or ""), str(template.get("kind") or ""))
+    if interpreter is None:
         return None
-    return entry[1](template, items)
+    return interpreter(template, items)

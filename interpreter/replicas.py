@@ -1,0 +1,119 @@
+"""``GetReplicas``: a workload's replicas and what one replica needs, for the binding the detector writes.
+
+Karmada's ``pkg/resourceinterpreter/default/native/replica.go`` (Deployment, StatefulSet,
+ReplicaSet: ``spec.replicas``; Job: ``spec.parallelism``) with ``GenerateReplicaRequirements``
+(``pkg/util/helper/binding.go``): per-replica requests of the pod template (limits stand in for
+missing requests, containers summed, init containers max, overhead added) rendered back as
+canonical Quantity strings the way ``Resource.ResourceList()`` prints them (``10m``, ``10Mi``,
+``1k``), the pod template's node claim, namespace and priority class.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kube_api.quantity import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    RESOURCE_PODS,
+    format_binary,
+    format_decimal,
+    is_hugepage_resource_name,
+    pod_requests,
+)
+from kube_api.resources import DEPLOYMENTS, JOBS, REPLICA_SETS, STATEFUL_SETS
+
+from .kinds import KindTable
+
+REPLICAS_FIELD = "replicas"
+PARALLELISM_FIELD = "parallelism"
+
+_REPLICA_FIELDS: KindTable[str] = KindTable()
+_REPLICA_FIELDS.add(DEPLOYMENTS, REPLICAS_FIELD)
+_REPLICA_FIELDS.add(STATEFUL_SETS, REPLICAS_FIELD)
+_REPLICA_FIELDS.add(REPLICA_SETS, REPLICAS_FIELD)
+_REPLICA_FIELDS.add(JOBS, PARALLELISM_FIELD)  # a Job's replicas are its parallelism
+
+
+class Kind(Protocol):
+    """What names a template's kind (a REST resource, the dev plane's template kinds...)."""
+
+    @property
+    def api_version(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+
+def replica_field(api_version: str, kind: str) -> str | None:
+    """The spec field holding a workload's replicas (also where ``ReviseReplica`` writes them); None
+    for a kind without replicas."""
+    return _REPLICA_FIELDS.get(api_version, kind)
+
+
+def format_quantity(name: str, units: int) -> str:
+    """A resource amount in scheduler units as Karmada's ``Resource.ResourceList()`` prints it."""
+    if name == RESOURCE_CPU:
+        return format_decimal(units, -3)
+    if name in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE) or is_hugepage_resource_name(name):
+        return format_binary(units)
+    return format_decimal(units)
+
+
+def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str] | None:
+    """The per-replica ResourceList of a pod template (``AddPodTemplateRequest(...).ResourceList()``)."""
+    units = pod_requests(pod_spec)
+    result = {name: format_quantity(name, amount) for name, amount in sorted(units.items())
+              if amount > 0 and name != RESOURCE_PODS}
+    return result or None
+
+
+def node_claim(pod_spec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``GenerateNodeClaimByPodSpec``: node selector, required node affinity and tolerations, if any."""
+    claim: dict[str, Any] = {}
+    affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if affinity:
+        claim["hardNodeAffinity"] = copy.deepcopy(affinity)
+    if pod_spec.get("nodeSelector"):
+        claim["nodeSelector"] = dict(pod_spec["nodeSelector"])
+    if pod_spec.get("tolerations"):
+        claim["tolerations"] = copy.deepcopy(pod_spec["tolerations"])
+    return claim or None
+
+
+def replica_requirements(template: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``GenerateReplicaRequirements`` of the template's pod template (with ResourceQuotaEstimate on)."""
+    pod_template = (template.get("spec") or {}).get("template") or {}
+    pod_spec = pod_template.get("spec") or {}
+    claim = node_claim(pod_spec)
+    request = resource_request(pod_spec)
+    if claim is None and request is None:
+        return None
+    requirements: dict[str, Any] = {}
+    if claim is not None:
+        requirements["nodeClaim"] = claim
+    if request is not None:
+        requirements["resourceRequest"] = request
+    # The interpreter hands the pod template the workload's namespace (karmada e2e: RB namespace == Deployment's).
+    namespace = (pod_template.get("metadata") or {}).get("namespace") or (template.get("metadata") or {}).get(
+        "namespace")
+    if namespace:
+        requirements["namespace"] = namespace
+    if pod_spec.get("priorityClassName"):
+        requirements["priorityClassName"] = pod_spec["priorityClassName"]
+    return requirements
+
+
+def get_replicas(template: Mapping[str, Any], kind: Kind) -> tuple[int, dict[str, Any] | None]:
+    """(replicas, replicaRequirements) of a template of ``kind`` (list items may lack their own
+    ``apiVersion`` and ``kind``); (0, None) for a kind without replicas."""
+    field = replica_field(kind.api_version, kind.kind)
+    if field is None:
+        return 0, None
+    raw = (template.get("spec") or {}).get(field)
+    replicas = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
+    return replicas, replica_requirements(template)

@@ -1,0 +1,91 @@
+"""``Retain``: the fields of a member object that its member cluster owns, kept when Karmada updates it.
+
+Karmada's ``pkg/resourceinterpreter/default/native/retain.go``: what the member's own controllers
+(kubelet, the scheduler, the Service, Job, token and volume controllers) set on a member object is
+copied from the observed object into the one written, so that Karmada's update does not undo it. The execution
+controller's object watcher (``retainClusterFields``) calls it after keeping the member's metadata.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kube_api import resources as kube
+
+from .kinds import KindTable
+
+Rule = Callable[[dict[str, Any], Mapping[str, Any]], None]
+_RULES: KindTable[Rule] = KindTable()
+
+
+@_RULES.register(kube.PODS)
+def _retain_pod(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+    """What kubelet, the scheduler and admission set on a Pod (retainPodFields)."""
+    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+    for key in ("nodeName", "serviceAccountName", "volumes"):
+        if key in seen:
+            spec[key] = copy.deepcopy(seen[key])
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        seen_by_name = {c.get("name"): c for c in seen.get(key) or [] if isinstance(c, dict)}
+        for container in spec.get(key) or []:
+            match = seen_by_name.get(container.get("name")) if isinstance(container, dict) else None
+            if match is not None and "volumeMounts" in match:
+                container["volumeMounts"] = copy.deepcopy(match["volumeMounts"])
+
+
+@_RULES.register(kube.SERVICES)
+def _retain_service(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
+        if key in seen and not spec.get(key):
+            spec[key] = copy.deepcopy(seen[key])
+    ports_by_key = {(p.get("port"), p.get("protocol", "TCP")): p for p in seen.get("ports") or []
+                    if isinstance(p, dict)}
+    for port in spec.get("ports") or []:
+        match = ports_by_key.get((port.get("port"), port.get("protocol", "TCP"))) if isinstance(port, dict) else None
+        if match is not None and "nodePort" in match and not port.get("nodePort"):
+            port["nodePort"] = match["nodePort"]
+
+
+@_RULES.register(kube.JOBS)
+def _retain_job(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+    """The selector and template labels the member's job controller generated (both immutable)."""
+    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+    if "selector" in seen:
+        spec["selector"] = copy.deepcopy(seen["selector"])
+    seen_labels = ((seen.get("template") or {}).get("metadata") or {}).get("labels")
+    if seen_labels:
+        template = spec.setdefault("template", {})
+        template.setdefault("metadata", {})["labels"] = {**seen_labels,
+                                                        **((template.get("metadata") or {}).get("labels") or {})}
+
+
+def _retain_simple(path: tuple[str, ...]) -> Rule:
+    """A rule keeping the field at ``path`` when the desired object does not set it."""
+
+    def keep(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+        seen: Any = observed
+        for key in path:
+            seen = seen.get(key) if isinstance(seen, dict) else None
+        if seen is None:
+            return
+        target = desired
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target.setdefault(path[-1], copy.deepcopy(seen))
+
+    return keep
+
+
+_RULES.add(kube.SERVICE_ACCOUNTS, _retain_simple(("secrets",)))
+_RULES.add(kube.PERSISTENT_VOLUME_CLAIMS, _retain_simple(("spec", "volumeName")))
+_RULES.add(kube.PERSISTENT_VOLUMES, _retain_simple(("spec", "claimRef")))
+
+
+def retain(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+    """Copy into ``desired`` (in place) the fields of ``observed`` its kind's member controllers own."""
+    rule = _RULES.get(str(desired.get("apiVersion") or ""), str(desired.get("kind") or ""))
+    if rule is not None:
+        rule(desired, observed)
