@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 Obj = Mapping[str, Any]
-"""An object as read: from the API server, an informer cache or a watch event. Do not change it."""
+"""An object (or a part of one: a spec, a taint...) as read, e.g. from an informer cache. Do not change it."""
 
 MutableObj = dict[str, Any]
 """An object being built or changed: a fresh dict or a deep copy, e.g. a body to create or update."""

@@ -29,10 +29,10 @@ from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
-from karmada_api.taints import Obj
 from karmada_api.timeutil import format_time, parse_time
 
 from .taintmanager import record_eviction_event
