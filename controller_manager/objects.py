@@ -10,6 +10,7 @@ as the hand-written ``(obj.get("metadata") or {}).get(...)`` chains they replace
 are the object's own parts: read them, do not change them (copy first).
 """
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -114,3 +115,8 @@ def deletion_timestamp(obj: Obj) -> str:
 def is_deleting(obj: Obj) -> bool:
     """Whether ``metadata.deletionTimestamp`` is set: deleted, waiting for its finalizers."""
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def deep_copy(obj: Obj) -> MutableObj:
+    """A private copy of ``obj`` to change (``copy.deepcopy``), e.g. a cached object made into an update."""
+    return copy.deepcopy(dict(obj))

@@ -82,3 +82,12 @@ def test_key_and_split_key() -> None:
     assert objects.split_key("node-1") == ("", "node-1")
     for obj in (FULL, {"metadata": {"name": "node-1"}}):
         assert objects.split_key(objects.key(obj)) == (objects.namespace(obj), objects.name(obj))
+
+
+def test_deep_copy_is_private() -> None:
+    copied = objects.deep_copy(FULL)
+    assert copied == FULL
+    copied["metadata"]["labels"]["app"] = "other"
+    copied["spec"]["nodeName"] = "n2"
+    assert objects.labels(FULL) == {"app": "web"}
+    assert objects.spec(FULL) == {"nodeName": "n1"}
