@@ -18,7 +18,7 @@ Obj = Mapping[str, Any]
 """An object (or a part of one: a spec, a taint...) as read, e.g. from an informer cache. Do not change it."""
 
 MutableObj = dict[str, Any]
-"""An object being built or changed: a fresh dict or a deep copy, e.g. a body to create or update."""
+"""An object (or a part of one) being built or changed: a fresh dict or a deep copy, e.g. a body to write."""
 
 
 def metadata(obj: Obj) -> Mapping[str, Any]:

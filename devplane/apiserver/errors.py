@@ -2,7 +2,7 @@
 
 Every failure the dev API server answers goes through :class:`StatusError`, so that the
 reason/code/message triple is built in one place and matches what a real kube-apiserver
-says (see ``shared/spec/kube-apiserver-observed.md``).
+says (see docs/apiserver.md).
 """
 
 from __future__ import annotations
