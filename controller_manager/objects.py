@@ -11,7 +11,8 @@ are the object's own parts: read them, do not change them (copy first).
 """
 
 import copy
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -39,14 +40,22 @@ def status(obj: Obj) -> Mapping[str, Any]:
     return value
 
 
-def name(obj: Obj) -> str:
-    """``metadata.name``."""
-    return str((obj.get("metadata") or {}).get("name") or "")
+def _text(field: str, doc: str) -> Callable[[Obj], str]:
+    """The reader of the string ``metadata.<field>`` (``""`` when missing), named after the field in snake case."""
+
+    def read(obj: Obj) -> str:
+        return str((obj.get("metadata") or {}).get(field) or "")
+
+    read.__name__ = read.__qualname__ = re.sub(r"[A-Z]", lambda upper: "_" + upper[0].lower(), field)
+    read.__doc__ = doc
+    return read
 
 
-def namespace(obj: Obj) -> str:
-    """``metadata.namespace``; ``""`` for a cluster-scoped object."""
-    return str((obj.get("metadata") or {}).get("namespace") or "")
+name = _text("name", "``metadata.name``.")
+namespace = _text("namespace", '``metadata.namespace``; ``""`` for a cluster-scoped object.')
+uid = _text("uid", "``metadata.uid``.")
+resource_version = _text("resourceVersion", "``metadata.resourceVersion``: opaque, compare it only for equality.")
+creation_timestamp = _text("creationTimestamp", "``metadata.creationTimestamp`` (RFC 3339).")
 
 
 def key(obj: Obj) -> str:
@@ -61,16 +70,6 @@ def split_key(text: str) -> tuple[str, str]:
     """The inverse of :func:`key`: (namespace, name)."""
     ns, _, nm = text.rpartition("/")
     return ns, nm
-
-
-def uid(obj: Obj) -> str:
-    """``metadata.uid``."""
-    return str((obj.get("metadata") or {}).get("uid") or "")
-
-
-def resource_version(obj: Obj) -> str:
-    """``metadata.resourceVersion``: opaque, compare it only for equality."""
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def generation(obj: Obj) -> int:
@@ -100,16 +99,6 @@ def owner_references(obj: Obj) -> Sequence[Mapping[str, Any]]:
     """``metadata.ownerReferences``."""
     value: Sequence[Mapping[str, Any]] = (obj.get("metadata") or {}).get("ownerReferences") or []
     return value
-
-
-def creation_timestamp(obj: Obj) -> str:
-    """``metadata.creationTimestamp`` (RFC 3339); ``""`` when not set."""
-    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
-
-
-def deletion_timestamp(obj: Obj) -> str:
-    """``metadata.deletionTimestamp`` (RFC 3339); ``""`` unless the object is being deleted."""
-    return str((obj.get("metadata") or {}).get("deletionTimestamp") or "")
 
 
 def is_deleting(obj: Obj) -> bool:

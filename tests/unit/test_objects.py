@@ -43,7 +43,6 @@ def test_reads_every_part() -> None:
     assert objects.finalizers(FULL) == ["example.com/f"]
     assert objects.owner_references(FULL)[0]["uid"] == "u-0"
     assert objects.creation_timestamp(FULL) == "2024-01-01T00:00:00Z"
-    assert objects.deletion_timestamp(FULL) == "2024-01-02T00:00:00Z"
     assert objects.is_deleting(FULL)
 
 
@@ -63,7 +62,6 @@ def test_missing_parts_read_as_empty(obj: dict[str, Any]) -> None:
     assert list(objects.finalizers(obj)) == []
     assert list(objects.owner_references(obj)) == []
     assert objects.creation_timestamp(obj) == ""
-    assert objects.deletion_timestamp(obj) == ""
     assert not objects.is_deleting(obj)
     assert objects.key(obj) == ""
 
@@ -91,3 +89,10 @@ def test_deep_copy_is_private() -> None:
     copied["spec"]["nodeName"] = "n2"
     assert objects.labels(FULL) == {"app": "web"}
     assert objects.spec(FULL) == {"nodeName": "n1"}
+
+
+def test_text_readers_are_named_after_their_field() -> None:
+    readers = (objects.name, objects.namespace, objects.uid, objects.resource_version, objects.creation_timestamp)
+    assert [reader.__name__ for reader in readers] == [
+        "name", "namespace", "uid", "resource_version", "creation_timestamp"]
+    assert all(reader.__doc__ for reader in readers)
