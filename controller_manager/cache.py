@@ -1,7 +1,8 @@
 """The informer cache: objects by key, with indexes (client-go's thread-safe store + indexer).
 
 Objects are parsed JSON dicts shared with every reader: treat them as read-only (copy
-before changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch).
+before changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch). The indexer hands them
+out as :data:`~controller_manager.objects.MutableObj` so that such a deep copy is typed as one.
 """
 
 from __future__ import annotations
@@ -14,8 +15,18 @@ from typing import Any
 
 import structlog
 
-Obj = dict[str, Any]
-IndexFunc = Callable[[Obj], Iterable[str]]
+from . import objects
+from .objects import MutableObj, resource_version, split_key
+
+# Former names of what moved to objects.py, still imported from here by modules not converted yet
+# (issue 17); new code imports controller_manager.objects. ``Obj`` here is the mutable alias, as it was.
+from .objects import MutableObj as Obj
+from .objects import key as object_key
+
+__all__ = ["NAMESPACE_INDEX", "SHARED_STRINGS_MAX", "Delta", "IndexFunc", "Indexer", "Obj", "namespace_index",
+           "object_key", "resource_version", "share_item_strings", "share_strings", "split_key"]
+
+IndexFunc = Callable[[MutableObj], Iterable[str]]
 
 NAMESPACE_INDEX = "namespace"
 
@@ -23,27 +34,9 @@ log = structlog.get_logger(__name__)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
-    name = meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
-
-
-def split_key(key: str) -> tuple[str, str]:
-    """The inverse of :func:`object_key`: (namespace, name)."""
-    namespace, _, name = key.rpartition("/")
-    return namespace, name
-
-
-def namespace_index(obj: Obj) -> builtins.list[str]:
-    namespace = (obj.get("metadata") or {}).get("namespace")
+def namespace_index(obj: objects.Obj) -> builtins.list[str]:
+    namespace = objects.namespace(obj)
     return [namespace] if namespace else []
-
-
-def resource_version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 # One copy of each dict key (and of the values of the keys below) for every cached object: json.loads
@@ -109,8 +102,8 @@ class Delta:
     """What changed in the store: ``added``, ``updated`` (with ``old``) or ``deleted``."""
 
     type: str
-    obj: Obj
-    old: Obj | None = None
+    obj: MutableObj
+    old: MutableObj | None = None
 
 
 class Indexer:
@@ -137,21 +130,21 @@ class Indexer:
 
     # ----------------------------------------------------------------- reads
 
-    def _load(self, stored: Any) -> Obj:
+    def _load(self, stored: Any) -> MutableObj:
         if self.compact:
-            loaded: Obj = json.loads(stored)
+            loaded: MutableObj = json.loads(stored)
             return loaded
-        obj: Obj = stored
+        obj: MutableObj = stored
         return obj
 
-    def _dump(self, obj: Obj) -> Any:
+    def _dump(self, obj: MutableObj) -> Any:
         return _ENCODER.encode(obj).encode("utf-8") if self.compact else obj
 
-    def get(self, key: str) -> Obj | None:
+    def get(self, key: str) -> MutableObj | None:
         stored = self._items.get(key)
         return None if stored is None else self._load(stored)
 
-    def list(self) -> builtins.list[Obj]:
+    def list(self) -> builtins.list[MutableObj]:
         return [self._load(stored) for stored in self._items.values()]
 
     def keys(self) -> builtins.list[str]:
@@ -163,7 +156,7 @@ class Indexer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
+    def by_index(self, index: str, value: str) -> builtins.list[MutableObj]:
         keys = self._index(index).get(value, ())
         return [self._load(self._items[k]) for k in keys]
 
@@ -181,8 +174,8 @@ class Indexer:
 
     # ----------------------------------------------------------------- writes
 
-    def upsert(self, obj: Obj) -> Delta:
-        key = object_key(obj)
+    def upsert(self, obj: MutableObj) -> Delta:
+        key = objects.key(obj)
         values = self._index_values(obj)  # first: a failing index function must leave the store as it was
         stored = self._items.get(key)
         old = self._load(stored) if stored is not None else None
@@ -190,8 +183,8 @@ class Indexer:
         self._reindex(key, self._index_values(old) if old is not None else None, values)
         return Delta("added", obj) if old is None else Delta("updated", obj, old)
 
-    def delete(self, obj: Obj) -> Delta | None:
-        key = object_key(obj)
+    def delete(self, obj: MutableObj) -> Delta | None:
+        key = objects.key(obj)
         stored = self._items.get(key)
         if stored is None:
             return None
@@ -201,7 +194,7 @@ class Indexer:
         self._reindex(key, values, None)
         return Delta("deleted", old)
 
-    def replace(self, objects: Iterable[Obj]) -> builtins.list[Delta]:
+    def replace(self, items: Iterable[MutableObj]) -> builtins.list[Delta]:
         """Swap in a fresh list (a relist): adds, updates of changed objects, deletes of vanished ones.
 
         Objects that disappeared while the watch was down are reported as deleted with their last
@@ -209,11 +202,11 @@ class Indexer:
         """
         deltas: builtins.list[Delta] = []
         seen: set[str] = set()
-        for obj in objects:
-            key = object_key(obj)
+        for obj in items:
+            key = objects.key(obj)
             stored = self._items.get(key)
             old = self._load(stored) if stored is not None else None
-            if old is not None and resource_version(old) == resource_version(obj):
+            if old is not None and objects.resource_version(old) == objects.resource_version(obj):
                 seen.add(key)
                 continue
             try:
@@ -229,7 +222,7 @@ class Indexer:
                 deltas.append(delta)
         return deltas
 
-    def _index_values(self, obj: Obj) -> dict[str, set[str]]:
+    def _index_values(self, obj: MutableObj) -> dict[str, set[str]]:
         return {name: set(func(obj)) for name, func in self._indexers.items()}
 
     def _reindex(self, key: str, old: dict[str, set[str]] | None, new: dict[str, set[str]] | None) -> None:

@@ -2,22 +2,24 @@
 
 controller-runtime's ``handler`` package: :func:`request_for_object` is
 ``EnqueueRequestForObject`` (the object's own key), a :data:`MapFunc` is
-``EnqueueRequestsFromMapFunc`` (keys of the primary kind from a secondary object).
+``EnqueueRequestsFromMapFunc`` (keys of the primary kind from a secondary object). Objects are
+typed as the informer hands them out (:data:`~controller_manager.objects.MutableObj`); handlers
+only read them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .cache import Obj
+from .objects import MutableObj
 from .predicate import Predicate
 from .reconcile import Request
 from .workqueue import RateLimitingQueue
 
-MapFunc = Callable[[Obj], Iterable[Request]]
+MapFunc = Callable[[MutableObj], Iterable[Request]]
 
 
-def request_for_object(obj: Obj) -> Iterable[Request]:
+def request_for_object(obj: MutableObj) -> Iterable[Request]:
     """The object's own key: what a watch without ``map_func`` enqueues."""
     return (Request.for_object(obj),)
 
@@ -30,20 +32,20 @@ class Enqueuer:
         self._map = map_func
         self._predicates = predicates
 
-    def on_add(self, obj: Obj, initial: bool) -> None:
+    def on_add(self, obj: MutableObj, initial: bool) -> None:
         if all(p.create(obj) for p in self._predicates):
             self._enqueue(obj)
 
-    def on_update(self, old: Obj, new: Obj) -> None:
+    def on_update(self, old: MutableObj, new: MutableObj) -> None:
         if all(p.update(old, new) for p in self._predicates):
             self._enqueue(new)
             if self._map is not request_for_object:
                 self._enqueue(old)  # a mapped owner may have changed: reconcile the old one too
 
-    def on_delete(self, obj: Obj) -> None:
+    def on_delete(self, obj: MutableObj) -> None:
         if all(p.delete(obj) for p in self._predicates):
             self._enqueue(obj)
 
-    def _enqueue(self, obj: Obj) -> None:
+    def _enqueue(self, obj: MutableObj) -> None:
         for request in self._map(obj):
             self._queue.add(request)

@@ -1,6 +1,8 @@
 """Predicates: filter a watch's events before they become requests (controller-runtime's ``predicate``).
 
-A list of predicates on one watch must all pass; :class:`AnyOf` passes when one does.
+A list of predicates on one watch must all pass; :class:`AnyOf` passes when one does. They see the
+informer's objects, typed as the cache hands them out (:data:`~controller_manager.objects.MutableObj`);
+they only read them.
 """
 
 from __future__ import annotations
@@ -8,59 +10,60 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .cache import Obj
+from . import objects
+from .objects import MutableObj
 
 
 class Predicate:
     """Filters events before they are enqueued; the default lets everything through."""
 
-    def create(self, obj: Obj) -> bool:
+    def create(self, obj: MutableObj) -> bool:
         return True
 
-    def update(self, old: Obj, new: Obj) -> bool:
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
         return True
 
-    def delete(self, obj: Obj) -> bool:
+    def delete(self, obj: MutableObj) -> bool:
         return True
 
 
 class GenerationChangedPredicate(Predicate):
     """Updates only when ``metadata.generation`` changed: drops status-only writes."""
 
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("generation") != new.get("metadata", {}).get("generation"))
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
+        return bool(objects.metadata(old).get("generation") != objects.metadata(new).get("generation"))
 
 
 class ResourceVersionChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("resourceVersion") != new.get("metadata", {}).get("resourceVersion"))
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
+        return bool(objects.metadata(old).get("resourceVersion") != objects.metadata(new).get("resourceVersion"))
 
 
 class LabelChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("labels") != new.get("metadata", {}).get("labels"))
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
+        return bool(objects.metadata(old).get("labels") != objects.metadata(new).get("labels"))
 
 
 class AnnotationChangedPredicate(Predicate):
-    def update(self, old: Obj, new: Obj) -> bool:
-        return bool(old.get("metadata", {}).get("annotations") != new.get("metadata", {}).get("annotations"))
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
+        return bool(objects.metadata(old).get("annotations") != objects.metadata(new).get("annotations"))
 
 
 @dataclass
 class FuncPredicate(Predicate):
     """A predicate from functions; an omitted one lets its events through."""
 
-    on_create: Callable[[Obj], bool] | None = None
-    on_update: Callable[[Obj, Obj], bool] | None = None
-    on_delete: Callable[[Obj], bool] | None = None
+    on_create: Callable[[MutableObj], bool] | None = None
+    on_update: Callable[[MutableObj, MutableObj], bool] | None = None
+    on_delete: Callable[[MutableObj], bool] | None = None
 
-    def create(self, obj: Obj) -> bool:
+    def create(self, obj: MutableObj) -> bool:
         return self.on_create(obj) if self.on_create else True
 
-    def update(self, old: Obj, new: Obj) -> bool:
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
         return self.on_update(old, new) if self.on_update else True
 
-    def delete(self, obj: Obj) -> bool:
+    def delete(self, obj: MutableObj) -> bool:
         return self.on_delete(obj) if self.on_delete else True
 
 
@@ -70,11 +73,11 @@ class AnyOf(Predicate):
 
     predicates: list[Predicate] = field(default_factory=list)
 
-    def create(self, obj: Obj) -> bool:
+    def create(self, obj: MutableObj) -> bool:
         return any(p.create(obj) for p in self.predicates)
 
-    def update(self, old: Obj, new: Obj) -> bool:
+    def update(self, old: MutableObj, new: MutableObj) -> bool:
         return any(p.update(old, new) for p in self.predicates)
 
-    def delete(self, obj: Obj) -> bool:
+    def delete(self, obj: MutableObj) -> bool:
         return any(p.delete(obj) for p in self.predicates)

@@ -17,10 +17,12 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
@@ -34,8 +36,8 @@ NAME = "workload-rebalancer-ttl-cleaner"
 
 def finished_at(rebalancer: Obj) -> str | None:
     """``finishTime`` if the rebalancer has finished its current generation, else None."""
-    status = rebalancer.get("status") or {}
-    if status.get("observedGeneration") != rebalancer["metadata"].get("generation"):
+    status = objects.status(rebalancer)
+    if status.get("observedGeneration") != objects.generation(rebalancer):
         return None
     items = status.get("observedWorkloads") or []
     if any(not item.get("result") for item in items):
@@ -46,7 +48,7 @@ def finished_at(rebalancer: Obj) -> str | None:
 
 def seconds_left(rebalancer: Obj) -> float | None:
     """Seconds until deletion is due (≤ 0: due now), or None when it must not be deleted."""
-    ttl = (rebalancer.get("spec") or {}).get("ttlSecondsAfterFinished")
+    ttl = objects.spec(rebalancer).get("ttlSecondsAfterFinished")
     if ttl is None:
         return None
     finish = finished_at(rebalancer)
@@ -78,16 +80,15 @@ class TTLCleaner:
             return Result()
         if left > 0:
             return Result(requeue_after=left)
-        meta: dict[str, Any] = fresh["metadata"]
         try:
-            await self.client.delete(WORKLOAD_REBALANCERS, request.name, uid=meta.get("uid", ""),
-                                     resource_version=meta.get("resourceVersion", ""))
+            await self.client.delete(WORKLOAD_REBALANCERS, request.name, uid=objects.uid(fresh),
+                                     resource_version=objects.resource_version(fresh))
         except ApiError as exc:
             if exc.is_not_found:
                 return Result()
             raise  # 409: it changed meanwhile; the retry re-reads it
         log.info("deleted finished rebalancer", rebalancer=request.name,
-                 ttl=(fresh.get("spec") or {}).get("ttlSecondsAfterFinished"))
+                 ttl=objects.spec(fresh).get("ttlSecondsAfterFinished"))
         return Result()
 
 

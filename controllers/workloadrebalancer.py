@@ -1,12 +1,13 @@
 """workload-rebalancer: trigger a fresh rescheduling of each listed workload's binding.
 
-Karmada's algorithm (spec §2): sync ``spec.workloads`` into a sorted ``status.observedWorkloads``
-(new items added without a result, removed ones kept only if they had succeeded), then for
-each item without a result set ``spec.rescheduleTriggeredAt`` on its ResourceBinding
-(namespaced workload) or ClusterResourceBinding (cluster-scoped). A missing binding is
-``Failed/ReferencedBindingNotFound`` (final); any other error leaves the item without a
-result and the rebalancer is retried with backoff. ``finishTime`` is set when the status
-changed and nothing needs a retry. TTL deletion is the ttl-cleaner's job.
+Karmada's algorithm (``pkg/controllers/workloadrebalancer/workloadrebalancer_controller.go`` at
+commit f8fdd02): sync ``spec.workloads`` into a sorted ``status.observedWorkloads`` (new items
+added without a result, removed ones kept only if they had succeeded), then for each item
+without a result set ``spec.rescheduleTriggeredAt`` on its ResourceBinding (namespaced workload)
+or ClusterResourceBinding (cluster-scoped). A missing binding is
+``Failed/ReferencedBindingNotFound`` (final); any other error leaves the item without a result
+and the rebalancer is retried with backoff. ``finishTime`` is set when the status changed and
+nothing needs a retry. TTL deletion is the ttl-cleaner's job.
 
 Beyond Karmada (docs/compatibility.md):
 - the trigger is the rebalancer's ``creationTimestamp`` only when that is strictly later than
@@ -30,12 +31,14 @@ import anyio
 import structlog
 from prometheus_client import Counter
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
@@ -70,12 +73,12 @@ def _sort_key(item: dict[str, Any]) -> str:
 
 
 def sync_spec_to_status(rebalancer: Obj) -> dict[str, Any]:
-    """The status a rebalancer should have before triggering (spec §2.3); finishTime handled later."""
+    """The status a rebalancer should have before triggering (``syncWorkloadsFromSpecToStatus``); finishTime later."""
     wanted: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for workload in rebalancer.get("spec", {}).get("workloads") or []:
+    for workload in objects.spec(rebalancer).get("workloads") or []:
         wanted.setdefault(workload_key(workload), workload)
     observed: list[dict[str, Any]] = []
-    for item in (rebalancer.get("status") or {}).get("observedWorkloads") or []:
+    for item in objects.status(rebalancer).get("observedWorkloads") or []:
         key = workload_key(item.get("workload") or {})
         if key in wanted:
             observed.append(copy.deepcopy(item))
@@ -84,7 +87,7 @@ def sync_spec_to_status(rebalancer: Obj) -> dict[str, Any]:
             observed.append(copy.deepcopy(item))
     observed.extend({"workload": copy.deepcopy(w)} for w in wanted.values())
     observed.sort(key=_sort_key)
-    return {"observedWorkloads": observed, "observedGeneration": rebalancer["metadata"].get("generation", 0)}
+    return {"observedWorkloads": observed, "observedGeneration": objects.generation(rebalancer)}
 
 
 TRIGGER_CONCURRENCY = 5
@@ -130,7 +133,7 @@ class WorkloadRebalancerReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
-        if rebalancer is None or rebalancer["metadata"].get("deletionTimestamp"):
+        if rebalancer is None or objects.is_deleting(rebalancer):
             return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
@@ -176,7 +179,7 @@ class WorkloadRebalancerReconciler:
                 WORKLOADS_TOTAL.labels("Retry").inc()
                 # A 403 will not heal by itself: say so loudly, with the API server's own message.
                 report = log.warning if outcome.is_forbidden else log.info
-                report("reschedule trigger failed, will retry", rebalancer=rebalancer["metadata"]["name"],
+                report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
                        workload=_describe(workload), error=outcome.message, status=outcome.status)
             elif outcome is not None:
                 raise outcome
@@ -192,7 +195,7 @@ class WorkloadRebalancerReconciler:
         At most ``TRIGGER_CONCURRENCY`` tasks, each taking the next workload when done with one: a
         few tasks per reconcile however many workloads (starting an anyio task costs 10-20 µs of CPU).
         """
-        created = parse_time(rebalancer["metadata"]["creationTimestamp"])
+        created = parse_time(objects.creation_timestamp(rebalancer))
         outcomes: list[Exception | None] = [None] * len(workloads)
         queue = iter(enumerate(workloads))
 
@@ -216,10 +219,10 @@ class WorkloadRebalancerReconciler:
         binding = cache.get(f"{namespace}/{name}" if namespace else name)
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
-        last = (binding.get("status") or {}).get("lastScheduledTime")
+        last = objects.status(binding).get("lastScheduledTime")
         current = now()
         trigger = trigger_time(created, parse_time(last) if last else None, current)
-        existing = (binding.get("spec") or {}).get("rescheduleTriggeredAt")
+        existing = objects.spec(binding).get("rescheduleTriggeredAt")
         if existing and parse_time(existing) >= trigger:
             return  # a trigger at least as new is already there: never overwrite it
         if trigger > current:
@@ -230,7 +233,7 @@ class WorkloadRebalancerReconciler:
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
         # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
-        spec = {**(binding.get("spec") or {}), "rescheduleTriggeredAt": format_time(trigger)}
+        spec = {**objects.spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
         await self.client.update(resource, {**binding, "spec": spec})
 
     async def _write_status(self, name: str, status: dict[str, Any]) -> None:

@@ -26,12 +26,12 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import object_key
+from controller_manager import objects
+from controller_manager.objects import MutableObj, Obj
 from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided
 
 log = structlog.get_logger(__name__)
 
-Binding = dict[str, Any]
 Estimate = Callable[[list[str]], Awaitable[dict[str, int]]]
 
 MAX_INT32 = 2**31 - 1
@@ -64,7 +64,7 @@ def is_deployment(resource_ref: Any) -> bool:
     return (resource_ref.get("apiVersion"), resource_ref.get("kind")) in _SUPPORTED_GVKS
 
 
-def placement_of(binding: Binding) -> dict[str, Any] | None:
+def placement_of(binding: Obj) -> dict[str, Any] | None:
     """The placement of the binding's last successful schedule (the applied-placement annotation).
 
     The descheduler must judge the placement the current ``spec.clusters`` was computed with,
@@ -77,16 +77,16 @@ def placement_of(binding: Binding) -> dict[str, Any] | None:
         return None
 
 
-def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
+def filter_bindings(bindings: Iterable[Obj]) -> list[Obj]:
     """The bindings the descheduler may act on: a Deployment with a dynamic-divided applied placement."""
     result = []
     for binding in bindings:
-        if not is_deployment((binding.get("spec") or {}).get("resource")):
+        if not is_deployment(objects.spec(binding).get("resource")):
             continue
         try:
             placement = applied_placement(binding)
         except PlacementError as exc:
-            log.warning("Failed to get applied placement when validating", binding=object_key(binding), error=str(exc))
+            log.warning("Failed to get applied placement when validating", binding=objects.key(binding), error=str(exc))
             continue
         if placement is not None and is_dynamic_divided(placement):
             result.append(binding)
@@ -97,14 +97,14 @@ def filter_bindings(bindings: Iterable[Binding]) -> list[Binding]:
 # Scheduling-result helper (core/helper.go)
 
 
-def ready_replicas(binding: Binding) -> dict[str, int]:
+def ready_replicas(binding: Obj) -> dict[str, int]:
     """Ready replicas per member cluster, from ``status.aggregatedStatus[*].status.readyReplicas``.
 
     Items whose status is missing, not an object or lacks a numeric ``readyReplicas`` are
     left out, so their cluster counts as "unknown" rather than "0 ready".
     """
     result: dict[str, int] = {}
-    for item in (binding.get("status") or {}).get("aggregatedStatus") or []:
+    for item in objects.status(binding).get("aggregatedStatus") or []:
         if not isinstance(item, dict):
             continue
         status = item.get("status")
@@ -127,11 +127,11 @@ class Row:
     unschedulable: int = 0
 
 
-def rows_for(binding: Binding) -> list[Row]:
+def rows_for(binding: Obj) -> list[Row]:
     """One row per ``spec.clusters`` entry, in that order (``plan`` matches rows to entries by index)."""
     ready = ready_replicas(binding)
     rows = []
-    for target in (binding.get("spec") or {}).get("clusters") or []:
+    for target in objects.spec(binding).get("clusters") or []:
         name = str(target.get("name") or "")
         rows.append(Row(name, int(target.get("replicas") or 0), ready.get(name, UNAUTHENTIC_REPLICA)))
     return rows
@@ -262,15 +262,15 @@ class Plan:
     descheduled: dict[str, int]
     total: int
 
-    def apply(self, binding: Binding) -> Binding:
+    def apply(self, binding: Obj) -> MutableObj:
         """A deep copy of ``binding`` with the new ``spec.clusters``; everything else (``spec.replicas``,
         ``metadata.resourceVersion`` for the conditional PUT, status) is left as it was."""
-        updated = copy.deepcopy(binding)
+        updated = objects.deep_copy(binding)
         updated.setdefault("spec", {})["clusters"] = copy.deepcopy(self.clusters)
         return updated
 
 
-def plan(binding: Binding, rows: list[Row], cool_down: CoolDown | None = None) -> Plan | None:
+def plan(binding: Obj, rows: list[Row], cool_down: CoolDown | None = None) -> Plan | None:
     """Lower each cluster's assignment by its unschedulable replicas, never below its ready ones.
 
     A row changes only when ``0 < unschedulable <= spec`` (a count above the assignment is
@@ -280,10 +280,10 @@ def plan(binding: Binding, rows: list[Row], cool_down: CoolDown | None = None) -
     and places the missing replicas elsewhere. None when nothing would change.
     ``rows`` must come from ``rows_for(binding)``: they are matched to entries by index.
     """
-    clusters: list[dict[str, Any]] = copy.deepcopy((binding.get("spec") or {}).get("clusters") or [])
+    clusters: list[dict[str, Any]] = copy.deepcopy(objects.spec(binding).get("clusters") or [])
     if len(rows) != len(clusters):
         raise ValueError(f"{len(rows)} rows for {len(clusters)} spec.clusters entries")
-    key = object_key(binding)  # the work-queue key, also used to key the cool-down
+    key = objects.key(binding)  # the work-queue key, also used to key the cool-down
     message = DESCHEDULE_SUCCESS_MESSAGE
     total = 0
     descheduled: dict[str, int] = {}

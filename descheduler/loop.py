@@ -1,6 +1,6 @@
 """The descheduling cycle: every ``--descheduling-interval``, shrink bindings' stuck replicas.
 
-Karmada's loop (spec §6.2-6.3) over the ResourceBindings cache: filter (Deployments with a
+Karmada's loop (``pkg/descheduler/descheduler.go``) over the ResourceBindings cache: filter (Deployments with a
 dynamically divided applied placement) and enqueue the bindings' keys in a work queue named
 ``descheduler``; a single worker takes them one at a time, asks the estimator for unschedulable
 replicas of the undesired clusters, plans the new ``spec.clusters`` and writes it with the
@@ -25,10 +25,12 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from controller_manager.cache import Indexer, Obj, object_key
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
+from controller_manager.objects import MutableObj
 from controller_manager.rbac import PolicyRule, for_resources
 from controller_manager.workqueue import WorkQueue
 from karmada_api.resources import RESOURCE_BINDINGS
@@ -98,7 +100,7 @@ class Descheduler:
         """Enqueue the eligible bindings' keys (Karmada's ``descheduleOnce``), then work the queue empty."""
         started = time.perf_counter()
         try:
-            for key in sorted(object_key(b) for b in filter_bindings(self.bindings.list())):
+            for key in sorted(objects.key(b) for b in filter_bindings(self.bindings.list())):
                 self.queue.add(key)
             outcomes = await self._work()
         finally:
@@ -138,14 +140,14 @@ class Descheduler:
             return None
         return await self._deschedule(binding)
 
-    async def _deschedule(self, binding: Obj) -> Outcome | None:
-        key = object_key(binding)
-        if binding["metadata"].get("deletionTimestamp"):
+    async def _deschedule(self, binding: MutableObj) -> Outcome | None:
+        key = objects.key(binding)
+        if objects.is_deleting(binding):
             return None
         rows = rows_for(binding)
         if not undesired(rows):
             return None
-        resource = binding["spec"]["resource"]
+        resource = objects.spec(binding)["resource"]
 
         async def estimate(clusters: list[str]) -> dict[str, int]:
             return await self.estimate(clusters, resource, self.threshold)
@@ -171,10 +173,10 @@ class Descheduler:
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
 
-    def _record(self, binding: Obj, event_type: str, reason: str, message: str) -> None:
+    def _record(self, binding: MutableObj, event_type: str, reason: str, message: str) -> None:
         """Karmada records the result on the binding and on its resource template."""
         self.events.event(binding, event_type, reason, message)
-        ref = binding["spec"]["resource"]
+        ref = objects.spec(binding)["resource"]
         template = {"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""),
                     "metadata": {"name": ref.get("name", ""), "namespace": ref.get("namespace", ""),
                                  "uid": ref.get("uid", "")}}

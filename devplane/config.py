@@ -11,11 +11,11 @@ A member is a name and its Nodes (name, allocatable, labels, taints). The file i
             taints: []                                       # optional, corev1 Taints
 
 The default shapes (:data:`DEFAULT_MEMBERS`) make both user documents deterministic, whatever
-uid the workloads get (the Webster tie-break depends on it, spec §3.5.4):
+uid the workloads get (the Webster tie-break depends on it, see ``devplane/karmada/scheduler/division.py``):
 
 * the rebalancer tutorial (``foo``: 3 replicas of 10m CPU / 10Mi, dynamic weight over member1
   and member2) divides {member1: 2, member2: 1}: the general estimator counts nodes by resource
-  model grade (spec §7.1), member1's grade-2 and grade-1 nodes hold 110 + 100 such replicas,
+  model grade (``estimator/general.py``), member1's grade-2 and grade-1 nodes hold 110 + 100 such replicas,
   member2's grade-2 node 110, so the first three Webster seats go member1, member2, member1;
 * the descheduler example (``nginx``: 3 replicas of 2 CPUs over three members) divides
   {1, 1, 1}; once member1's only 2-CPU-capable node ``member1-control-plane`` is cordoned, the

@@ -9,11 +9,12 @@ controller's finalizer and the names of the controllers that handle it. :data:`R
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from controller_manager import objects
 from controller_manager.client import Resource
+from controller_manager.objects import Obj
 
 from .labels import CRB_NAME_ANNOTATION, CRB_PERMANENT_ID, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION, RB_PERMANENT_ID
 from .resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
@@ -57,21 +58,20 @@ class BindingKind:
         """The kind as Karmada's lower-camel messages name it: ``resourceBinding``."""
         return self.noun[0].lower() + self.noun[1:]
 
-    def key(self, binding: Mapping[str, Any]) -> str:
+    def key(self, binding: Obj) -> str:
         """``namespace/name`` (``name`` for a ClusterResourceBinding), as messages print it."""
-        meta = binding.get("metadata") or {}
-        return str(meta.get("name")) if self.cluster_scoped else f"{meta.get('namespace')}/{meta.get('name')}"
+        name = objects.name(binding)
+        return name if self.cluster_scoped else f"{objects.namespace(binding)}/{name}"
 
-    def describe(self, binding: Mapping[str, Any]) -> str:
+    def describe(self, binding: Obj) -> str:
         """``ResourceBinding(namespace/name)`` or ``ClusterResourceBinding(name)``."""
         return f"{self.noun}({self.key(binding)})"
 
-    def work_annotations(self, binding: Mapping[str, Any]) -> dict[str, str]:
+    def work_annotations(self, binding: Obj) -> dict[str, str]:
         """The annotations pointing a Work (and its manifest) back to ``binding``."""
-        meta = binding.get("metadata") or {}
-        annotations = {self.name_annotation: str(meta.get("name") or "")}
+        annotations = {self.name_annotation: objects.name(binding)}
         if self.namespace_annotation:
-            annotations = {self.namespace_annotation: str(meta.get("namespace") or ""), **annotations}
+            annotations = {self.namespace_annotation: objects.namespace(binding), **annotations}
         return annotations
 
 
@@ -85,16 +85,16 @@ CRB_KIND = BindingKind(CLUSTER_RESOURCE_BINDINGS, CRB_PERMANENT_ID, None, CRB_NA
                        status_controller="cluster-resource-binding-status-controller")
 
 
-def kind_of(binding: Mapping[str, Any]) -> BindingKind:
+def kind_of(binding: Obj) -> BindingKind:
     """The kind of a binding object: one with a namespace is a ResourceBinding."""
-    return RB_KIND if (binding.get("metadata") or {}).get("namespace") else CRB_KIND
+    return RB_KIND if objects.namespace(binding) else CRB_KIND
 
 
-def work_index(label: str) -> Callable[[Mapping[str, Any]], list[str]]:
+def work_index(label: str) -> Callable[[Obj], list[str]]:
     """Index function: a Work's binding permanent id (``label``), when it has one."""
 
-    def index(work: Mapping[str, Any]) -> list[str]:
-        value = ((work.get("metadata") or {}).get("labels") or {}).get(label)
+    def index(work: Obj) -> list[str]:
+        value = objects.labels(work).get(label)
         return [value] if value else []
 
     return index

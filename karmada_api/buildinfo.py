@@ -1,4 +1,4 @@
-"""``karmada_build_info``: the build metadata gauge every Karmada component exposes (spec §9.1).
+"""``karmada_build_info``: the build metadata gauge every Karmada component exposes (``pkg/metrics/version.go``).
 
 Karmada's Go binaries get these values from ``-ldflags`` at build time; a Python distribution has
 no link step, so they come from the installed distribution and from environment variables the

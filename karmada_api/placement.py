@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from kube_api.affinity import node_selector_matches
 from kube_api.selectors import label_selector_matches
 
 from .labels import APPLIED_PLACEMENT_ANNOTATION
 from .timeutil import parse_time
-
-Obj = Mapping[str, Any]
 
 # ReplicaSchedulingType / ReplicaDivisionPreference values.
 DUPLICATED = "Duplicated"
@@ -251,7 +251,7 @@ def _match_zones(expression: Obj, zones: Sequence[str]) -> bool:
 
 
 def _cluster_fields(cluster: Obj) -> dict[str, str]:
-    spec = cluster.get("spec") or {}
+    spec = objects.spec(cluster)
     fields: dict[str, str] = {}
     for key in (FIELD_PROVIDER, FIELD_REGION):
         if spec.get(key):
@@ -266,21 +266,20 @@ def cluster_matches(cluster: Obj, affinity: Obj | None) -> bool:
     """
     if not affinity:
         return True
-    meta = cluster.get("metadata") or {}
-    name = meta.get("name") or ""
+    name = objects.name(cluster)
     if name in (affinity.get("exclude") or []):
         return False
     selector = affinity.get("labelSelector")
     if selector is not None:
         try:
-            if not label_selector_matches(selector, meta.get("labels") or {}):
+            if not label_selector_matches(selector, objects.labels(cluster)):
                 return False
         except ValueError:
             return False
     field_selector = affinity.get("fieldSelector")
     if field_selector is not None:
         others: list[Obj] = []
-        zones = list((cluster.get("spec") or {}).get("zones") or [])
+        zones = list(objects.spec(cluster).get("zones") or [])
         for expression in field_selector.get("matchExpressions") or []:
             if expression.get("key") == FIELD_ZONE:
                 if not _match_zones(expression, zones):

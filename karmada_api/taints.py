@@ -19,12 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller_manager.objects import Obj
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
 from .placement import get_applied_placement
 from .timeutil import parse_time
-
-Obj = Mapping[str, Any]
 
 TOLERATE_FOREVER = -1.0
 """What :func:`get_min_toleration_time` returns when no tolerated taint ever expires."""

@@ -17,11 +17,11 @@ matching thousands of nodes costs a few dict lookups each.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+
+from controller_manager import objects
+from controller_manager.objects import Obj
 
 from .selectors import LabelPredicate, all_of, compile_requirement
-
-Obj = Mapping[str, Any]
 
 OBJECT_NAME_FIELD = "metadata.name"
 
@@ -108,7 +108,7 @@ def node_selector_map_matches(node_selector: Mapping[str, str] | None, labels: M
 
 def node_fields(node: Obj) -> dict[str, str]:
     """The fields node affinity's ``matchFields`` sees: ``metadata.name`` when the node has a name."""
-    name = (node.get("metadata") or {}).get("name") or ""
+    name = objects.name(node)
     return {OBJECT_NAME_FIELD: name} if name else {}
 
 
@@ -147,5 +147,4 @@ class RequiredNodeAffinity:
 
     def matches(self, node: Obj) -> bool:
         """Whether ``node`` (a Node dict) satisfies the affinity."""
-        meta = node.get("metadata") or {}
-        return self.matches_labels(meta.get("labels"), meta.get("name") or "")
+        return self.matches_labels(objects.labels(node), objects.name(node))

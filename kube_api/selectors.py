@@ -13,8 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-Obj = Mapping[str, Any]
-
+from controller_manager.objects import Obj
 
 # --------------------------------------------------------------------------------------------------
 # Label syntax (labels.NewRequirement validates keys and values; an invalid requirement fails its term)

@@ -11,9 +11,9 @@ taints, the scheduler-estimator's node filters and the dev plane's pod scheduler
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
 
-Obj = Mapping[str, Any]
+from controller_manager import objects
+from controller_manager.objects import Obj
 
 TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
 TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -91,7 +91,7 @@ def get_matching_tolerations(taints: Sequence[Obj] | None,
 
 def node_tolerated(node: Obj, tolerations: Sequence[Obj] | None) -> bool:
     """The estimator's node taint filter: cordon (unless tolerated) and NoSchedule/NoExecute taints."""
-    spec = node.get("spec") or {}
+    spec = objects.spec(node)
     if spec.get("unschedulable") and not tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
         return False
     return tolerates_all(tolerations, spec.get("taints"))

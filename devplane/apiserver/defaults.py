@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from controller_manager.objects import MutableObj
+
 from .resources import ResourceType
 
-Obj = dict[str, Any]
 
-
-def _dict(parent: Obj, key: str) -> Obj:
+def _dict(parent: MutableObj, key: str) -> MutableObj:
     value = parent.get(key)
     if not isinstance(value, dict):
         value = parent[key] = {}
@@ -57,13 +57,13 @@ def pod_spec(spec: Any) -> None:
             _container(container)
 
 
-def _template(spec: Obj) -> None:
+def _template(spec: MutableObj) -> None:
     template = spec.get("template")
     if isinstance(template, dict):
         pod_spec(template.get("spec"))
 
 
-def pod(obj: Obj) -> None:
+def pod(obj: MutableObj) -> None:
     spec = obj.get("spec")
     pod_spec(spec)
     if isinstance(spec, dict):
@@ -83,7 +83,7 @@ def pod(obj: Obj) -> None:
             status["qosClass"] = qos_class(spec)
 
 
-def qos_class(spec: Obj) -> str:
+def qos_class(spec: MutableObj) -> str:
     """Guaranteed: every container has cpu and memory limits equal to requests; BestEffort: none set."""
     containers = [c for c in (spec.get("containers") or []) if isinstance(c, dict)]
     any_set = False
@@ -100,7 +100,7 @@ def qos_class(spec: Obj) -> str:
     return "Burstable" if any_set else "BestEffort"
 
 
-def deployment(obj: Obj) -> None:
+def deployment(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
@@ -114,13 +114,13 @@ def deployment(obj: Obj) -> None:
     _template(spec)
 
 
-def replica_set(obj: Obj) -> None:
+def replica_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("replicas", 1)
     _template(spec)
 
 
-def stateful_set(obj: Obj) -> None:
+def stateful_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("replicas", 1)
     spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -132,7 +132,7 @@ def stateful_set(obj: Obj) -> None:
     _template(spec)
 
 
-def daemon_set(obj: Obj) -> None:
+def daemon_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("revisionHistoryLimit", 10)
     strategy = _dict(spec, "updateStrategy")
@@ -144,7 +144,7 @@ def daemon_set(obj: Obj) -> None:
     _template(spec)
 
 
-def job(obj: Obj) -> None:
+def job(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     if "completions" not in spec and "parallelism" not in spec:
         spec["completions"] = 1
@@ -155,7 +155,7 @@ def job(obj: Obj) -> None:
     _template(spec)
 
 
-def cron_job(obj: Obj) -> None:
+def cron_job(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("concurrencyPolicy", "Allow")
     spec.setdefault("suspend", False)
@@ -165,7 +165,7 @@ def cron_job(obj: Obj) -> None:
     _template(job_spec)
 
 
-def service(obj: Obj) -> None:
+def service(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
@@ -183,11 +183,11 @@ def service(obj: Obj) -> None:
         spec.setdefault("allocateLoadBalancerNodePorts", True)
 
 
-def secret(obj: Obj) -> None:
+def secret(obj: MutableObj) -> None:
     obj.setdefault("type", "Opaque")
 
 
-DEFAULTERS: dict[str, Callable[[Obj], None]] = {
+DEFAULTERS: dict[str, Callable[[MutableObj], None]] = {
     "/pods": pod,
     "apps/deployments": deployment,
     "apps/replicasets": replica_set,
@@ -200,10 +200,10 @@ DEFAULTERS: dict[str, Callable[[Obj], None]] = {
 }
 
 
-def mutator(defaulter: Callable[[Obj], None]) -> Callable[[ResourceType, Obj | None, Obj], None]:
+def mutator(defaulter: Callable[[MutableObj], None]) -> Callable[[ResourceType, MutableObj | None, MutableObj], None]:
     """Adapt a defaulter to the store's mutator signature (applied on create and update alike)."""
 
-    def mutate(_rtype: ResourceType, _old: Obj | None, new: Obj) -> None:
+    def mutate(_rtype: ResourceType, _old: MutableObj | None, new: MutableObj) -> None:
         defaulter(new)
 
     return mutate

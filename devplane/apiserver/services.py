@@ -16,12 +16,13 @@ import json
 import random
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import MutableObj
+
 from . import errors
 from .errors import Cause
 from .resources import ResourceType
 from .store import Store
-
-Obj = dict[str, Any]
 
 SERVICES_KEY = "/services"
 SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
@@ -35,15 +36,15 @@ def _go_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _needs_cluster_ip(spec: Obj) -> bool:
+def _needs_cluster_ip(spec: MutableObj) -> bool:
     return spec.get("type") != "ExternalName"
 
 
-def _needs_node_ports(spec: Obj) -> bool:
+def _needs_node_ports(spec: MutableObj) -> bool:
     return spec.get("type") in NODE_PORT_TYPES
 
 
-def _ports(spec: Obj) -> list[Obj]:
+def _ports(spec: MutableObj) -> list[MutableObj]:
     return [p for p in spec.get("ports") or [] if isinstance(p, dict)]
 
 
@@ -64,7 +65,7 @@ class ServiceAllocator:
 
     # ----------------------------------------------------------------- used sets
 
-    def _others(self, own: tuple[str, str]) -> list[Obj]:
+    def _others(self, own: tuple[str, str]) -> list[MutableObj]:
         specs = []
         for stored in self.store.items(SERVICES_KEY):
             if (stored.namespace, stored.name) != own and isinstance(stored.obj.get("spec"), dict):
@@ -87,13 +88,12 @@ class ServiceAllocator:
 
     # ----------------------------------------------------------------- the mutator
 
-    def mutate(self, rtype: ResourceType, old: Obj | None, new: Obj) -> None:
+    def mutate(self, rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
         """Fill in (or keep) what kube allocates; 422 with kube's messages when a request cannot be honoured."""
         spec = new.get("spec")
         if not isinstance(spec, dict):
             return
-        meta = new["metadata"]
-        own = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        own = (objects.namespace(new), objects.name(new))
         old_spec = (old or {}).get("spec") if old is not None else None
         if isinstance(old_spec, dict):
             self._keep_allocated(old_spec, spec)
@@ -109,7 +109,7 @@ class ServiceAllocator:
             self._allocate_node_ports(rtype, own, old_spec if isinstance(old_spec, dict) else None, spec)
 
     @staticmethod
-    def _keep_allocated(old: Obj, new: Obj) -> None:
+    def _keep_allocated(old: MutableObj, new: MutableObj) -> None:
         """An update that omits allocated values keeps them (kube's patchAllocatedValues), so PUT/apply work."""
         if _needs_cluster_ip(old) and _needs_cluster_ip(new):
             if not new.get("clusterIP"):
@@ -140,7 +140,7 @@ class ServiceAllocator:
                 new.pop(key, None)
 
     @staticmethod
-    def _check_immutable(rtype: ResourceType, name: str, old: Obj, new: Obj) -> None:
+    def _check_immutable(rtype: ResourceType, name: str, old: MutableObj, new: MutableObj) -> None:
         """ValidateServiceUpdate: a set clusterIP never changes while the Service keeps needing one."""
         if (_needs_cluster_ip(new) and _needs_cluster_ip(old) and old.get("clusterIP")
                 and new.get("clusterIP") != old.get("clusterIP")):
@@ -149,7 +149,7 @@ class ServiceAllocator:
                 "spec.clusterIP")])
 
     @staticmethod
-    def _normalize_cluster_ips(spec: Obj) -> None:
+    def _normalize_cluster_ips(spec: MutableObj) -> None:
         """clusterIP and clusterIPs[0] mirror each other when only one is given (kube's strategy)."""
         ips = spec.get("clusterIPs")
         if spec.get("clusterIP") and not ips:
@@ -158,7 +158,7 @@ class ServiceAllocator:
             spec["clusterIP"] = ips[0]
 
     @staticmethod
-    def _ip_families(rtype: ResourceType, name: str, old: Obj | None, spec: Obj) -> None:
+    def _ip_families(rtype: ResourceType, name: str, old: MutableObj | None, spec: MutableObj) -> None:
         """initIPFamilyFields for a single-stack IPv4 cluster."""
         headless_selectorless = spec.get("clusterIP") == "None" and not spec.get("selector")
         if not spec.get("ipFamilyPolicy"):
@@ -185,7 +185,7 @@ class ServiceAllocator:
             raise errors.invalid(rtype.kind, rtype.group, name, causes)
         spec["ipFamilies"] = families or ["IPv4"]
 
-    def _allocate_ip(self, rtype: ResourceType, own: tuple[str, str], spec: Obj) -> None:
+    def _allocate_ip(self, rtype: ResourceType, own: tuple[str, str], spec: MutableObj) -> None:
         requested = spec.get("clusterIP")
         used = self.used_ips(own)
         if requested:
@@ -227,7 +227,8 @@ class ServiceAllocator:
                     return candidate
         raise errors.internal("failed to allocate a serviceIP: range is full")
 
-    def _allocate_node_ports(self, rtype: ResourceType, own: tuple[str, str], old: Obj | None, spec: Obj) -> None:
+    def _allocate_node_ports(self, rtype: ResourceType, own: tuple[str, str], old: MutableObj | None,
+                             spec: MutableObj) -> None:
         """initNodePorts/updateNodePorts: honour requested ports, allocate the rest (unless the LB opts out)."""
         used = self.used_node_ports(own)
         mine = {p.get("nodePort") for p in _ports(old)} if old is not None and _needs_node_ports(old) else set()

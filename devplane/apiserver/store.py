@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import structlog
 
+from controller_manager import objects
+
 from . import errors
 from .codec import decode_json, encode_json, now_rfc3339
 from .crds import established_status, types_for_crd, validate_crd
@@ -98,7 +100,7 @@ def drop_empty_meta(meta: dict[str, Any]) -> None:
 
 
 def _owner_uids(obj: dict[str, Any]) -> list[str]:
-    refs = obj["metadata"].get("ownerReferences") or []
+    refs = objects.owner_references(obj)
     return [r["uid"] for r in refs if isinstance(r, dict) and isinstance(r.get("uid"), str)]
 
 
@@ -234,14 +236,14 @@ class Store:
         else:
             self._unindex(key, old)
         table[ident] = stored
-        uid = stored.obj["metadata"].get("uid")
+        uid = objects.uid(stored.obj)
         if uid:
             self._uids[uid] = (key, stored.namespace, stored.name)
         for owner in _owner_uids(stored.obj):
             self._dependents.setdefault(owner, set()).add((key, stored.namespace, stored.name))
 
     def _unindex(self, key: str, stored: Stored) -> None:
-        uid = stored.obj["metadata"].get("uid")
+        uid = objects.uid(stored.obj)
         if uid and self._uids.get(uid) == (key, stored.namespace, stored.name):
             del self._uids[uid]
         for owner in _owner_uids(stored.obj):
@@ -392,7 +394,7 @@ class Store:
         if ns is None:
             raise StatusError(404, "NotFound", f'namespaces "{namespace}" not found',
                               {"name": namespace, "kind": "namespaces"})
-        if ns.obj["metadata"].get("deletionTimestamp"):
+        if objects.is_deleting(ns.obj):
             qualified = errors.qualified_resource(rtype.plural, rtype.group)
             details: dict[str, Any] = {"name": name}
             if rtype.group:
@@ -406,7 +408,7 @@ class Store:
     def _validate_meta(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         causes = validate_object_meta(obj, namespaced=rtype.namespaced, name_rule=rtype.name_rule)
         if causes:
-            raise errors.invalid(rtype.kind, rtype.group, str(obj["metadata"].get("name") or ""), causes)
+            raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), causes)
 
     def _apply_schema(self, rtype: ResourceType, obj: dict[str, Any], checks: FieldChecks | None = None) -> None:
         if rtype.schema is not None:
@@ -420,11 +422,11 @@ class Store:
                 rtype.schema.prune(obj)
             causes = rtype.schema.validate(obj)
             if causes:
-                raise errors.invalid(rtype.kind, rtype.group, obj["metadata"].get("name", ""), causes)
+                raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), causes)
         if rtype.storage_key == CRD_KEY:
             causes = validate_crd(obj)
             if causes:
-                raise errors.invalid(rtype.kind, rtype.group, obj["metadata"].get("name", ""), causes)
+                raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), causes)
 
     def _set_storage_version(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         if rtype.version != rtype.storage_version:
@@ -465,7 +467,7 @@ class Store:
                 new.pop("status", None)
         elif subresource == "finalize":
             new = decode_json(current.raw)
-            finalizers = (obj.get("spec") or {}).get("finalizers") or []
+            finalizers = objects.spec(obj).get("finalizers") or []
             new.setdefault("spec", {})["finalizers"] = finalizers
         else:
             new = obj
@@ -484,7 +486,7 @@ class Store:
             new_meta.pop("selfLink", None)
             new_meta.pop("managedFields", None)
             if rtype.storage_key == NAMESPACE_KEY:
-                new.setdefault("spec", {})["finalizers"] = (old.get("spec") or {}).get("finalizers") or []
+                new.setdefault("spec", {})["finalizers"] = objects.spec(old).get("finalizers") or []
             if rtype.has_status_subresource:
                 if "status" in old:
                     new["status"] = old["status"]
@@ -493,9 +495,8 @@ class Store:
             new["apiVersion"] = rtype.api_version
             new["kind"] = rtype.kind
             self._validate_meta(rtype, new)
-            if old["metadata"].get("deletionTimestamp"):
-                added = [f for f in new_meta.get("finalizers") or []
-                         if f not in (old["metadata"].get("finalizers") or [])]
+            if objects.is_deleting(old):
+                added = [f for f in new_meta.get("finalizers") or [] if f not in objects.finalizers(old)]
                 if added:
                     quoted = ", ".join(f'"{f}"' for f in added)
                     raise errors.invalid(rtype.kind, rtype.group, name, [Cause(
@@ -508,13 +509,13 @@ class Store:
         self._set_storage_version(rtype, new)
         drop_empty_meta(new["metadata"])
         if rtype.has_generation and _spec_part(new) != _spec_part(old):
-            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
+            new["metadata"]["generation"] = objects.generation(old) + 1
         new["metadata"]["resourceVersion"] = str(current.rv)
         if new == old:
             return current  # nothing changed: no write, same resourceVersion, no event
         if dry_run:
             return Stored(new, encode_json(new), current.rv)
-        if new["metadata"].get("deletionTimestamp") and not self._finalizers(rtype, new):
+        if objects.is_deleting(new) and not self._finalizers(rtype, new):
             self._commit(rtype, "DELETED", decode_json(encode_json(new)), current)
             return Stored(new, encode_json(new), current.rv)
         stored = self._commit(rtype, "MODIFIED", new, current)
@@ -536,21 +537,21 @@ class Store:
 
     @staticmethod
     def _finalizers(rtype: ResourceType, obj: dict[str, Any]) -> list[str]:
-        found = list(obj["metadata"].get("finalizers") or [])
+        found = list(objects.finalizers(obj))
         if rtype.storage_key == NAMESPACE_KEY:
-            found += list((obj.get("spec") or {}).get("finalizers") or [])
+            found += list(objects.spec(obj).get("finalizers") or [])
         return found
 
     def delete(self, rtype: ResourceType, namespace: str, name: str, options: DeleteOptions, *,
                dry_run: bool = False) -> tuple[Stored, bool]:
         """Delete, or start deleting; returns (object, gone). ``gone`` is False while finalizers hold it."""
         current = self.get(rtype, namespace, name)
-        meta = current.obj["metadata"]
-        if options.uid is not None and options.uid != meta.get("uid"):
+        uid = objects.uid(current.obj)
+        if options.uid is not None and options.uid != uid:
             raise errors.precondition_conflict(
                 rtype.kind, rtype.group, name,
                 f"the UID in the precondition ({options.uid}) does not match the UID in record "
-                f"({meta.get('uid')}). The object might have been deleted and then recreated")
+                f"({uid}). The object might have been deleted and then recreated")
         if options.resource_version is not None and options.resource_version != str(current.rv):
             raise errors.precondition_conflict(
                 rtype.kind, rtype.group, name,
@@ -559,12 +560,12 @@ class Store:
         grace = self._grace_period(rtype, current.obj, options)
         finalizers = self._finalizers(rtype, current.obj)
         if options.propagation == "Orphan" and "orphan" not in finalizers and not dry_run:
-            self._orphan_dependents(meta.get("uid", ""))
-        if options.propagation == "Foreground" and not dry_run and self.dependents_of(meta.get("uid", "")):
+            self._orphan_dependents(uid)
+        if options.propagation == "Foreground" and not dry_run and self.dependents_of(uid):
             finalizers = [*finalizers, "foregroundDeletion"]
         if finalizers or grace > 0:
             # Held by finalizers, or a pod terminating gracefully (its kubelet finishes it with grace 0).
-            if dry_run or (meta.get("deletionTimestamp") and grace > 0):
+            if dry_run or (objects.is_deleting(current.obj) and grace > 0):
                 return current, False
             new = decode_json(current.raw)
             new_meta = new["metadata"]
@@ -590,13 +591,13 @@ class Store:
         """Pods bound to a node terminate gracefully (kube's pod strategy); everything else at once."""
         if rtype.storage_key != "/pods":
             return 0
-        if not (obj.get("spec") or {}).get("nodeName"):
+        if not objects.spec(obj).get("nodeName"):
             return 0
-        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        if objects.status(obj).get("phase") in ("Succeeded", "Failed"):
             return 0
         if options.grace_period is not None:
             return max(options.grace_period, 0)
-        grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds")
+        grace = objects.spec(obj).get("terminationGracePeriodSeconds")
         return int(grace) if isinstance(grace, int) else 30
 
     def _orphan_dependents(self, uid: str) -> None:
@@ -606,7 +607,7 @@ class Store:
             if not rtypes or dep is None:
                 continue
             new = decode_json(dep.raw)
-            refs = [r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+            refs = [r for r in objects.owner_references(new) if r.get("uid") != uid]
             if refs:
                 new["metadata"]["ownerReferences"] = refs
             else:
@@ -624,8 +625,7 @@ class Store:
             spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != finalizer]
             self.update(rtype, namespace, name, new, subresource="finalize", require_rv=False)
             return
-        new["metadata"]["finalizers"] = [f for f in new["metadata"].get("finalizers") or []
-                                         if f != finalizer]
+        new["metadata"]["finalizers"] = [f for f in objects.finalizers(new) if f != finalizer]
         if not new["metadata"]["finalizers"]:
             del new["metadata"]["finalizers"]
         self.update(rtype, namespace, name, new, require_rv=False)
@@ -633,16 +633,16 @@ class Store:
     # ----------------------------------------------------------------- CRDs
 
     def _serve_crd(self, crd: dict[str, Any]) -> None:
-        if crd["metadata"].get("deletionTimestamp"):
+        if objects.is_deleting(crd):
             return
-        name = crd["metadata"]["name"]
+        name = objects.name(crd)
         self.registry.remove_crd(name)
         for rtype in types_for_crd(crd):
             self.registry.add(rtype)
 
     def crd_create_status(self, _rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """Mutator: a stored CRD is immediately Established (kube's CRD controllers do this)."""
-        if old is None or not (old.get("status") or {}).get("conditions"):
+        if old is None or not objects.status(old).get("conditions"):
             if isinstance(new.get("spec"), dict) and not validate_crd(new):
                 new["status"] = established_status(new, now_rfc3339())
         else:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from controller_manager import objects
+
 from .codec import parse_rfc3339
 from .resources import ResourceType
 
@@ -66,39 +68,20 @@ def age(timestamp: Any) -> str:
     return human_duration((datetime.now(UTC) - parse_rfc3339(timestamp)).total_seconds())
 
 
-def _meta(o: dict[str, Any]) -> dict[str, Any]:
-    meta: dict[str, Any] = o.get("metadata") or {}
-    return meta
-
-
-def _spec(o: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = o.get("spec") or {}
-    return spec
-
-
-def _status(o: dict[str, Any]) -> dict[str, Any]:
-    status: dict[str, Any] = o.get("status") or {}
-    return status
-
-
-def _name(o: dict[str, Any]) -> Any:
-    return _meta(o).get("name", "")
-
-
 def _age(o: dict[str, Any]) -> str:
-    return age(_meta(o).get("creationTimestamp"))
+    return age(objects.creation_timestamp(o))
 
 
 def _pod_ready(o: dict[str, Any]) -> str:
-    statuses = _status(o).get("containerStatuses") or []
+    statuses = objects.status(o).get("containerStatuses") or []
     ready = sum(1 for c in statuses if c.get("ready"))
-    return f"{ready}/{len(_spec(o).get('containers') or [])}"
+    return f"{ready}/{len(objects.spec(o).get('containers') or [])}"
 
 
 def _pod_status(o: dict[str, Any]) -> str:
-    if _meta(o).get("deletionTimestamp"):
+    if objects.is_deleting(o):
         return "Terminating"
-    status = _status(o)
+    status = objects.status(o)
     reason = status.get("reason") or status.get("phase") or "Unknown"
     for c in status.get("containerStatuses") or []:
         waiting = (c.get("state") or {}).get("waiting")
@@ -109,7 +92,7 @@ def _pod_status(o: dict[str, Any]) -> str:
 
 def _pod_restarts(o: dict[str, Any]) -> str:
     """kube's RESTARTS cell: the count, and how long ago the last container terminated: ``2 (5m ago)``."""
-    statuses = _status(o).get("containerStatuses") or []
+    statuses = objects.status(o).get("containerStatuses") or []
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     finished = [t for c in statuses
                 if (t := (((c.get("lastState") or {}).get("terminated")) or {}).get("finishedAt"))]
@@ -122,25 +105,25 @@ def _or_none(value: Any) -> str:
 
 
 def _pod_ip(o: dict[str, Any]) -> str:
-    ips = _status(o).get("podIPs") or []
+    ips = objects.status(o).get("podIPs") or []
     first = ips[0].get("ip") if ips and isinstance(ips[0], dict) else None
-    return _or_none(first or _status(o).get("podIP"))
+    return _or_none(first or objects.status(o).get("podIP"))
 
 
 def _pod_readiness_gates(o: dict[str, Any]) -> str:
     """``<none>``, or how many of the pod's readiness gates have a True condition: ``1/2``."""
-    gates = _spec(o).get("readinessGates") or []
+    gates = objects.spec(o).get("readinessGates") or []
     if not gates:
         return "<none>"
-    conditions = {c.get("type"): c.get("status") for c in reversed(_status(o).get("conditions") or [])}
+    conditions = {c.get("type"): c.get("status") for c in reversed(objects.status(o).get("conditions") or [])}
     true = sum(1 for g in gates if conditions.get(g.get("conditionType")) == "True")
     return f"{true}/{len(gates)}"
 
 
 def _node_status(o: dict[str, Any]) -> str:
-    ready = next((c for c in _status(o).get("conditions") or [] if c.get("type") == "Ready"), None)
+    ready = next((c for c in objects.status(o).get("conditions") or [] if c.get("type") == "Ready"), None)
     text = "Ready" if ready and ready.get("status") == "True" else ("NotReady" if ready else "Unknown")
-    if _spec(o).get("unschedulable"):
+    if objects.spec(o).get("unschedulable"):
         text += ",SchedulingDisabled"
     return text
 
@@ -149,7 +132,7 @@ def _node_roles(o: dict[str, Any]) -> str:
     """Roles from ``node-role.kubernetes.io/<role>`` keys and the ``kubernetes.io/role`` value."""
     prefix = "node-role.kubernetes.io/"
     roles: set[str] = set()
-    for key, value in (_meta(o).get("labels") or {}).items():
+    for key, value in objects.labels(o).items():
         if key.startswith(prefix) and key[len(prefix):]:
             roles.add(key[len(prefix):])
         elif key == "kubernetes.io/role" and value:
@@ -159,30 +142,30 @@ def _node_roles(o: dict[str, Any]) -> str:
 
 def _node_address(kind: str) -> Callable[[dict[str, Any]], str]:
     def cell(o: dict[str, Any]) -> str:
-        found = (a.get("address") for a in _status(o).get("addresses") or [] if a.get("type") == kind)
+        found = (a.get("address") for a in objects.status(o).get("addresses") or [] if a.get("type") == kind)
         return next(found, None) or "<none>"
     return cell
 
 
 def _node_info(field: str) -> Callable[[dict[str, Any]], str]:
-    return lambda o: str((_status(o).get("nodeInfo") or {}).get(field) or "<unknown>")
+    return lambda o: str((objects.status(o).get("nodeInfo") or {}).get(field) or "<unknown>")
 
 
 def _svc_cluster_ip(o: dict[str, Any]) -> str:
     """kube prints ``clusterIPs[0]``; fall back to ``clusterIP`` for objects stored before clusterIPs was set."""
-    ips = _spec(o).get("clusterIPs") or []
-    return str(ips[0]) if ips else _or_none(_spec(o).get("clusterIP"))
+    ips = objects.spec(o).get("clusterIPs") or []
+    return str(ips[0]) if ips else _or_none(objects.spec(o).get("clusterIP"))
 
 
 def _svc_external_ip(o: dict[str, Any]) -> str:
     """kube's getServiceExternalIP with wide output (never clipped)."""
-    spec = _spec(o)
+    spec = objects.spec(o)
     external = [str(ip) for ip in spec.get("externalIPs") or []]
     kind = spec.get("type", "ClusterIP")
     if kind in ("ClusterIP", "NodePort"):
         return ",".join(external) or "<none>"
     if kind == "LoadBalancer":
-        ingress = ((_status(o).get("loadBalancer") or {}).get("ingress")) or []
+        ingress = ((objects.status(o).get("loadBalancer") or {}).get("ingress")) or []
         lb = sorted({str(i.get("ip") or i.get("hostname")) for i in ingress if i.get("ip") or i.get("hostname")})
         return ",".join(lb + external) or "<pending>"
     if kind == "ExternalName":
@@ -192,7 +175,7 @@ def _svc_external_ip(o: dict[str, Any]) -> str:
 
 def _svc_ports(o: dict[str, Any]) -> str:
     pieces = []
-    for p in _spec(o).get("ports") or []:
+    for p in objects.spec(o).get("ports") or []:
         node_port = f":{p['nodePort']}" if p.get("nodePort") else ""
         pieces.append(f"{p.get('port')}{node_port}/{p.get('protocol', 'TCP')}")
     return ",".join(pieces) or "<none>"
@@ -252,7 +235,7 @@ def _containers_images(*path: str) -> tuple[Column, Column]:
 
 
 def _job_completions(o: dict[str, Any]) -> str:
-    succeeded, spec = _status(o).get("succeeded") or 0, _spec(o)
+    succeeded, spec = objects.status(o).get("succeeded") or 0, objects.spec(o)
     if spec.get("completions") is not None:
         return f"{succeeded}/{spec['completions']}"
     parallelism = spec.get("parallelism") or 0
@@ -260,7 +243,7 @@ def _job_completions(o: dict[str, Any]) -> str:
 
 
 def _job_duration(o: dict[str, Any]) -> str:
-    start, end = _status(o).get("startTime"), _status(o).get("completionTime")
+    start, end = objects.status(o).get("startTime"), objects.status(o).get("completionTime")
     if not start:
         return ""
     finish = parse_rfc3339(end) if end else datetime.now(UTC)
@@ -269,13 +252,13 @@ def _job_duration(o: dict[str, Any]) -> str:
 
 def _job_status(o: dict[str, Any]) -> str:
     conditions: dict[str, Any] = {}
-    for c in _status(o).get("conditions") or []:
+    for c in objects.status(o).get("conditions") or []:
         conditions.setdefault(c.get("type"), c.get("status"))
     if conditions.get("Complete") == "True":
         return "Complete"
     if conditions.get("Failed") == "True":
         return "Failed"
-    if _meta(o).get("deletionTimestamp"):
+    if objects.is_deleting(o):
         return "Terminating"
     if conditions.get("Suspended") == "True":
         return "Suspended"
@@ -328,7 +311,7 @@ def _int_or_na(value: Any) -> str:
 
 
 _CREATED = "CreationTimestamp is a timestamp representing the server time when this object was created."
-_NAME = Column("Name", "string", _name, 0, "Name must be unique within a namespace.", "name")
+_NAME = Column("Name", "string", objects.name, 0, "Name must be unique within a namespace.", "name")
 _AGE = Column("Age", "string", _age, 0, _CREATED)
 
 
@@ -345,7 +328,7 @@ _READY = "Number of the pod with ready state"
 
 
 def _ready_of(o: dict[str, Any]) -> str:
-    return f"{_status(o).get('readyReplicas', 0)}/{_spec(o).get('replicas', 1)}"
+    return f"{objects.status(o).get('readyReplicas', 0)}/{objects.spec(o).get('replicas', 1)}"
 
 
 def _role_binding_columns(what: str) -> list[Column]:
@@ -364,78 +347,79 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
              _col("Restarts", "string", _pod_restarts, "The number of times the containers in this pod have been "
                   "restarted and when the last container in this pod has restarted."), _AGE,
              _wide("IP", "string", _pod_ip, "podIP address allocated to the pod."),
-             _wide("Node", "string", lambda o: _or_none(_spec(o).get("nodeName")),
+             _wide("Node", "string", lambda o: _or_none(objects.spec(o).get("nodeName")),
                    "NodeName indicates in which node this pod is scheduled."),
-             _wide("Nominated Node", "string", lambda o: _or_none(_status(o).get("nominatedNodeName")),
+             _wide("Nominated Node", "string", lambda o: _or_none(objects.status(o).get("nominatedNodeName")),
                    "nominatedNodeName is set only when this pod preempts other pods on the node."),
              _wide("Readiness Gates", "string", _pod_readiness_gates,
                    "If specified, all readiness gates will be evaluated for pod readiness.")],
     "apps/Deployment": [_NAME, _col("Ready", "string", _ready_of, _READY),
-                        _col("Up-to-date", "string", lambda o: _status(o).get("updatedReplicas", 0),
+                        _col("Up-to-date", "string", lambda o: objects.status(o).get("updatedReplicas", 0),
                              "Total number of non-terminating pods targeted by this deployment that have the "
                              "desired template spec."),
-                        _col("Available", "string", lambda o: _status(o).get("availableReplicas", 0),
+                        _col("Available", "string", lambda o: objects.status(o).get("availableReplicas", 0),
                              "Total number of available non-terminating pods targeted by this deployment."),
                         _AGE, *_containers_images("spec", "template"),
-                        _wide("Selector", "string", lambda o: label_selector_string(_spec(o).get("selector")),
+                        _wide("Selector", "string", lambda o: label_selector_string(objects.spec(o).get("selector")),
                               "Label selector for pods.")],
-    "apps/ReplicaSet": [_NAME, _col("Desired", "integer", lambda o: _spec(o).get("replicas", 1),
+    "apps/ReplicaSet": [_NAME, _col("Desired", "integer", lambda o: objects.spec(o).get("replicas", 1),
                                     "Replicas is the number of desired pods."),
-                        _col("Current", "integer", lambda o: _status(o).get("replicas", 0),
+                        _col("Current", "integer", lambda o: objects.status(o).get("replicas", 0),
                              "Replicas is the most recently observed number of non-terminating pods."),
-                        _col("Ready", "integer", lambda o: _status(o).get("readyReplicas", 0),
+                        _col("Ready", "integer", lambda o: objects.status(o).get("readyReplicas", 0),
                              "The number of non-terminating pods targeted by this ReplicaSet with a Ready "
                              "Condition."), _AGE, *_containers_images("spec", "template"),
-                        _wide("Selector", "string", lambda o: format_label_selector(_spec(o).get("selector")),
+                        _wide("Selector", "string", lambda o: format_label_selector(objects.spec(o).get("selector")),
                               _SELECTOR)],
     "apps/StatefulSet": [_NAME, _col("Ready", "string", _ready_of, _READY), _AGE,
                          *_containers_images("spec", "template")],
     "apps/DaemonSet": [_NAME,
-                       _col("Desired", "integer", lambda o: _status(o).get("desiredNumberScheduled", 0),
+                       _col("Desired", "integer", lambda o: objects.status(o).get("desiredNumberScheduled", 0),
                             "The total number of nodes that should be running the daemon pod."),
-                       _col("Current", "integer", lambda o: _status(o).get("currentNumberScheduled", 0),
+                       _col("Current", "integer", lambda o: objects.status(o).get("currentNumberScheduled", 0),
                             "The number of nodes that are running at least 1 daemon pod."),
-                       _col("Ready", "integer", lambda o: _status(o).get("numberReady", 0),
+                       _col("Ready", "integer", lambda o: objects.status(o).get("numberReady", 0),
                             "The number of nodes that should be running the daemon pod and have one or more of "
                             "the daemon pod running with a Ready Condition."),
-                       _col("Up-to-date", "integer", lambda o: _status(o).get("updatedNumberScheduled", 0),
+                       _col("Up-to-date", "integer", lambda o: objects.status(o).get("updatedNumberScheduled", 0),
                             "The total number of nodes that are running updated daemon pod"),
-                       _col("Available", "integer", lambda o: _status(o).get("numberAvailable", 0),
+                       _col("Available", "integer", lambda o: objects.status(o).get("numberAvailable", 0),
                             "The number of nodes that should be running the daemon pod and have one or more of "
                             "the daemon pod running and available."),
                        _col("Node Selector", "string",
-                            lambda o: format_labels(((_spec(o).get("template") or {}).get("spec") or {})
+                            lambda o: format_labels(objects.spec(objects.spec(o).get("template") or {})
                                                     .get("nodeSelector")),
                             "NodeSelector is a selector which must be true for the pod to fit on a node."),
                        _AGE, *_containers_images("spec", "template"),
-                       _wide("Selector", "string", lambda o: format_label_selector(_spec(o).get("selector")),
+                       _wide("Selector", "string", lambda o: format_label_selector(objects.spec(o).get("selector")),
                              "A label query over pods that are managed by the daemon set.")],
     "batch/Job": [_NAME, _col("Status", "string", _job_status, "Status of the job."),
                   _col("Completions", "string", _job_completions,
                        "The number of pods which reached phase Succeeded."),
                   _col("Duration", "string", _job_duration, "Time required to complete the job."), _AGE,
                   *_containers_images("spec", "template"),
-                  _wide("Selector", "string", lambda o: format_label_selector(_spec(o).get("selector")),
+                  _wide("Selector", "string", lambda o: format_label_selector(objects.spec(o).get("selector")),
                         "A label query over pods that should match the pod count.")],
-    "batch/CronJob": [_NAME, _col("Schedule", "string", lambda o: _spec(o).get("schedule", ""),
+    "batch/CronJob": [_NAME, _col("Schedule", "string", lambda o: objects.spec(o).get("schedule", ""),
                                   "The schedule in Cron format."),
-                      _col("Timezone", "string", lambda o: _or_none(_spec(o).get("timeZone")),
+                      _col("Timezone", "string", lambda o: _or_none(objects.spec(o).get("timeZone")),
                            "The time zone name for the given schedule."),
-                      _col("Suspend", "boolean", lambda o: bool(_spec(o).get("suspend")),
+                      _col("Suspend", "boolean", lambda o: bool(objects.spec(o).get("suspend")),
                            "This flag tells the controller to suspend subsequent executions."),
-                      _col("Active", "integer", lambda o: len(_status(o).get("active") or []),
+                      _col("Active", "integer", lambda o: len(objects.status(o).get("active") or []),
                            "A list of pointers to currently running jobs."),
                       _col("Last Schedule", "string",
-                           lambda o: age(_status(o)["lastScheduleTime"]) if _status(o).get("lastScheduleTime")
-                           else "<none>", "Information when was the last time the job was successfully scheduled."),
+                           lambda o: age(objects.status(o)["lastScheduleTime"])
+                           if objects.status(o).get("lastScheduleTime") else "<none>",
+                           "Information when was the last time the job was successfully scheduled."),
                       _AGE, *_containers_images("spec", "jobTemplate", "spec", "template"),
                       _wide("Selector", "string",
-                            lambda o: format_label_selector(((_spec(o).get("jobTemplate") or {}).get("spec") or {})
+                            lambda o: format_label_selector(objects.spec(objects.spec(o).get("jobTemplate") or {})
                                                             .get("selector")),
                             "A label query over pods that should match the pod count.")],
     "/Node": [_NAME, _col("Status", "string", _node_status, "The status of the node"),
               _col("Roles", "string", _node_roles, "The roles of the node"), _AGE,
-              _col("Version", "string", lambda o: (_status(o).get("nodeInfo") or {}).get("kubeletVersion", ""),
+              _col("Version", "string", lambda o: (objects.status(o).get("nodeInfo") or {}).get("kubeletVersion", ""),
                    "Kubelet Version reported by the node."),
               _wide("Internal-IP", "string", _node_address("InternalIP"), "List of addresses reachable to the node."),
               _wide("External-IP", "string", _node_address("ExternalIP"), "List of addresses reachable to the node."),
@@ -443,7 +427,7 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
               _wide("Kernel-Version", "string", _node_info("kernelVersion"), "Kernel Version reported by the node."),
               _wide("Container-Runtime", "string", _node_info("containerRuntimeVersion"),
                     "ContainerRuntime Version reported by the node.")],
-    "/Namespace": [_NAME, _col("Status", "string", lambda o: _status(o).get("phase", ""),
+    "/Namespace": [_NAME, _col("Status", "string", lambda o: objects.status(o).get("phase", ""),
                                "The status of the namespace"), _AGE],
     "/ConfigMap": [_NAME, _col("Data", "string",
                                lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
@@ -454,14 +438,14 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
                      "Data contains the secret data."), _AGE],
     "/ServiceAccount": [_NAME, _col("Secrets", "string", lambda o: len(o.get("secrets") or []),
                                     "Secrets is a list of the secrets in the same namespace."), _AGE],
-    "/Service": [_NAME, _col("Type", "string", lambda o: _spec(o).get("type", "ClusterIP"),
+    "/Service": [_NAME, _col("Type", "string", lambda o: objects.spec(o).get("type", "ClusterIP"),
                              "type determines how the Service is exposed."),
                  _col("Cluster-IP", "string", _svc_cluster_ip, "clusterIP is the IP address of the service."),
                  _col("External-IP", "string", _svc_external_ip,
                       "externalIPs is a list of IP addresses for which nodes in the cluster will also accept "
                       "traffic for this service."),
                  _col("Port(s)", "string", _svc_ports, "The list of ports that are exposed by this service."), _AGE,
-                 _wide("Selector", "string", lambda o: format_labels(_spec(o).get("selector")),
+                 _wide("Selector", "string", lambda o: format_labels(objects.spec(o).get("selector")),
                        "Route service traffic to pods with label keys and values matching this selector.")],
     "/Event": [_col("Last Seen", "string", _event_last_seen,
                     "The time at which the most recent occurrence of this event was recorded."),
@@ -478,21 +462,21 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
                _wide("First Seen", "string", _event_first_seen,
                      "The time at which the event was first recorded."),
                _wide("Count", "string", _event_count, "The number of times this event has occurred."),
-               Column("Name", "string", _name, 1, _NAME.description, "name")],
-    "coordination.k8s.io/Lease": [_NAME, _col("Holder", "string", lambda o: _spec(o).get("holderIdentity", ""),
+               Column("Name", "string", objects.name, 1, _NAME.description, "name")],
+    "coordination.k8s.io/Lease": [_NAME, _col("Holder", "string", lambda o: objects.spec(o).get("holderIdentity", ""),
                                               "holderIdentity contains the identity of the holder of a current "
                                               "lease."), _AGE],
     "rbac.authorization.k8s.io/RoleBinding": _role_binding_columns("roleBinding"),
     "rbac.authorization.k8s.io/ClusterRoleBinding": _role_binding_columns("clusterRoleBinding"),
     "policy/PodDisruptionBudget": [
-        _NAME, _col("Min Available", "string", lambda o: _int_or_na(_spec(o).get("minAvailable")),
+        _NAME, _col("Min Available", "string", lambda o: _int_or_na(objects.spec(o).get("minAvailable")),
                     "The minimum number of pods that must be available."),
-        _col("Max Unavailable", "string", lambda o: _int_or_na(_spec(o).get("maxUnavailable")),
+        _col("Max Unavailable", "string", lambda o: _int_or_na(objects.spec(o).get("maxUnavailable")),
              "The maximum number of pods that may be unavailable."),
-        _col("Allowed Disruptions", "integer", lambda o: _status(o).get("disruptionsAllowed", 0),
+        _col("Allowed Disruptions", "integer", lambda o: objects.status(o).get("disruptionsAllowed", 0),
              "Calculated number of pods that may be disrupted at this time."), _AGE],
     "apiextensions.k8s.io/CustomResourceDefinition": [
-        _NAME, _col("Created At", "date", lambda o: _meta(o).get("creationTimestamp", ""), _CREATED)],
+        _NAME, _col("Created At", "date", lambda o: objects.metadata(o).get("creationTimestamp", ""), _CREATED)],
 }
 
 _FILTER = re.compile(r'^\[\?\(@\.([\w.]+)\s*==\s*["\']([^"\']*)["\']\)\]')
@@ -555,7 +539,7 @@ def columns_for(rtype: ResourceType) -> list[Column]:
     return _crd_columns(rtype)
 
 
-def to_table(rtype: ResourceType, objects: list[dict[str, Any]], list_meta: dict[str, Any]) -> dict[str, Any]:
+def to_table(rtype: ResourceType, items: list[dict[str, Any]], list_meta: dict[str, Any]) -> dict[str, Any]:
     """A meta.k8s.io/v1 Table with every column, wide ones included: kubectl drops priority>0 unless -o wide."""
     columns = columns_for(rtype)
     return {
@@ -567,5 +551,5 @@ def to_table(rtype: ResourceType, objects: list[dict[str, Any]], list_meta: dict
              "priority": c.priority} for c in columns],
         "rows": [{"cells": [c.cell(o) for c in columns],
                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                             "metadata": o.get("metadata", {})}} for o in objects],
+                             "metadata": o.get("metadata", {})}} for o in items],
     }

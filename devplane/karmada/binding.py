@@ -28,17 +28,19 @@ binding and the template.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, IndexFunc, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer, IndexFunc
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_index
@@ -106,7 +108,7 @@ def suspend_dispatching(spec: Obj, cluster: str) -> bool:
 
 def conflict_resolution(template: Obj, spec: Obj) -> str:
     """``mergeConflictResolution``: the template's annotation if valid, else the binding's (Abort by default)."""
-    from_template = ((template.get("metadata") or {}).get("annotations") or {}).get(CONFLICT_RESOLUTION_ANNOTATION)
+    from_template = objects.annotations(template).get(CONFLICT_RESOLUTION_ANNOTATION)
     if from_template in ("overwrite", "abort"):
         return str(from_template)
     return "overwrite" if spec.get("conflictResolution") == "Overwrite" else "abort"
@@ -115,14 +117,13 @@ def conflict_resolution(template: Obj, spec: Obj) -> str:
 def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
                  completions: dict[str, int] | None) -> dict[str, Any]:
     """The Work of ``binding`` for ``cluster`` (the Work contract)."""
-    spec = binding.get("spec") or {}
+    spec = objects.spec(binding)
     name = str(cluster["name"])
     replicas = cluster.get("replicas")
     manifest = render_manifest(template, binding, int(replicas or 0),
                                completions=completions.get(name) if completions is not None else None)
-    tmeta = template.get("metadata") or {}
     id_key = kind_of(binding).id_label
-    id_value = str(((binding.get("metadata") or {}).get("labels") or {}).get(id_key) or "")
+    id_value = str(objects.labels(binding).get(id_key) or "")
     annotations = binding_annotations(binding)
     annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, spec)
     work_spec: dict[str, Any] = {"workload": {"manifests": [manifest]}}
@@ -131,8 +132,8 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
     if suspend_dispatching(spec, name):
         work_spec["suspendDispatching"] = True
     return {"apiVersion": WORKS.api_version, "kind": WORKS.kind,
-            "metadata": {"name": work_name(str(template.get("kind")), str(tmeta.get("name")),
-                                           str(tmeta.get("namespace") or "")),
+            "metadata": {"name": work_name(str(template.get("kind")), objects.name(template),
+                                           objects.namespace(template)),
                          "namespace": execution_space(name),
                          "finalizers": [EXECUTION_FINALIZER],
                          "labels": {id_key: id_value, MANAGED_LABEL: "true"},
@@ -142,28 +143,24 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
 
 def merge_work(existing: Obj, desired: Obj) -> dict[str, Any]:
     """``CreateOrUpdateWork``: labels, annotations and finalizers merged, the spec replaced."""
-    merged = copy.deepcopy(dict(existing))
+    merged = objects.deep_copy(existing)
     meta = merged.setdefault("metadata", {})
     finalizers = list(meta.get("finalizers") or [])
-    meta["finalizers"] = finalizers + [f for f in desired["metadata"]["finalizers"] if f not in finalizers]
-    meta["labels"] = {**(meta.get("labels") or {}), **desired["metadata"]["labels"]}
-    meta["annotations"] = {**(meta.get("annotations") or {}), **desired["metadata"]["annotations"]}
+    meta["finalizers"] = finalizers + [f for f in objects.finalizers(desired) if f not in finalizers]
+    meta["labels"] = {**(meta.get("labels") or {}), **objects.labels(desired)}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **objects.annotations(desired)}
     merged["spec"] = copy.deepcopy(desired["spec"])
     return merged
 
 
 def work_cluster(work: Obj) -> str:
-    namespace = str((work.get("metadata") or {}).get("namespace") or "")
+    namespace = objects.namespace(work)
     return namespace[len(EXECUTION_SPACE_PREFIX):] if namespace.startswith(EXECUTION_SPACE_PREFIX) else ""
-
-
-def _deleting(obj: Obj) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _rv(obj: Obj | None) -> int:
     try:
-        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
+        return int(objects.resource_version(obj or {}) or 0)
     except ValueError:
         return 0
 
@@ -173,7 +170,7 @@ def _rv(obj: Obj | None) -> int:
 
 def work_binding_ref(work: Obj) -> list[str]:
     """Index: the binding a Work points back to (``rb:<ns>/<name>`` or ``crb:<name>``)."""
-    annotations = (work.get("metadata") or {}).get("annotations") or {}
+    annotations = objects.annotations(work)
     if annotations.get(RB_NAMESPACE_ANNOTATION) and annotations.get(RB_NAME_ANNOTATION):
         return [f"rb:{annotations[RB_NAMESPACE_ANNOTATION]}/{annotations[RB_NAME_ANNOTATION]}"]
     if annotations.get(CRB_NAME_ANNOTATION):
@@ -187,7 +184,7 @@ def binding_ref(kind: BindingKind, request: Request) -> str:
 
 def binding_clusters(binding: Obj) -> list[str]:
     """Index: every cluster a binding may hold a Work in (to react to its execution namespace appearing)."""
-    return sorted(retained_clusters(binding.get("spec") or {}))
+    return sorted(retained_clusters(objects.spec(binding)))
 
 
 def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
@@ -211,7 +208,7 @@ def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
 
 def namespace_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
     def mapper(namespace: Obj) -> list[Request]:
-        name = str((namespace.get("metadata") or {}).get("name") or "")
+        name = objects.name(namespace)
         if not name.startswith(EXECUTION_SPACE_PREFIX):
             return []
         cluster = name[len(EXECUTION_SPACE_PREFIX):]
@@ -245,7 +242,7 @@ class BindingReconciler:
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
         binding = _typed_binding(cached, self.kind)
-        if _deleting(binding):
+        if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
         try:  # syncBinding: orphans first, so a failing target never keeps a stale Work elsewhere
@@ -270,10 +267,9 @@ class BindingReconciler:
 
     # ------------------------------------------------------------- binding
 
-    async def _finalize(self, binding: Obj) -> None:
+    async def _finalize(self, binding: MutableObj) -> None:
         """A deleting binding: delete all its Works, then drop our finalizer if it holds one."""
-        meta = binding.get("metadata") or {}
-        permanent_id = (meta.get("labels") or {}).get(self.kind.id_label)
+        permanent_id = objects.labels(binding).get(self.kind.id_label)
         works = list(self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding))))
         if permanent_id:  # the API, not the cache: a Work written a moment ago must not be missed
             listed = await self.client.list(WORKS, label_selector=f"{self.kind.id_label}={permanent_id}")
@@ -281,17 +277,18 @@ class BindingReconciler:
         await self._delete_works(works)
 
         async def attempt() -> None:
-            latest = await self.client.get_or_none(self.kind.resource, meta["name"], meta.get("namespace", ""))
-            if latest is None or self.kind.finalizer not in (latest["metadata"].get("finalizers") or []):
+            name, namespace = objects.name(binding), objects.namespace(binding)
+            latest = await self.client.get_or_none(self.kind.resource, name, namespace)
+            if latest is None or self.kind.finalizer not in objects.finalizers(latest):
                 return
-            latest["metadata"]["finalizers"] = [f for f in latest["metadata"]["finalizers"] if f != self.kind.finalizer]
+            latest["metadata"]["finalizers"] = [f for f in objects.finalizers(latest) if f != self.kind.finalizer]
             await self.client.update(self.kind.resource, latest)
 
         await retry_on_conflict(attempt)
 
-    async def _template(self, binding: Obj) -> dict[str, Any] | None:
+    async def _template(self, binding: MutableObj) -> dict[str, Any] | None:
         """The binding's resource template, from the cache unless the cache is older than the binding says."""
-        ref = (binding.get("spec") or {}).get("resource") or {}
+        ref = objects.spec(binding).get("resource") or {}
         kind = kind_for(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
         if kind is None:
             message = (f"resource template kind {ref.get('apiVersion')}/{ref.get('kind')} "
@@ -311,7 +308,7 @@ class BindingReconciler:
     async def _sync_works(self, binding: Obj, template: Obj) -> int:
         """Create or update the Work of each target cluster in order, stopping at the first failure
         (``ensureWork``); how many were written."""
-        clusters = target_clusters(binding.get("spec") or {})
+        clusters = target_clusters(objects.spec(binding))
         completions = job_completions(template, binding, clusters)
         written = 0
         for cluster in clusters:
@@ -344,7 +341,7 @@ class BindingReconciler:
                         raise ApiError(409, "Conflict", str(exc)) from exc
                     raise
                 return 1
-            if _deleting(existing):
+            if objects.is_deleting(existing):
                 return 0  # being deleted: its delete event brings us back to create it anew
             merged = merge_work(existing, desired)
             if merged == existing:
@@ -354,35 +351,34 @@ class BindingReconciler:
 
         return await retry_on_conflict(attempt)
 
-    async def _remove_orphan_works(self, binding: Obj) -> int:
+    async def _remove_orphan_works(self, binding: MutableObj) -> int:
         """Delete the binding's Works in clusters it does not target (nor is still being evicted from).
 
         Its Works are found by permanent id; a binding without one (Karmada's binding webhook gives every
         binding one, the dev server has no such webhook) by the binding annotations on its Works.
         """
-        permanent_id = ((binding.get("metadata") or {}).get("labels") or {}).get(self.kind.id_label)
+        permanent_id = objects.labels(binding).get(self.kind.id_label)
         if permanent_id:
             works = self.works.by_index(self.kind.work_index, str(permanent_id))
         else:
             works = self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding)))
-        keep = retained_clusters(binding.get("spec") or {})
+        keep = retained_clusters(objects.spec(binding))
         return await self._delete_works([w for w in works if work_cluster(w) not in keep])
 
-    async def _delete_works(self, works: list[Obj]) -> int:
+    async def _delete_works(self, works: Sequence[Obj]) -> int:
         deleted, seen = 0, set()
         for work in works:
-            meta = work.get("metadata") or {}
-            key = (meta.get("namespace"), meta.get("name"))
-            if key in seen or _deleting(work):
+            key = objects.key(work)
+            if key in seen or objects.is_deleting(work):
                 continue
             seen.add(key)
             try:
-                await self.client.delete(WORKS, str(meta.get("name")), str(meta.get("namespace") or ""))
+                await self.client.delete(WORKS, objects.name(work), objects.namespace(work))
             except ApiError as exc:
                 if exc.is_not_found:
                     continue
                 raise
-            log.info("work deleted", work=f"{key[0]}/{key[1]}", controller=self.kind.binding_controller)
+            log.info("work deleted", work=key, controller=self.kind.binding_controller)
             deleted += 1
         return deleted
 
@@ -401,7 +397,7 @@ def _binding_predicate() -> AnyOf:
     """Generation changes, plus the metadata the controller acts on: deletion and the permanent-id label."""
 
     def metadata_changed(old: Obj, new: Obj) -> bool:
-        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        old_meta, new_meta = objects.metadata(old), objects.metadata(new)
         return bool(bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
                     or old_meta.get("labels") != new_meta.get("labels")
                     or old_meta.get("finalizers") != new_meta.get("finalizers"))
@@ -409,10 +405,7 @@ def _binding_predicate() -> AnyOf:
     return AnyOf([GenerationChangedPredicate(), FuncPredicate(on_update=metadata_changed)])
 
 
-_WORK_PREDICATE = FuncPredicate(
-    on_create=lambda _obj: False,
-    on_update=lambda old, new: bool((old.get("metadata") or {}).get("generation")
-                                    != (new.get("metadata") or {}).get("generation")))
+_WORK_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=GenerationChangedPredicate().update)
 _NAMESPACE_PREDICATE = FuncPredicate(on_update=lambda _old, _new: False, on_delete=lambda _obj: False)
 _CLUSTER_PREDICATE = _NAMESPACE_PREDICATE  # only a Cluster appearing unblocks a binding
 
@@ -421,7 +414,7 @@ def cluster_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
     """A Cluster that appears → the bindings that target it (their sync stopped at its NotFound)."""
 
     def mapper(cluster: Obj) -> list[Request]:
-        name = str((cluster.get("metadata") or {}).get("name") or "")
+        name = objects.name(cluster)
         return [Request.for_object(b) for b in bindings.by_index(BINDING_INDEX_BY_CLUSTER, name)]
 
     return mapper

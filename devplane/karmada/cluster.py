@@ -27,11 +27,13 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.conditions import find_condition
 from karmada_api.names import execution_space
@@ -96,8 +98,8 @@ def set_current_cluster_taints(taints: list[dict[str, Any]] | None, to_add: list
 
 def taints_for_condition(cluster: Obj, now: str | None = None) -> list[dict[str, Any]]:
     """The taints the cluster should carry given its ``Ready`` condition (``taintClusterByCondition``)."""
-    taints = list((cluster.get("spec") or {}).get("taints") or [])
-    ready = find_condition((cluster.get("status") or {}).get("conditions"), CONDITION_READY)
+    taints = list(objects.spec(cluster).get("taints") or [])
+    ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
     if ready is None:
         return set_current_cluster_taints(taints, [NOT_READY_TAINT], [], now)
     status = ready.get("status")
@@ -123,15 +125,11 @@ def taints_message(taints: list[dict[str, Any]]) -> str:
     return f"cluster now has taints([{','.join(parts)}])"
 
 
-def _typed(obj: Obj) -> Obj:
+def _typed(obj: MutableObj) -> MutableObj:
     """The Cluster with kind and apiVersion, which an event's involvedObject needs."""
     if obj.get("kind") and obj.get("apiVersion"):
         return obj
     return {**obj, "kind": CLUSTERS.kind, "apiVersion": CLUSTERS.api_version}
-
-
-def _finalizers(obj: Obj) -> list[str]:
-    return list((obj.get("metadata") or {}).get("finalizers") or [])
 
 
 # ----------------------------------------------------------------------------- reconciler
@@ -149,21 +147,21 @@ class ClusterReconciler:
         cluster = self.clusters.get(request.name)
         if cluster is None:
             return Result()
-        if (cluster.get("metadata") or {}).get("deletionTimestamp"):
+        if objects.is_deleting(cluster):
             return await self._remove(cluster)
         await self._create_execution_space(cluster)
         # The cache says whether a write is due; the write itself works on a fresh read.
-        taints_due = taints_for_condition(cluster) != ((cluster.get("spec") or {}).get("taints") or [])
+        taints_due = taints_for_condition(cluster) != (objects.spec(cluster).get("taints") or [])
         if taints_due and await self._taint_by_condition(request.name) is None:
             return Result()  # deleted meanwhile
-        if CLUSTER_CONTROLLER_FINALIZER not in _finalizers(cluster):
+        if CLUSTER_CONTROLLER_FINALIZER not in objects.finalizers(cluster):
             await self._edit_finalizer(request.name, add=True)
         return Result()
 
     # ---- sync ------------------------------------------------------------------------------------
 
-    async def _create_execution_space(self, cluster: Obj) -> None:
-        name = str(cluster["metadata"]["name"])
+    async def _create_execution_space(self, cluster: MutableObj) -> None:
+        name = objects.name(cluster)
         namespace = execution_space(name)
         try:
             await self.client.get(NAMESPACES, namespace)
@@ -184,16 +182,16 @@ class ClusterReconciler:
         self.events.event(_typed(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
                           f"Created execution space({namespace}) for cluster({name}).")
 
-    async def _taint_by_condition(self, name: str) -> Obj | None:
+    async def _taint_by_condition(self, name: str) -> MutableObj | None:
         """Update ``spec.taints`` from the latest Cluster; the Cluster (None once it is gone)."""
         written: list[dict[str, Any]] | None = None
 
-        async def attempt() -> Obj | None:
+        async def attempt() -> MutableObj | None:
             nonlocal written
             latest = await self.client.get_or_none(CLUSTERS, name)
             if latest is None:
                 return None
-            current = (latest.get("spec") or {}).get("taints") or []
+            current = objects.spec(latest).get("taints") or []
             taints = taints_for_condition(latest)
             if taints == current:
                 return latest
@@ -221,7 +219,7 @@ class ClusterReconciler:
             latest = await self.client.get_or_none(CLUSTERS, name)
             if latest is None:
                 return
-            finalizers = _finalizers(latest)
+            finalizers = list(objects.finalizers(latest))
             if (CLUSTER_CONTROLLER_FINALIZER in finalizers) == add:
                 return
             if add:
@@ -240,8 +238,8 @@ class ClusterReconciler:
 
     # ---- deletion --------------------------------------------------------------------------------
 
-    async def _remove(self, cluster: Obj) -> Result:
-        name = str(cluster["metadata"]["name"])
+    async def _remove(self, cluster: MutableObj) -> Result:
+        name = objects.name(cluster)
         namespace = execution_space(name)
         try:
             await self._remove_execution_space(cluster, namespace)
@@ -261,13 +259,13 @@ class ClusterReconciler:
         await self._edit_finalizer(name, add=False)
         return Result()
 
-    async def _remove_execution_space(self, cluster: Obj, namespace: str) -> None:
+    async def _remove_execution_space(self, cluster: MutableObj, namespace: str) -> None:
         """``removeExecutionSpace``: delete the namespace (NotFound is success); its Works go with it.
 
         Karmada deletes no Work itself; it only drops their execution finalizer when a Pull cluster
         is not ready (no agent will ever clean up).
         """
-        if (cluster.get("spec") or {}).get("syncMode") == "Pull" and not _is_ready(cluster):
+        if objects.spec(cluster).get("syncMode") == "Pull" and not _is_ready(cluster):
             try:
                 works = (await self.client.list(WORKS, namespace)).get("items") or []
             except ApiError as exc:
@@ -275,9 +273,8 @@ class ClusterReconciler:
                     raise
                 works = []
             for work in works:
-                meta = work.get("metadata") or {}
-                if EXECUTION_CONTROLLER_FINALIZER in (meta.get("finalizers") or []):
-                    await self._drop_work_finalizer(str(meta.get("name")), namespace)
+                if EXECUTION_CONTROLLER_FINALIZER in objects.finalizers(work):
+                    await self._drop_work_finalizer(objects.name(work), namespace)
         try:
             await self.client.delete(NAMESPACES, namespace)
         except ApiError as exc:
@@ -289,7 +286,7 @@ class ClusterReconciler:
             work = await self.client.get_or_none(WORKS, name, namespace)
             if work is None:
                 return
-            finalizers = _finalizers(work)
+            finalizers = objects.finalizers(work)
             if EXECUTION_CONTROLLER_FINALIZER not in finalizers:
                 return
             updated = copy.deepcopy(work)
@@ -300,7 +297,7 @@ class ClusterReconciler:
 
 
 def _is_ready(cluster: Obj) -> bool:
-    ready = find_condition((cluster.get("status") or {}).get("conditions"), CONDITION_READY)
+    ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
     return ready is not None and ready.get("status") == "True"
 
 

@@ -1,4 +1,4 @@
-"""Graceful eviction (``pkg/controllers/gracefuleviction``, spec §4.4).
+"""Graceful eviction (Karmada's ``pkg/controllers/gracefuleviction``).
 
 ``resource-binding-graceful-eviction-controller`` and
 ``cluster-resource-binding-graceful-eviction-controller`` keep ``spec.gracefulEvictionTasks``
@@ -17,22 +17,23 @@ back at the next expiry of a task that can time out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
 
+from controller_manager import objects
 from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
-from karmada_api.taints import Obj
 from karmada_api.timeutil import format_time, parse_time
 
 from .taintmanager import record_eviction_event
@@ -129,12 +130,12 @@ def next_retry(tasks: Sequence[Obj], timeout: float, now: datetime) -> float:
 
 def has_scheduled(binding: Obj) -> bool:
     """The scheduler has observed the binding's current generation."""
-    generation = (binding.get("metadata") or {}).get("generation")
-    return generation is not None and (binding.get("status") or {}).get("schedulerObservedGeneration") == generation
+    generation = objects.metadata(binding).get("generation")
+    return generation is not None and objects.status(binding).get("schedulerObservedGeneration") == generation
 
 
 def has_eviction_tasks(binding: Obj) -> bool:
-    return bool((binding.get("spec") or {}).get("gracefulEvictionTasks"))
+    return bool(objects.spec(binding).get("gracefulEvictionTasks"))
 
 
 TASKS_PREDICATE = FuncPredicate(on_create=has_eviction_tasks, on_update=lambda _old, new: has_eviction_tasks(new),
@@ -157,15 +158,15 @@ class GracefulEvictionReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         binding = self.bindings.get(str(request))
-        if binding is None or (binding.get("metadata") or {}).get("deletionTimestamp"):
+        if binding is None or objects.is_deleting(binding):
             return Result()
-        spec: Mapping[str, Any] = binding.get("spec") or {}
+        spec = objects.spec(binding)
         tasks = spec.get("gracefulEvictionTasks") or []
         now = datetime.now(UTC)
-        kept, evicted = assess_eviction_tasks(spec, (binding.get("status") or {}).get("aggregatedStatus"),
+        kept, evicted = assess_eviction_tasks(spec, objects.status(binding).get("aggregatedStatus"),
                                               timeout=self.timeout, now=now, has_scheduled=has_scheduled(binding))
         if kept != tasks:
-            patch = {"metadata": {"resourceVersion": binding["metadata"].get("resourceVersion")},
+            patch = {"metadata": {"resourceVersion": objects.resource_version(binding)},
                      "spec": {"gracefulEvictionTasks": kept or None}}
             try:
                 await self.client.patch(self.resource, request.name, patch, namespace=request.namespace)

@@ -4,7 +4,7 @@ Pure functions over member Nodes and Pods (plain JSON dicts), written from Karma
 ``pkg/controllers/status/cluster_status_controller.go`` (``getNodeSummary``,
 ``getResourceSummary``, ``getAllocatableModelings``), ``pkg/util/resource.go`` (the ``Resource``
 accumulator) and ``pkg/modeling/modeling.go`` (grade search). The general estimator
-(``estimator/general.py``) is the consumer: without these summaries it answers 0 (§0 fact 11).
+(``estimator/general.py``) is the consumer: without these summaries it answers 0.
 
 Quirks kept on purpose, because they change numbers a user can see:
 
@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -44,8 +46,6 @@ from kube_api.quantity import (
     parse_quantity,
     value,
 )
-
-Obj = Mapping[str, Any]
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
@@ -186,23 +186,19 @@ class ResourceTotal:
 # ----------------------------------------------------------------------------------- summaries
 
 
-def _spec(obj: Obj) -> Obj:
-    return obj.get("spec") or {}
-
-
 def _node_name(pod: Obj) -> str:
-    return str(_spec(pod).get("nodeName") or "")
+    return str(objects.spec(pod).get("nodeName") or "")
 
 
 def is_terminated(pod: Obj) -> bool:
     """Succeeded or Failed: kube-scheduler no longer counts its requests."""
-    return (pod.get("status") or {}).get("phase") in _TERMINATED
+    return objects.status(pod).get("phase") in _TERMINATED
 
 
 def node_ready(node: Obj) -> bool:
     """``helper.NodeReady``: the node's ``Ready`` condition is True."""
     return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or ())
+               for c in objects.status(node).get("conditions") or ())
 
 
 def node_summary(nodes: Sequence[Obj]) -> dict[str, int]:
@@ -219,7 +215,7 @@ def cluster_allocatable(nodes: Iterable[Obj]) -> dict[str, str]:
     """
     totals: dict[str, tuple[Fraction, str]] = {}
     for node in nodes:
-        for name, quantity in ((node.get("status") or {}).get("allocatable") or {}).items():
+        for name, quantity in (objects.status(node).get("allocatable") or {}).items():
             amount = _parse(quantity)
             if amount is None:
                 continue
@@ -237,7 +233,7 @@ def allocating_resources(pods: Iterable[Obj]) -> dict[str, str]:
     total, count = ResourceTotal(), 0
     for pod in pods:
         if not _node_name(pod):
-            total.add_pod_request(_spec(pod))
+            total.add_pod_request(objects.spec(pod))
             count += 1
     total.add_pods(count)
     return total.resource_list()
@@ -248,7 +244,7 @@ def allocated_resources(pods: Iterable[Obj]) -> dict[str, str]:
     total, count = ResourceTotal(), 0
     for pod in pods:
         if _node_name(pod) and not is_terminated(pod):
-            total.add_pod_request(_spec(pod))
+            total.add_pod_request(objects.spec(pod))
             count += 1
     total.add_pods(count)
     return total.resource_list()
@@ -320,7 +316,7 @@ def _requests_by_node(pods: Iterable[Obj]) -> dict[str, ResourceTotal]:
         node = _node_name(pod)
         if node and not is_terminated(pod):
             total = by_node.setdefault(node, ResourceTotal())
-            total.add_pod_request(_spec(pod))
+            total.add_pod_request(objects.spec(pod))
             total.add_pods(1)
     return by_node
 
@@ -328,7 +324,7 @@ def _requests_by_node(pods: Iterable[Obj]) -> dict[str, ResourceTotal]:
 def node_available(node: Obj, used: ResourceTotal | None) -> dict[str, Fraction] | None:
     """``getNodeAvailable``: allocatable minus what its pods request; None when no pod slot is left."""
     allocatable: dict[str, Fraction] = {}
-    for name, quantity in ((node.get("status") or {}).get("allocatable") or {}).items():
+    for name, quantity in (objects.status(node).get("allocatable") or {}).items():
         amount = _parse(quantity)
         if amount is not None:
             allocatable[name] = amount
@@ -358,7 +354,7 @@ def allocatable_modelings(models: Sequence[Obj] | None, nodes: Iterable[Obj],
     used = _requests_by_node(pods)
     counts = [0] * len(models)
     for node in nodes:
-        available = node_available(node, used.get(str((node.get("metadata") or {}).get("name") or "")))
+        available = node_available(node, used.get(objects.name(node)))
         if available is None:
             continue  # Karmada: break (see the module docstring)
         index = summary.grade_index(available)

@@ -1,4 +1,4 @@
-"""The NoExecute taint manager (``pkg/controllers/cluster/taint_manager.go``, spec §4.1-4.3, §4.5).
+"""The NoExecute taint manager (Karmada's ``pkg/controllers/cluster/taint_manager.go``).
 
 Three controllers on our framework, as Karmada has one controller and two eviction workers:
 
@@ -14,7 +14,7 @@ Three controllers on our framework, as Karmada has one controller and two evicti
   controller limiter (Karmada's ``evictionWorker``): 0.5/s means a 2 s pause; 0 means 1800 s.
 
 The rules are pure functions (:func:`need_eviction_with_current_time`, :func:`enqueue_delay`,
-:func:`get_purge_mode`, :func:`decide_binding_eviction`) so the spec's tables test them directly.
+:func:`get_purge_mode`, :func:`decide_binding_eviction`) so that unit tests check them directly.
 Karmada's health-based downgrade of the eviction rate (secondary rate, unhealthy-cluster
 threshold) is not simulated: the rate is the flag's.
 """
@@ -22,7 +22,6 @@ threshold) is not simulated: the rate is the flag's.
 from __future__ import annotations
 
 import asyncio
-import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,12 +30,14 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, IndexFunc, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer, IndexFunc
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from controller_manager.reconcile import Request, Result
 from karmada_api.placement import PlacementError, get_applied_placement
@@ -72,13 +73,11 @@ EVICT_WORKLOAD_FROM_CLUSTER_FAILED = "EvictWorkloadFromClusterFailed"
 
 _PACE_SLICE = 0.1  # how often a pacing pause checks for shutdown
 
-Json = Mapping[str, Any]
-
 
 # ----------------------------------------------------------------------------- pure rules
 
 
-def need_eviction_with_current_time(cluster: Json | None, annotations: Mapping[str, str] | None, now: datetime, *,
+def need_eviction_with_current_time(cluster: Obj | None, annotations: Mapping[str, str] | None, now: datetime, *,
                                     enabled: bool = True) -> tuple[bool, float]:
     """``needEvictionWithCurrentTime``: (evict now?, seconds to wait; -1 = tolerated forever).
 
@@ -91,7 +90,7 @@ def need_eviction_with_current_time(cluster: Json | None, annotations: Mapping[s
         raise PlacementError("the applied placement for ResourceBining can not be empty")
     if cluster is None:
         return False, -1.0
-    taints = no_execute_taints((cluster.get("spec") or {}).get("taints"))
+    taints = no_execute_taints(objects.spec(cluster).get("taints"))
     if not enabled or not taints:
         return False, -1.0
     all_tolerated, used = get_matching_tolerations(taints, placement.get("clusterTolerations") or [])
@@ -103,7 +102,7 @@ def need_eviction_with_current_time(cluster: Json | None, annotations: Mapping[s
     return False, wait
 
 
-def enqueue_delay(taints: Sequence[Json] | None, annotations: Mapping[str, str] | None,
+def enqueue_delay(taints: Sequence[Obj] | None, annotations: Mapping[str, str] | None,
                   now: datetime) -> float | None:
     """``enqueueBinding``'s decision for a binding on a tainted cluster: None skip, 0 now, > 0 after that long.
 
@@ -127,7 +126,7 @@ def enqueue_delay(taints: Sequence[Json] | None, annotations: Mapping[str, str] 
     return wait
 
 
-def get_purge_mode(failover: Json | None, global_mode: str) -> str:
+def get_purge_mode(failover: Obj | None, global_mode: str) -> str:
     """``getPurgeMode``: the binding's ``failover.cluster.purgeMode`` (empty → Gracefully), else the flag."""
     if failover is not None and failover.get("cluster") is not None:
         return str((failover.get("cluster") or {}).get("purgeMode") or PURGE_MODE_GRACEFULLY)
@@ -142,7 +141,7 @@ class EvictionDecision:
     wait: float = 0.0
 
 
-def decide_binding_eviction(binding: Json | None, cluster_name: str, cluster: Json | None, *, now: datetime,
+def decide_binding_eviction(binding: Obj | None, cluster_name: str, cluster: Obj | None, *, now: datetime,
                             enabled: bool = True, purge_mode: str = PURGE_MODE_GRACEFULLY) -> EvictionDecision:
     """``syncBindingEviction`` without the I/O: the evicted binding to UPDATE, a wait, or nothing.
 
@@ -151,23 +150,22 @@ def decide_binding_eviction(binding: Json | None, cluster_name: str, cluster: Js
     """
     if binding is None:
         return EvictionDecision()
-    meta = binding.get("metadata") or {}
-    spec = binding.get("spec") or {}
-    if meta.get("deletionTimestamp") or not target_contains(spec, cluster_name):
+    spec = objects.spec(binding)
+    if objects.is_deleting(binding) or not target_contains(spec, cluster_name):
         return EvictionDecision()
-    need, wait = need_eviction_with_current_time(cluster, meta.get("annotations"), now, enabled=enabled)
+    need, wait = need_eviction_with_current_time(cluster, objects.annotations(binding), now, enabled=enabled)
     if not need:
         return EvictionDecision(wait=wait if wait > 0 else 0.0)
-    evicted = copy.deepcopy(dict(binding))
+    evicted = objects.deep_copy(binding)
     graceful_evict_cluster(evicted.setdefault("spec", {}), cluster_name,
                            purge_mode=get_purge_mode(spec.get("failover"), purge_mode),
                            producer=EVICTION_PRODUCER_TAINT_MANAGER, reason=EVICTION_REASON_TAINT_UNTOLERATED)
     return EvictionDecision(binding=evicted)
 
 
-def bindings_by_cluster(binding: Json) -> list[str]:
+def bindings_by_cluster(binding: Obj) -> list[str]:
     """Index function: the clusters a binding is scheduled to."""
-    return binding_cluster_names(binding.get("spec") or {})
+    return binding_cluster_names(objects.spec(binding))
 
 
 # ----------------------------------------------------------------------------- queue keys and pacing
@@ -213,22 +211,22 @@ _PACER_KEY = Request("", "\x00pacer")  # the sentinel key the pacer is asked abo
 # ----------------------------------------------------------------------------- reconcilers
 
 
-def _typed(obj: Obj, resource: Resource) -> Obj:
+def _typed(obj: MutableObj, resource: Resource) -> MutableObj:
     if obj.get("kind") and obj.get("apiVersion"):
         return obj
     return {**obj, "kind": resource.kind, "apiVersion": resource.api_version}
 
 
-def template_reference(binding: Obj) -> Obj | None:
+def template_reference(binding: Obj) -> MutableObj | None:
     """The binding's resource template as an event target (``spec.resource``); None without a name."""
-    ref = (binding.get("spec") or {}).get("resource") or {}
+    ref = objects.spec(binding).get("resource") or {}
     if not ref.get("name"):
         return None
     meta = {k: ref[k] for k in ("name", "namespace", "uid") if ref.get(k)}
     return {"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""), "metadata": meta}
 
 
-def record_eviction_event(events: EventRecorder, binding: Obj, resource: Resource, cluster: str, *,
+def record_eviction_event(events: EventRecorder, binding: MutableObj, resource: Resource, cluster: str, *,
                           event_type: str, reason: str, outcome: str) -> None:
     """``EmitClusterEvictionEventFor(Cluster)ResourceBinding``: the same event on the binding and its template."""
     message = f"Evict from cluster {cluster} {outcome}."
@@ -251,17 +249,16 @@ class ClusterTaintReconciler:
         cluster = self.clusters.get(request.name)
         if cluster is None:
             return Result()
-        taints = no_execute_taints((cluster.get("spec") or {}).get("taints"))
+        taints = no_execute_taints(objects.spec(cluster).get("taints"))
         if not self.enabled or not taints:
             return Result()
         now = datetime.now(UTC)
         for store, index, worker in self.targets:
             for binding in store.by_index(index, request.name):
-                meta = binding.get("metadata") or {}
-                delay = enqueue_delay(taints, meta.get("annotations"), now)
+                delay = enqueue_delay(taints, objects.annotations(binding), now)
                 if delay is None:
                     continue
-                key = EvictionKey(str(meta.get("namespace") or ""), str(meta.get("name")), request.name)
+                key = EvictionKey(objects.namespace(binding), objects.name(binding), request.name)
                 if delay > 0:
                     worker.queue.add_after(key, delay)
                 else:
@@ -297,7 +294,7 @@ class BindingEvictionReconciler:
 
     async def sync(self, key: EvictionKey) -> float:
         """Evict if needed; the seconds after which to look again (0: not needed)."""
-        failed: Obj | None = None
+        failed: MutableObj | None = None
 
         async def attempt() -> float:
             nonlocal failed

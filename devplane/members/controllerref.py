@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
+from controller_manager.objects import Obj
 from controller_manager.reconcile import Request
 from estimator.unschedulable import controller_ref
 from kube_api.selectors import compile_label_selector
@@ -35,39 +37,30 @@ class AdoptionRefused(Exception):
     """The owner may not adopt (gone, replaced or being deleted): as Kubernetes' ``CanAdopt`` error."""
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def selector_of(owner: Mapping[str, Any]) -> LabelMatch:
+def selector_of(owner: Obj) -> LabelMatch:
     """The owner's ``spec.selector``; an invalid one matches nothing (Kubernetes fails the sync instead)."""
     try:
-        return compile_label_selector((owner.get("spec") or {}).get("selector"))
+        return compile_label_selector(objects.spec(owner).get("selector"))
     except (ValueError, AttributeError, TypeError):
         return lambda _labels: False
 
 
-def _labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return _meta(obj).get("labels") or {}
-
-
-def _guarded(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _guarded(obj: Obj) -> list[dict[str, Any]]:
     """JSON-patch tests: the same object (uid), unchanged since the cache saw it (resourceVersion)."""
-    meta = _meta(obj)
-    return [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")},
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")}]
+    return [{"op": "test", "path": "/metadata/uid", "value": objects.uid(obj)},
+            {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(obj)}]
 
 
-def adopt_patch(obj: Mapping[str, Any], reference: dict[str, Any]) -> list[dict[str, Any]]:
+def adopt_patch(obj: Obj, reference: dict[str, Any]) -> list[dict[str, Any]]:
     """``ownerRefControllerPatch``: add the controller reference to the object's ownerReferences."""
-    if _meta(obj).get("ownerReferences"):
+    if objects.owner_references(obj):
         return [*_guarded(obj), {"op": "add", "path": "/metadata/ownerReferences/-", "value": reference}]
     return [*_guarded(obj), {"op": "add", "path": "/metadata/ownerReferences", "value": [reference]}]
 
 
-def release_patch(obj: Mapping[str, Any], owner_uid: str) -> list[dict[str, Any]]:
+def release_patch(obj: Obj, owner_uid: str) -> list[dict[str, Any]]:
     """``GenerateDeleteOwnerRefStrategicMergeBytes``: drop the owner's reference, keep the others."""
-    kept = [r for r in _meta(obj).get("ownerReferences") or [] if r.get("uid") != owner_uid]
+    kept = [r for r in objects.owner_references(obj) if r.get("uid") != owner_uid]
     if kept:
         return [*_guarded(obj), {"op": "replace", "path": "/metadata/ownerReferences", "value": kept}]
     return [*_guarded(obj), {"op": "remove", "path": "/metadata/ownerReferences"}]
@@ -101,39 +94,37 @@ class Claimer:
         return claimed
 
     async def _claim_one(self, obj: Obj) -> bool:
-        deleting = bool(_meta(self.owner).get("deletionTimestamp"))
+        deleting = objects.is_deleting(self.owner)
         reference = controller_ref(obj)
         if reference is not None:
-            if reference.get("uid") != _meta(self.owner).get("uid"):
+            if reference.get("uid") != objects.uid(self.owner):
                 return False  # another controller's
-            if self.match(_labels(obj)):
+            if self.match(objects.labels(obj)):
                 return True
             if not deleting:
-                await self._patch(obj, release_patch(obj, str(_meta(self.owner).get("uid"))), ignore_invalid=True)
+                await self._patch(obj, release_patch(obj, objects.uid(self.owner)), ignore_invalid=True)
             return False
-        if deleting or not self.match(_labels(obj)) or _meta(obj).get("deletionTimestamp"):
+        if deleting or not self.match(objects.labels(obj)) or objects.is_deleting(obj):
             return False
         await self._check_can_adopt()
         return await self._patch(obj, adopt_patch(obj, self.reference), ignore_invalid=False)
 
     async def _check_can_adopt(self) -> None:
         """``RecheckDeletionTimestamp``: one fresh read of the owner per claim."""
-        meta = _meta(self.owner)
+        owner = self.owner
         if self._can_adopt is None:
-            fresh = await self.client.get_or_none(self.owner_resource, str(meta.get("name")),
-                                                  str(meta.get("namespace")))
-            self._can_adopt = (fresh is not None and _meta(fresh).get("uid") == meta.get("uid")
-                               and not _meta(fresh).get("deletionTimestamp"))
+            fresh = await self.client.get_or_none(self.owner_resource, objects.name(owner), objects.namespace(owner))
+            self._can_adopt = (fresh is not None and objects.uid(fresh) == objects.uid(owner)
+                               and not objects.is_deleting(fresh))
         if not self._can_adopt:
-            raise AdoptionRefused(f"can't adopt {self.dependents.plural}: {meta.get('namespace')}/"
-                                  f"{meta.get('name')} is gone or being deleted")
+            raise AdoptionRefused(f"can't adopt {self.dependents.plural}: {objects.key(owner)} "
+                                  "is gone or being deleted")
 
     async def _patch(self, obj: Obj, patch: list[dict[str, Any]], *, ignore_invalid: bool) -> bool:
         """Whether the patch applied; an object that is gone is not an error (nor, for a release, a changed one)."""
-        meta = _meta(obj)
         try:
-            await self.client.patch(self.dependents, str(meta.get("name")), patch,
-                                    namespace=str(meta.get("namespace") or ""), content_type=JSON_PATCH)
+            await self.client.patch(self.dependents, objects.name(obj), patch, namespace=objects.namespace(obj),
+                                    content_type=JSON_PATCH)
         except ApiError as exc:
             if exc.is_not_found or (ignore_invalid and exc.is_invalid):
                 return False
@@ -146,10 +137,10 @@ def orphan_requests(owners: Indexer) -> Callable[[Obj], list[Request]]:
     whose selector matches it."""
 
     def mapper(obj: Obj) -> list[Request]:
-        if controller_ref(obj) is not None or _meta(obj).get("deletionTimestamp"):
+        if controller_ref(obj) is not None or objects.is_deleting(obj):
             return []
-        namespace = str(_meta(obj).get("namespace") or "")
-        return [Request.for_object(owner) for owner in owners.by_index("namespace", namespace)
-                if selector_of(owner)(_labels(obj))]
+        labels = objects.labels(obj)
+        return [Request.for_object(owner) for owner in owners.by_index("namespace", objects.namespace(obj))
+                if selector_of(owner)(labels)]
 
     return mapper

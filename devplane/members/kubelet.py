@@ -25,10 +25,12 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.names import fnv32a
@@ -48,23 +50,23 @@ TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 # ----------------------------------------------------------------------------- pure status
 
 
-def node_ready(node: Mapping[str, Any]) -> bool:
-    conditions = (node.get("status") or {}).get("conditions") or []
+def node_ready(node: Obj) -> bool:
+    conditions = objects.status(node).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def host_ip(node: Mapping[str, Any]) -> str:
+def host_ip(node: Obj) -> str:
     """The node's InternalIP, else a stable 172.18.x.y derived from its name."""
-    for address in (node.get("status") or {}).get("addresses") or []:
+    for address in objects.status(node).get("addresses") or []:
         if address.get("type") == "InternalIP" and address.get("address"):
             return str(address["address"])
-    digest = fnv32a(str((node.get("metadata") or {}).get("name") or "").encode())
+    digest = fnv32a(objects.name(node).encode())
     return f"172.18.{(digest >> 8) % 256}.{2 + digest % 250}"
 
 
-def pod_network(node: Mapping[str, Any]) -> ipaddress.IPv4Network:
+def pod_network(node: Obj) -> ipaddress.IPv4Network:
     """The node's ``spec.podCIDR``, else a stable 10.244.x.0/24 derived from its name."""
-    cidr = (node.get("spec") or {}).get("podCIDR")
+    cidr = objects.spec(node).get("podCIDR")
     if cidr:
         try:
             network = ipaddress.ip_network(str(cidr), strict=False)
@@ -72,7 +74,7 @@ def pod_network(node: Mapping[str, Any]) -> ipaddress.IPv4Network:
                 return network
         except ValueError:
             pass
-    digest = fnv32a(str((node.get("metadata") or {}).get("name") or "").encode())
+    digest = fnv32a(objects.name(node).encode())
     return ipaddress.IPv4Network(f"10.244.{digest % 256}.0/24")
 
 
@@ -110,11 +112,11 @@ def _container_status(container: Mapping[str, Any], previous: Mapping[str, Any] 
             "lastState": {}, "name": name, "ready": True, "restartCount": 0, "started": not init, "state": current}
 
 
-def running_status(pod: Mapping[str, Any], *, host: str, pod_ip: str, moment: str) -> dict[str, Any]:
+def running_status(pod: Obj, *, host: str, pod_ip: str, moment: str) -> dict[str, Any]:
     """The status fields a kubelet writes for a running, ready pod (kept stable across rewrites)."""
-    status = pod.get("status") or {}
-    spec = pod.get("spec") or {}
-    uid = str((pod.get("metadata") or {}).get("uid") or "")
+    status = objects.status(pod)
+    spec = objects.spec(pod)
+    uid = objects.uid(pod)
     existing = {c.get("type"): c for c in status.get("conditions") or []}
     # mergePodStatus: conditions the kubelet does not own (readiness gates, DisruptionTarget) stay, first.
     conditions = [dict(c) for c in status.get("conditions") or [] if c.get("type") not in POD_CONDITIONS]
@@ -146,7 +148,7 @@ def _same(current: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 
 
 def pods_by_node(pod: Obj) -> list[str]:
-    node = (pod.get("spec") or {}).get("nodeName")
+    node = objects.spec(pod).get("nodeName")
     return [str(node)] if node else []
 
 
@@ -165,8 +167,7 @@ class Kubelet:
         if pod is None:
             self._ips.pop(key, None)
             return Result()
-        meta = pod.get("metadata") or {}
-        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node_name = str(objects.spec(pod).get("nodeName") or "")
         if not node_name:
             return Result()
         node = self.nodes.get(node_name)
@@ -176,18 +177,18 @@ class Kubelet:
             return Result()
         if not node_ready(node):
             return Result()  # a stopped kubelet does nothing
-        if meta.get("deletionTimestamp"):
+        if objects.is_deleting(pod):
             await self._force_delete(pod)
             self._ips.pop(key, None)
             return Result()
-        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+        if objects.status(pod).get("phase") in TERMINAL_PHASES:
             return Result()
         moment = now_text()
         desired = running_status(pod, host=host_ip(node), pod_ip=self._pod_ip(key, pod, node), moment=moment)
-        if not _same(pod.get("status") or {}, desired):
+        if not _same(objects.status(pod), desired):
             try:
-                await self.client.patch(PODS, str(meta.get("name")), {"status": desired},
-                                        namespace=str(meta.get("namespace") or ""), subresource="status")
+                await self.client.patch(PODS, objects.name(pod), {"status": desired},
+                                        namespace=objects.namespace(pod), subresource="status")
             except ApiError as exc:
                 if not exc.is_not_found:
                     raise
@@ -195,17 +196,17 @@ class Kubelet:
 
     def _pod_ip(self, key: str, pod: Obj, node: Obj) -> str:
         """The pod's IP: kept once written, else the lowest address of the node's range nobody uses."""
-        uid = str((pod.get("metadata") or {}).get("uid") or "")
-        node_name = str((node.get("metadata") or {}).get("name") or "")
-        current = (pod.get("status") or {}).get("podIP")
+        uid = objects.uid(pod)
+        node_name = objects.name(node)
+        current = objects.status(pod).get("podIP")
         if current:
             self._ips[key] = (uid, node_name, str(current))
             return str(current)
         handed = self._ips.get(key)
         if handed is not None and handed[0] == uid and handed[1] == node_name:
             return handed[2]
-        used = {str((p.get("status") or {}).get("podIP")) for p in self.pods.by_index(NODE_INDEX, node_name)
-                if (p.get("status") or {}).get("podIP")}
+        used = {str(objects.status(p).get("podIP")) for p in self.pods.by_index(NODE_INDEX, node_name)
+                if objects.status(p).get("podIP")}
         used.update(ip for k, (_, n, ip) in self._ips.items() if n == node_name and k != key)
         network = pod_network(node)
         base = int(network.network_address)
@@ -220,18 +221,16 @@ class Kubelet:
         return await self.client.get_or_none(NODES, name) is not None
 
     async def _force_delete(self, pod: Obj) -> None:
-        meta = pod.get("metadata") or {}
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": meta.get("uid")}}
+                "preconditions": {"uid": objects.uid(pod)}}
         try:
-            await self.client.request("DELETE", PODS.path(str(meta.get("namespace") or ""), str(meta.get("name"))),
-                                      body=body)
+            await self.client.request("DELETE", PODS.path(objects.namespace(pod), objects.name(pod)), body=body)
         except ApiError as exc:
             if not (exc.is_not_found or exc.status == 409):  # gone, or another pod of that name
                 raise
 
     def node_pods(self, node: Obj) -> list[Request]:
-        name = str((node.get("metadata") or {}).get("name") or "")
+        name = objects.name(node)
         return [Request.for_object(pod) for pod in self.pods.by_index(NODE_INDEX, name)]
 
 

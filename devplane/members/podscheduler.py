@@ -45,12 +45,14 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, Obj, object_key
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import JSON_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.timeutil import now_text
@@ -156,8 +158,8 @@ def nonzero_requests(spec: Mapping[str, Any]) -> tuple[int, int]:
     return cpu, memory
 
 
-def pod_entry(pod: Mapping[str, Any]) -> PodEntry:
-    spec = pod.get("spec") or {}
+def pod_entry(pod: Obj) -> PodEntry:
+    spec = objects.spec(pod)
     return PodEntry(pod_priority(spec), pod_requests(spec), nonzero_requests(spec))
 
 
@@ -175,9 +177,9 @@ class NodeInfo:
     @classmethod
     def of(cls, node: Obj, pods: Iterable[Obj] = ()) -> NodeInfo:
         """A NodeInfo from a Node and its non-terminal bound pods (tests, one-shot decisions)."""
-        info = cls(str((node.get("metadata") or {}).get("name") or ""), node)
+        info = cls(objects.name(node), node)
         for pod in pods:
-            info.add(str((pod.get("metadata") or {}).get("uid") or object_key(pod)), pod_entry(pod))
+            info.add(_uid(pod), pod_entry(pod))
         return info
 
     def add(self, uid: str, entry: PodEntry) -> None:
@@ -198,18 +200,18 @@ class NodeInfo:
 
     @property
     def allocatable(self) -> dict[str, int]:
-        return resource_list_units(((self.node or {}).get("status") or {}).get("allocatable"))
+        return resource_list_units(objects.status(self.node or {}).get("allocatable"))
 
 
-def condition_taints(node: Mapping[str, Any]) -> list[dict[str, str]]:
+def condition_taints(node: Obj) -> list[dict[str, str]]:
     """The NoSchedule taint the node lifecycle controller puts on a node that is not Ready."""
-    conditions = (node.get("status") or {}).get("conditions") or []
+    conditions = objects.status(node).get("conditions") or []
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     status = ready.get("status") if ready else None
     if status == "True":
         return []
     key = TAINT_UNREACHABLE if status == "Unknown" else TAINT_NOT_READY
-    existing = (node.get("spec") or {}).get("taints") or []
+    existing = objects.spec(node).get("taints") or []
     if any(t.get("key") == key and t.get("effect") == TAINT_EFFECT_NO_SCHEDULE for t in existing):
         return []
     return [{"key": key, "effect": TAINT_EFFECT_NO_SCHEDULE}]
@@ -245,7 +247,7 @@ def filter_node(spec: Mapping[str, Any], request: Mapping[str, int], affinity: R
                 info: NodeInfo) -> Status:
     """The default filter plugins in order; the first that fails decides the node's status."""
     node = info.node or {}
-    node_spec = node.get("spec") or {}
+    node_spec = objects.spec(node)
     tolerations = spec.get("tolerations") or []
     if node_spec.get("unschedulable") and not tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
         return Status(UNRESOLVABLE, (ERR_NODE_UNSCHEDULABLE,))
@@ -276,7 +278,7 @@ def least_allocated_score(info: NodeInfo, nonzero: tuple[int, int]) -> int:
 
 def _prefer_no_schedule_misses(spec: Mapping[str, Any], info: NodeInfo) -> int:
     tolerations = spec.get("tolerations") or []
-    taints = ((info.node or {}).get("spec") or {}).get("taints") or []
+    taints = objects.spec(info.node or {}).get("taints") or []
     return sum(1 for taint in taints if taint.get("effect") == TAINT_EFFECT_PREFER_NO_SCHEDULE
                and not tolerations_tolerate_taint(tolerations, taint))
 
@@ -329,11 +331,11 @@ class Decision:
     message: str = ""
 
 
-def schedule(pod: Mapping[str, Any], infos: Sequence[NodeInfo]) -> Decision:
+def schedule(pod: Obj, infos: Sequence[NodeInfo]) -> Decision:
     """One scheduling cycle: filter every node, score the feasible ones, or explain the failure."""
     if not infos:
         return Decision(None, NO_NODES_AVAILABLE)
-    spec = pod.get("spec") or {}
+    spec = objects.spec(pod)
     request = pod_requests(spec)
     affinity = RequiredNodeAffinity.from_pod_spec(spec)
     ordered = sorted(infos, key=lambda info: info.name)
@@ -357,26 +359,26 @@ def schedule(pod: Mapping[str, Any], infos: Sequence[NodeInfo]) -> Decision:
 # ----------------------------------------------------------------------------- cache
 
 
-def is_bound(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
+def is_bound(pod: Obj) -> bool:
+    return bool(objects.spec(pod).get("nodeName"))
 
 
-def occupies_node(pod: Mapping[str, Any]) -> bool:
+def occupies_node(pod: Obj) -> bool:
     """Bound and not terminal: the pod's requests count on its node (even while it is being deleted)."""
-    return is_bound(pod) and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    return is_bound(pod) and objects.status(pod).get("phase") not in TERMINAL_PHASES
 
 
-def wants_scheduling(pod: Mapping[str, Any]) -> bool:
+def wants_scheduling(pod: Obj) -> bool:
     """Unbound, for this scheduler, not gated (``schedulingGates``), not being deleted, not terminal."""
-    spec = pod.get("spec") or {}
+    spec = objects.spec(pod)
     return (not spec.get("nodeName") and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
             and not spec.get("schedulingGates")
-            and not (pod.get("metadata") or {}).get("deletionTimestamp")
-            and (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES)
+            and not objects.is_deleting(pod)
+            and objects.status(pod).get("phase") not in TERMINAL_PHASES)
 
 
-def _uid(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("metadata") or {}).get("uid") or object_key(pod))
+def _uid(pod: Obj) -> str:
+    return objects.uid(pod) or objects.key(pod)
 
 
 class SchedulerCache:
@@ -386,19 +388,19 @@ class SchedulerCache:
         self._nodes: dict[str, NodeInfo] = {}
         self._pod_nodes: dict[str, str] = {}
 
-    def update_pod(self, pod: Mapping[str, Any]) -> None:
+    def update_pod(self, pod: Obj) -> None:
         uid = _uid(pod)
         if not occupies_node(pod):
             self.remove_pod(pod)
             return
-        node = str(pod["spec"]["nodeName"])
+        node = str(objects.spec(pod)["nodeName"])
         previous = self._pod_nodes.get(uid)
         if previous is not None and previous != node:
             self._nodes[previous].remove(uid)
         self._pod_nodes[uid] = node
         self._nodes.setdefault(node, NodeInfo(node)).add(uid, pod_entry(pod))
 
-    def remove_pod(self, pod: Mapping[str, Any]) -> None:
+    def remove_pod(self, pod: Obj) -> None:
         uid = _uid(pod)
         node = self._pod_nodes.pop(uid, None)
         if node is not None:
@@ -407,15 +409,15 @@ class SchedulerCache:
             if info.node is None and not info.pods:
                 del self._nodes[node]
 
-    def assume(self, pod: Mapping[str, Any], node: str) -> None:
+    def assume(self, pod: Obj, node: str) -> None:
         """Count a pod the scheduler just bound before the informer reports it."""
-        self.update_pod({**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node}})
+        self.update_pod({**pod, "spec": {**objects.spec(pod), "nodeName": node}})
 
     def node_infos(self, nodes: Iterable[Obj]) -> list[NodeInfo]:
         """The NodeInfo of each Node given, with that Node object attached."""
         infos = []
         for node in nodes:
-            name = str((node.get("metadata") or {}).get("name") or "")
+            name = objects.name(node)
             info = self._nodes.setdefault(name, NodeInfo(name))
             info.node = node
             infos.append(info)
@@ -432,8 +434,8 @@ def scheduled_condition(current: Mapping[str, Any] | None, moment: str) -> dict[
     return {"type": POD_SCHEDULED, "status": "True", "lastProbeTime": None, "lastTransitionTime": since or moment}
 
 
-def _pod_condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    return next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
+def _pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
+    return next((c for c in objects.status(pod).get("conditions") or [] if c.get("type") == ctype), None)
 
 
 class PodScheduler:
@@ -458,7 +460,7 @@ class PodScheduler:
     def on_pod_delete(self, pod: Obj) -> None:
         self.cache.remove_pod(pod)
 
-    def pod_requests(self, pod: Obj) -> list[Request]:
+    def pod_requests(self, pod: MutableObj) -> list[Request]:
         """An unbound pod is its own request; a bound pod that freed room re-queues the unschedulable."""
         if is_bound(pod):
             return sorted(self.unschedulable)
@@ -486,9 +488,8 @@ class PodScheduler:
         await self._record_failure(pod, decision.message)
         return Result(requeue_after=UNSCHEDULABLE_RETRY_SECONDS)
 
-    async def _bind(self, pod: Obj, node: str) -> None:
-        meta = pod.get("metadata") or {}
-        name, namespace, uid = str(meta.get("name")), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
+    async def _bind(self, pod: MutableObj, node: str) -> None:
+        name, namespace, uid = objects.name(pod), objects.namespace(pod), objects.uid(pod)
         binding = [{"op": "test", "path": "/metadata/uid", "value": uid},
                    {"op": "add", "path": "/spec/nodeName", "value": node}]
         try:
@@ -497,7 +498,7 @@ class PodScheduler:
             if exc.is_not_found or exc.is_invalid:  # gone, or replaced by another pod of that name
                 return
             raise
-        current = self.pods.get(object_key(pod))
+        current = self.pods.get(objects.key(pod))
         if current is not None and _uid(current) == uid:
             self.cache.assume(current, node)
         condition = scheduled_condition(_pod_condition(current or pod, POD_SCHEDULED), now_text())
@@ -509,14 +510,13 @@ class PodScheduler:
                 raise
         self.events.event(pod, NORMAL, "Scheduled", f"Successfully assigned {namespace}/{name} to {node}")
 
-    async def _record_failure(self, pod: Obj, message: str) -> None:
+    async def _record_failure(self, pod: MutableObj, message: str) -> None:
         """PodScheduled=False/Unschedulable (transition time kept while it stays False) and a FailedScheduling event."""
-        meta = pod.get("metadata") or {}
-        key = object_key(pod)
+        key = objects.key(pod)
         current = _pod_condition(pod, POD_SCHEDULED)
         unchanged = (current is not None and current.get("status") == "False"
                      and current.get("reason") == REASON_UNSCHEDULABLE and current.get("message") == message)
-        phase_ok = (pod.get("status") or {}).get("phase") == "Pending"
+        phase_ok = objects.status(pod).get("phase") == "Pending"
         if not unchanged or not phase_ok:
             since = current.get("lastTransitionTime") if current is not None and current.get("status") == "False" \
                 else None
@@ -526,8 +526,7 @@ class PodScheduler:
             if not phase_ok:
                 status["phase"] = "Pending"
             try:
-                await self.client.patch(PODS, str(meta.get("name")), {"status": status},
-                                        namespace=str(meta.get("namespace") or ""),
+                await self.client.patch(PODS, objects.name(pod), {"status": status}, namespace=objects.namespace(pod),
                                         content_type=STRATEGIC_MERGE_PATCH, subresource="status")
             except ApiError as exc:
                 if exc.is_not_found:
@@ -543,9 +542,9 @@ class PodScheduler:
 def _node_changed(old: Obj, new: Obj) -> bool:
     """A node update that can change a scheduling decision (labels, spec, allocatable, conditions)."""
     def view(node: Obj) -> tuple[Any, ...]:
-        status = node.get("status") or {}
+        status = objects.status(node)
         conditions = [(c.get("type"), c.get("status")) for c in status.get("conditions") or []]
-        return ((node.get("metadata") or {}).get("labels"), node.get("spec"), status.get("allocatable"), conditions)
+        return (objects.metadata(node).get("labels"), node.get("spec"), status.get("allocatable"), conditions)
 
     return view(old) != view(new)
 

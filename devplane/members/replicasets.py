@@ -34,12 +34,14 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, IndexFunc, Obj, object_key
+from controller_manager import objects
+from controller_manager.cache import Indexer, IndexFunc
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
@@ -61,10 +63,6 @@ _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 # ----------------------------------------------------------------------------- pod helpers
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
 def _time(text: Any) -> datetime | None:
     """A metav1.Time, or None for the zero time (missing or unparsable)."""
     if not text:
@@ -75,23 +73,22 @@ def _time(text: Any) -> datetime | None:
         return None
 
 
-def is_pod_active(pod: Mapping[str, Any]) -> bool:
+def is_pod_active(pod: Obj) -> bool:
     """``controller.IsPodActive``: not terminal and not being deleted."""
-    return ((pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
-            and not _meta(pod).get("deletionTimestamp"))
+    return objects.status(pod).get("phase") not in TERMINAL_PHASES and not objects.is_deleting(pod)
 
 
-def pod_condition(pod: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
-    conditions = (pod.get("status") or {}).get("conditions") or []
+def pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
+    conditions = objects.status(pod).get("conditions") or []
     return next((c for c in conditions if c.get("type") == ctype), None)
 
 
-def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+def is_pod_ready(pod: Obj) -> bool:
     condition = pod_condition(pod, "Ready")
     return condition is not None and condition.get("status") == "True"
 
 
-def pod_ready_time(pod: Mapping[str, Any]) -> datetime | None:
+def pod_ready_time(pod: Obj) -> datetime | None:
     """When the pod became ready (the Ready condition's lastTransitionTime), None if not ready."""
     condition = pod_condition(pod, "Ready")
     if condition is None or condition.get("status") != "True":
@@ -99,7 +96,7 @@ def pod_ready_time(pod: Mapping[str, Any]) -> datetime | None:
     return _time(condition.get("lastTransitionTime"))
 
 
-def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, moment: datetime) -> bool:
+def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool:
     """``podutil.IsPodAvailable``: ready, and for at least ``minReadySeconds``."""
     if not is_pod_ready(pod):
         return False
@@ -109,7 +106,7 @@ def is_pod_available(pod: Mapping[str, Any], min_ready_seconds: int, moment: dat
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
-def typed(obj: Obj, kind: str, api_version: str) -> Obj:
+def typed(obj: MutableObj, kind: str, api_version: str) -> MutableObj:
     """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
     if obj.get("kind") and obj.get("apiVersion"):
         return obj
@@ -138,13 +135,12 @@ def owner_request(obj: Obj, kind: str) -> list[Request]:
         return []
     if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
         return []
-    return [Request(str(_meta(obj).get("namespace") or ""), str(reference["name"]))]
+    return [Request(objects.namespace(obj), str(reference["name"]))]
 
 
-def controller_reference(owner: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def controller_reference(owner: Obj, kind: str) -> dict[str, Any]:
     """``metav1.NewControllerRef``: controller and blockOwnerDeletion set."""
-    meta = _meta(owner)
-    return {"apiVersion": "apps/v1", "kind": kind, "name": meta.get("name"), "uid": meta.get("uid"),
+    return {"apiVersion": "apps/v1", "kind": kind, "name": objects.name(owner), "uid": objects.uid(owner),
             "controller": True, "blockOwnerDeletion": True}
 
 
@@ -158,8 +154,8 @@ def _after_or_zero(t1: datetime | None, t2: datetime | None) -> bool:
     return t1 > t2
 
 
-def _deletion_cost(pod: Mapping[str, Any]) -> int:
-    raw = (_meta(pod).get("annotations") or {}).get(POD_DELETION_COST)
+def _deletion_cost(pod: Obj) -> int:
+    raw = objects.annotations(pod).get(POD_DELETION_COST)
     try:
         cost = int(str(raw)) if raw is not None else 0
     except ValueError:
@@ -167,18 +163,18 @@ def _deletion_cost(pod: Mapping[str, Any]) -> int:
     return cost if -(2**31) <= cost < 2**31 else 0
 
 
-def _max_restarts(pod: Mapping[str, Any]) -> int:
-    return max((int(c.get("restartCount") or 0) for c in (pod.get("status") or {}).get("containerStatuses") or []),
+def _max_restarts(pod: Obj) -> int:
+    return max((int(c.get("restartCount") or 0) for c in objects.status(pod).get("containerStatuses") or []),
                default=0)
 
 
-def _less(a: Mapping[str, Any], rank_a: int, b: Mapping[str, Any], rank_b: int) -> bool:
+def _less(a: Obj, rank_a: int, b: Obj, rank_b: int) -> bool:
     """``ActivePodsWithRanks.Less``: whether ``a`` is deleted before ``b``."""
-    node_a, node_b = (a.get("spec") or {}).get("nodeName") or "", (b.get("spec") or {}).get("nodeName") or ""
+    node_a, node_b = objects.spec(a).get("nodeName") or "", objects.spec(b).get("nodeName") or ""
     if node_a != node_b and (not node_a or not node_b):
         return not node_a  # 1. unassigned before assigned
-    phase_a = _PHASE_ORDINAL.get((a.get("status") or {}).get("phase") or "", 0)
-    phase_b = _PHASE_ORDINAL.get((b.get("status") or {}).get("phase") or "", 0)
+    phase_a = _PHASE_ORDINAL.get(objects.status(a).get("phase") or "", 0)
+    phase_b = _PHASE_ORDINAL.get(objects.status(b).get("phase") or "", 0)
     if phase_a != phase_b:
         return phase_a < phase_b  # 2. Pending < Unknown < Running
     ready_a, ready_b = is_pod_ready(a), is_pod_ready(b)
@@ -196,7 +192,7 @@ def _less(a: Mapping[str, Any], rank_a: int, b: Mapping[str, Any], rank_b: int) 
     restarts_a, restarts_b = _max_restarts(a), _max_restarts(b)
     if restarts_a != restarts_b:
         return restarts_a > restarts_b  # 7. more restarts first
-    created_a, created_b = _time(_meta(a).get("creationTimestamp")), _time(_meta(b).get("creationTimestamp"))
+    created_a, created_b = _time(objects.creation_timestamp(a)), _time(objects.creation_timestamp(b))
     if created_a != created_b:
         return _after_or_zero(created_a, created_b)  # 8. newer first
     return False
@@ -211,9 +207,9 @@ def rank_for_deletion(pods: Iterable[Obj], related: Iterable[Obj]) -> list[Obj]:
     on_node: dict[str, int] = {}
     for pod in related:
         if is_pod_active(pod):
-            node = (pod.get("spec") or {}).get("nodeName") or ""
+            node = objects.spec(pod).get("nodeName") or ""
             on_node[node] = on_node.get(node, 0) + 1
-    ranked = [(pod, on_node.get((pod.get("spec") or {}).get("nodeName") or "", 0)) for pod in pods]
+    ranked = [(pod, on_node.get(objects.spec(pod).get("nodeName") or "", 0)) for pod in pods]
 
     def compare(x: tuple[Obj, int], y: tuple[Obj, int]) -> int:
         if _less(x[0], x[1], y[0], y[1]):
@@ -236,20 +232,20 @@ def pods_to_delete(pods: list[Obj], related: Iterable[Obj], count: int) -> list[
 # ----------------------------------------------------------------------------- status
 
 
-def replica_set_status(rs: Mapping[str, Any], pods: Iterable[Obj],
+def replica_set_status(rs: Obj, pods: Iterable[Obj],
                        moment: datetime) -> tuple[dict[str, Any], float]:
     """(new status, seconds until a ready pod becomes available or 0) from the active pods.
 
     ``replicas`` is always present (it has no omitempty); the other counters are omitted when 0.
     """
-    spec = rs.get("spec") or {}
+    spec = objects.spec(rs)
     min_ready = int(spec.get("minReadySeconds") or 0)
-    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    template_labels = objects.labels(spec.get("template") or {})
     replicas = fully_labeled = ready = available = 0
     wait = 0.0
     for pod in pods:
         replicas += 1
-        labels = _meta(pod).get("labels") or {}
+        labels = objects.labels(pod)
         if all(labels.get(k) == v for k, v in template_labels.items()):
             fully_labeled += 1
         if is_pod_ready(pod):
@@ -266,21 +262,20 @@ def replica_set_status(rs: Mapping[str, Any], pods: Iterable[Obj],
                         ("availableReplicas", available)):
         if count:
             status[name] = count
-    generation = _meta(rs).get("generation")
+    generation = objects.generation(rs)
     if generation:
         status["observedGeneration"] = generation
-    conditions = (rs.get("status") or {}).get("conditions")
+    conditions = objects.status(rs).get("conditions")
     if conditions:
         status["conditions"] = copy.deepcopy(conditions)
     return status, max(wait, 0.0)
 
 
-def new_pod(rs: Mapping[str, Any]) -> dict[str, Any]:
+def new_pod(rs: Obj) -> dict[str, Any]:
     """``GetPodFromTemplate``: a pod of the ReplicaSet's template, named ``<rs>-<random>`` by the server."""
-    meta = _meta(rs)
-    template = (rs.get("spec") or {}).get("template") or {}
-    template_meta = template.get("metadata") or {}
-    pod_meta: dict[str, Any] = {"generateName": f"{meta.get('name')}-", "namespace": meta.get("namespace")}
+    template = objects.spec(rs).get("template") or {}
+    template_meta = objects.metadata(template)
+    pod_meta: dict[str, Any] = {"generateName": f"{objects.name(rs)}-", "namespace": objects.namespace(rs)}
     for key in ("labels", "annotations", "finalizers"):
         if template_meta.get(key):
             pod_meta[key] = copy.deepcopy(template_meta[key])
@@ -292,9 +287,9 @@ def new_pod(rs: Mapping[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- read your writes
 
 
-def _rv(obj: Mapping[str, Any]) -> int:
+def _rv(obj: Obj) -> int:
     try:
-        return int(_meta(obj).get("resourceVersion") or 0)
+        return int(objects.resource_version(obj) or 0)
     except ValueError:
         return 0
 
@@ -308,22 +303,22 @@ class RecentWrites:
     """
 
     def __init__(self, limit: int = 10_000) -> None:
-        self._objects: dict[str, Obj] = {}
+        self._objects: dict[str, MutableObj] = {}
         self._limit = limit  # bounded: forgetting an entry only costs a possible 409 and a retry
 
-    def remember(self, obj: Obj) -> None:
-        key = object_key(obj)
+    def remember(self, obj: MutableObj) -> None:
+        key = objects.key(obj)
         self._objects.pop(key, None)
         self._objects[key] = obj
         if len(self._objects) > self._limit:
             del self._objects[next(iter(self._objects))]
 
-    def latest(self, key: str, cached: Obj | None) -> Obj | None:
+    def latest(self, key: str, cached: MutableObj | None) -> MutableObj | None:
         """The newer of ``cached`` and the remembered write (None when the object is gone)."""
         written = self._objects.get(key)
         if written is None:
             return cached
-        if cached is None or _meta(cached).get("uid") != _meta(written).get("uid") or _rv(cached) >= _rv(written):
+        if cached is None or objects.uid(cached) != objects.uid(written) or _rv(cached) >= _rv(written):
             del self._objects[key]
             return cached
         return written
@@ -408,19 +403,19 @@ class ReplicaSetReconciler:
     # informer handler: expectations are lowered as the cache sees the writes
     def on_pod_add(self, pod: Obj, _initial: bool) -> None:
         for request in owner_request(pod, "ReplicaSet"):
-            if _meta(pod).get("deletionTimestamp"):
-                self.expectations.deletion_observed(str(request), object_key(pod))
+            if objects.is_deleting(pod):
+                self.expectations.deletion_observed(str(request), objects.key(pod))
             else:
                 self.expectations.creation_observed(str(request))
 
     def on_pod_update(self, old: Obj, new: Obj) -> None:
-        if _meta(new).get("deletionTimestamp") and not _meta(old).get("deletionTimestamp"):
+        if objects.is_deleting(new) and not objects.is_deleting(old):
             for request in owner_request(new, "ReplicaSet"):
-                self.expectations.deletion_observed(str(request), object_key(new))
+                self.expectations.deletion_observed(str(request), objects.key(new))
 
     def on_pod_delete(self, pod: Obj) -> None:
         for request in owner_request(pod, "ReplicaSet"):
-            self.expectations.deletion_observed(str(request), object_key(pod))
+            self.expectations.deletion_observed(str(request), objects.key(pod))
 
     async def reconcile(self, request: Request) -> Result:
         key = str(request)
@@ -431,7 +426,7 @@ class ReplicaSetReconciler:
         rs = typed(rs, "ReplicaSet", "apps/v1")
         active = await self._claim(rs)
         error: Exception | None = None
-        if self.expectations.satisfied(key) and not _meta(rs).get("deletionTimestamp"):
+        if self.expectations.satisfied(key) and not objects.is_deleting(rs):
             try:
                 await self._manage(key, rs, active)
             except ApiError as exc:
@@ -443,24 +438,23 @@ class ReplicaSetReconciler:
             raise error
         return Result(requeue_after=wait) if wait else Result()
 
-    async def _claim(self, rs: Obj) -> list[Obj]:
+    async def _claim(self, rs: MutableObj) -> list[Obj]:
         """The active pods of the namespace the ReplicaSet owns once it has adopted and released (``claimPods``).
 
         A failed adoption or release fails the sync (retried with backoff), as in Kubernetes.
         """
-        namespace = str(_meta(rs).get("namespace") or "")
-        candidates = [pod for pod in self.pods.by_index("namespace", namespace) if is_pod_active(pod)]
+        candidates = [pod for pod in self.pods.by_index("namespace", objects.namespace(rs)) if is_pod_active(pod)]
         claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, "ReplicaSet"), PODS)
         return await claimer.claim(candidates)
 
-    async def _write_status(self, rs: Obj, active: list[Obj]) -> float | None:
+    async def _write_status(self, rs: MutableObj, active: list[Obj]) -> float | None:
         """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).
 
         Returns the seconds until a ready pod becomes available (0: none pending), None on a lasting conflict.
         """
         for attempt in range(2):
             status, wait = replica_set_status(rs, active, now())
-            if status == (rs.get("status") or {}):
+            if status == objects.status(rs):
                 return wait
             updated = copy.deepcopy(rs)
             updated["status"] = status
@@ -474,19 +468,19 @@ class ReplicaSetReconciler:
                     raise
             if attempt:
                 return None
-            meta = _meta(rs)
+            uid = objects.uid(rs)
             try:
-                rs = await self.client.get(REPLICA_SETS, str(meta.get("name")), str(meta.get("namespace") or ""))
+                rs = await self.client.get(REPLICA_SETS, objects.name(rs), objects.namespace(rs))
             except ApiError as error:
                 if error.is_not_found:
                     return 0.0
                 raise
-            if _meta(rs).get("uid") != meta.get("uid"):
+            if objects.uid(rs) != uid:
                 return 0.0
         return None
 
-    async def _manage(self, key: str, rs: Obj, active: list[Obj]) -> None:
-        desired = int((rs.get("spec") or {}).get("replicas", 1) or 0)
+    async def _manage(self, key: str, rs: MutableObj, active: list[Obj]) -> None:
+        desired = int(objects.spec(rs).get("replicas", 1) or 0)
         diff = len(active) - desired
         if diff < 0:
             await self._create(key, rs, min(-diff, BURST_REPLICAS))
@@ -494,7 +488,7 @@ class ReplicaSetReconciler:
             victims = pods_to_delete(active, self._related_pods(rs, active), min(diff, BURST_REPLICAS))
             await self._delete(key, rs, victims)
 
-    async def _create(self, key: str, rs: Obj, count: int) -> None:
+    async def _create(self, key: str, rs: MutableObj, count: int) -> None:
         self.expectations.expect(key, adds=count)
         template = new_pod(rs)
 
@@ -504,7 +498,7 @@ class ReplicaSetReconciler:
             except ApiError as exc:
                 self.events.event(rs, WARNING, "FailedCreate", f"Error creating: {exc.message}")
                 raise
-            self.events.event(rs, NORMAL, "SuccessfulCreate", f"Created pod: {_meta(created).get('name')}")
+            self.events.event(rs, NORMAL, "SuccessfulCreate", f"Created pod: {objects.name(created)}")
 
         successes, errors = await slow_start(count, create_one)
         if successes < count:
@@ -512,22 +506,20 @@ class ReplicaSetReconciler:
         if errors:
             raise errors[0]
 
-    async def _delete(self, key: str, rs: Obj, victims: list[Obj]) -> None:
-        keys = [object_key(pod) for pod in victims]
+    async def _delete(self, key: str, rs: MutableObj, victims: list[Obj]) -> None:
+        keys = [objects.key(pod) for pod in victims]
         self.expectations.expect(key, deletes=keys)
 
         async def delete_one(pod: Obj, pod_key: str) -> ApiError | None:
-            meta = _meta(pod)
             try:
-                await self.client.delete(PODS, str(meta.get("name")), str(meta.get("namespace") or ""),
-                                         uid=str(meta.get("uid") or ""))
+                await self.client.delete(PODS, objects.name(pod), objects.namespace(pod), uid=objects.uid(pod))
             except ApiError as exc:
                 self.expectations.deletion_observed(key, pod_key)
                 if exc.is_not_found or exc.status == 409:  # gone, or replaced by another pod of that name
                     return None
                 self.events.event(rs, WARNING, "FailedDelete", f"Error deleting: {exc.message}")
                 return exc
-            self.events.event(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta.get('name')}")
+            self.events.event(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {objects.name(pod)}")
             return None
 
         results = await asyncio.gather(*(delete_one(pod, k) for pod, k in zip(victims, keys, strict=True)))
@@ -542,7 +534,7 @@ class ReplicaSetReconciler:
             return own
         pods: list[Obj] = []
         for sibling in self.replica_sets.by_index(OWNER_INDEX, str(reference["uid"])):
-            pods.extend(self.pods.by_index(OWNER_INDEX, str(_meta(sibling).get("uid") or "")))
+            pods.extend(self.pods.by_index(OWNER_INDEX, objects.uid(sibling)))
         return pods
 
 

@@ -1,4 +1,4 @@
-"""The simulated karmada-scheduler (spec §3): filters, replica division and the scheduling controller."""
+"""The simulated karmada-scheduler (``pkg/scheduler``): filters, replica division and the scheduling controller."""
 
 from .algorithm import Algorithm, AvailableReplicas
 from .controller import setup_scheduler

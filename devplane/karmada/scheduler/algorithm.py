@@ -1,4 +1,4 @@
-"""``Algorithm.Schedule(spec, status)`` (spec §3.4): snapshot, filter, score, estimate, order, select, assign.
+"""``Algorithm.Schedule`` (``pkg/scheduler/core/generic_scheduler.go``): filter, score, estimate, select, assign.
 
 The estimate is the only step that may wait (the accurate estimator asks member clusters),
 so it is an injected async callable; everything else is pure and runs on the cluster
@@ -7,11 +7,13 @@ snapshot the caller provides (the Cluster informer's cache).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import structlog
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from estimator.general import GeneralEstimator
 from estimator.merge import combine_available_replicas
 from karmada_api.placement import (
@@ -37,8 +39,6 @@ from .filters import FitError, run_filters
 
 log = structlog.get_logger(__name__)
 
-Obj = Mapping[str, Any]
-
 AvailableReplicas = Callable[[list[dict[str, Any]], dict[str, Any] | None, int], Awaitable[dict[str, int]]]
 """(cluster objects, spec.replicaRequirements, spec.replicas) -> {cluster name: max available replicas};
 clusters missing from the answer get spec.replicas (calAvailableReplicas' MaxInt32 rule)."""
@@ -50,13 +50,13 @@ LOCALITY_SCORE = 100
 async def general_available_replicas(clusters: list[dict[str, Any]], requirements: dict[str, Any] | None,
                                      replicas: int) -> dict[str, int]:
     """The general estimator alone (Cluster ``status.resourceSummary``), combined as the scheduler does."""
-    names = [str(c["metadata"]["name"]) for c in clusters]
+    names = [objects.name(c) for c in clusters]
     return combine_available_replicas(names, [GeneralEstimator().estimate(clusters, requirements)], replicas)
 
 
 def score(cluster: Obj, spec: Obj) -> int:
     """``ClusterLocality`` (100 when already scheduled there) + ``ClusterAffinity`` (always 0)."""
-    name = str((cluster.get("metadata") or {}).get("name") or "")
+    name = objects.name(cluster)
     return LOCALITY_SCORE if spec.get("clusters") and target_contains(spec, name) else 0
 
 
@@ -122,31 +122,30 @@ class Algorithm:
         feasible: list[Obj] = []
         diagnosis: dict[str, list[str]] = {}
         for cluster in snapshot:
-            meta = cluster.get("metadata") or {}
-            if meta.get("deletionTimestamp"):
+            if objects.is_deleting(cluster):
                 continue
             reason = run_filters(cluster, spec, status)
             if reason is None:
                 feasible.append(cluster)
             else:
-                diagnosis[str(meta.get("name") or "")] = [reason]
+                diagnosis[objects.name(cluster)] = [reason]
         if not feasible:
             raise FitError(len(snapshot), diagnosis)
         return feasible
 
     async def available(self, clusters: list[Obj], spec: Obj) -> dict[str, int]:
         """Step 4 (``calAvailableReplicas``): MaxInt32 for non-workloads, else the estimate, else replicas."""
-        names = [str((c.get("metadata") or {}).get("name") or "") for c in clusters]
+        names = [objects.name(c) for c in clusters]
         replicas = int(spec.get("replicas") or 0)
         if replicas == 0 and not spec.get("components"):
             return dict.fromkeys(names, MAX_INT32)
         requirements = spec.get("replicaRequirements")
-        objects = [dict(c) for c in clusters]
+        copies = [dict(c) for c in clusters]
         try:
-            answer = await self._available_replicas(objects, dict(requirements) if requirements else None, replicas)
+            answer = await self._available_replicas(copies, dict(requirements) if requirements else None, replicas)
         except Exception as exc:  # an estimator error is ignored: fall back to the general estimator
             log.warning("replica estimation failed, using the general estimator", error=f"{type(exc).__name__}: {exc}")
-            answer = await general_available_replicas(objects, dict(requirements) if requirements else None, replicas)
+            answer = await general_available_replicas(copies, dict(requirements) if requirements else None, replicas)
         result = {}
         for name in names:
             value = answer.get(name, MAX_INT32)
@@ -160,7 +159,7 @@ class Algorithm:
         candidates = order_candidates([
             Candidate(cluster, allocatable=estimates[name], assigned=assigned_replicas(spec, name),
                       score=score(cluster, spec))
-            for cluster in feasible for name in [str(cluster["metadata"]["name"])]])
+            for cluster in feasible for name in [objects.name(cluster)]])
         try:
             selected = select_best_clusters(candidates, spec.get("placement") or {}, int(spec.get("replicas") or 0))
         except SchedulingError as exc:

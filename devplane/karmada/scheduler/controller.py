@@ -3,18 +3,20 @@
 One controller, one worker and one queue for ResourceBindings and ClusterResourceBindings,
 as Karmada's scheduler has (an RB key has a namespace, a CRB key has none):
 
-* §3.1 intake: a binding that carries a policy/managed-by label, names this scheduler and
-  is not suspended; creates, and updates that change ``metadata.generation`` (or make the
-  binding visible). A Cluster whose labels or generation change, or that starts
-  terminating, re-enqueues the bindings its old or new self may concern. Status writes
-  never re-enqueue anything.
-* §3.2 ``doSchedule``: schedule when the placement changed, the replicas changed, a manual
-  reschedule is pending, the workload is Duplicated or not a workload, or a target cluster
-  is being deleted; otherwise only catch ``schedulerObservedGeneration`` up.
-* §3.3 one scheduling: the algorithm (each ``clusterAffinities`` term in turn when there are
-  terms), a merge patch of ``spec.clusters`` + the applied-placement annotation when they
-  differ (a FitError clears ``spec.clusters``), events on the binding and on its template,
-  then the ``Scheduled`` condition, ``schedulerObservedGeneration`` and ``lastScheduledTime``.
+* intake (``pkg/scheduler/event_handler.go``): a binding that carries a policy/managed-by
+  label, names this scheduler and is not suspended; creates, and updates that change
+  ``metadata.generation`` (or make the binding visible). A Cluster whose labels or generation
+  change, or that starts terminating, re-enqueues the bindings its old or new self may
+  concern. Status writes never re-enqueue anything.
+* ``doSchedule`` (``pkg/scheduler/scheduler.go``): schedule when the placement changed, the
+  replicas changed, a manual reschedule is pending, the workload is Duplicated or not a
+  workload, or a target cluster is being deleted; otherwise only catch
+  ``schedulerObservedGeneration`` up.
+* one scheduling (``scheduleResourceBinding``): the algorithm (each ``clusterAffinities`` term
+  in turn when there are terms), a merge patch of ``spec.clusters`` + the applied-placement
+  annotation when they differ (a FitError clears ``spec.clusters``), events on the binding and
+  on its template, then the ``Scheduled`` condition, ``schedulerObservedGeneration`` and
+  ``lastScheduledTime``.
 
 The binding is read from the API server at the start of each reconcile (not the cache), so a
 status written by the previous reconcile is always seen: a consumed ``rescheduleTriggeredAt``
@@ -32,11 +34,13 @@ from typing import Any
 import structlog
 from prometheus_client import Counter, Histogram
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
 from controller_manager.reconcile import Request, Result, TerminalError
@@ -105,18 +109,14 @@ E2E_DURATION = Histogram("karmada_scheduler_e2e_scheduling_duration_seconds",
 
 
 def schedulable(binding: Obj, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:
-    """§3.1 event filter: this scheduler's, not suspended, and labelled by a policy or a manager."""
-    spec = binding.get("spec") or {}
+    """The intake's event filter: this scheduler's, not suspended, and labelled by a policy or a manager."""
+    spec = objects.spec(binding)
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) != scheduler_name:
         return False
     if (spec.get("suspension") or {}).get("scheduling") is True:
         return False
-    labels = (binding.get("metadata") or {}).get("labels") or {}
+    labels = objects.labels(binding)
     return any(labels.get(key) for key in SCHEDULER_LABELS)
-
-
-def _generation(obj: Obj) -> int:
-    return int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 def binding_predicate(scheduler_name: str) -> FuncPredicate:
@@ -125,7 +125,7 @@ def binding_predicate(scheduler_name: str) -> FuncPredicate:
     def on_update(old: Obj, new: Obj) -> bool:
         if not schedulable(new, scheduler_name):
             return False
-        return not schedulable(old, scheduler_name) or _generation(old) != _generation(new)
+        return not schedulable(old, scheduler_name) or objects.generation(old) != objects.generation(new)
 
     return FuncPredicate(on_create=lambda obj: schedulable(obj, scheduler_name), on_update=on_update,
                          on_delete=lambda _obj: False)
@@ -133,12 +133,11 @@ def binding_predicate(scheduler_name: str) -> FuncPredicate:
 
 def cluster_changed(old: Obj, new: Obj) -> bool:
     """Labels or spec (generation) changed, or the cluster started terminating; status never counts."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    if (old_meta.get("labels") or {}) != (new_meta.get("labels") or {}):
+    if objects.labels(old) != objects.labels(new):
         return True
-    if _generation(old) != _generation(new):
+    if objects.generation(old) != objects.generation(new):
         return True
-    return bool(new_meta.get("deletionTimestamp")) and not old_meta.get("deletionTimestamp")
+    return objects.is_deleting(new) and not objects.is_deleting(old)
 
 
 CLUSTER_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=cluster_changed,
@@ -147,14 +146,13 @@ CLUSTER_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=cluste
 
 def affected_by_cluster(binding: Obj, cluster: Obj) -> bool:
     """``enqueueAffectedBindings``: the binding's current affinity matches the cluster (or there is none)."""
-    spec = binding.get("spec") or {}
-    placement = spec.get("placement")
+    placement = objects.spec(binding).get("placement")
     if placement is None:
         return False
     terms = placement.get("clusterAffinities")
     if terms:
-        status = binding.get("status") or {}
-        if int(status.get("schedulerObservedGeneration") or 0) != _generation(binding):
+        status = objects.status(binding)
+        if int(status.get("schedulerObservedGeneration") or 0) != objects.generation(binding):
             return True  # maybe still queued, or its status not seen yet: do not miss the change
         affinity = terms[affinity_index(terms, status.get("schedulerObservingAffinityName") or "")]
     else:
@@ -215,9 +213,8 @@ def placement_changed(placement: Obj, applied_text: str, observed_affinity_name:
 
 
 def schedule_type(binding: Obj, cluster_deleting: Callable[[str], bool]) -> str | None:
-    """§3.2 decision tree: why to schedule (the metric's schedule type), or None when nothing is needed."""
-    spec = binding.get("spec") or {}
-    status = binding.get("status") or {}
+    """``doSchedule``'s decision tree: why to schedule (the metric's schedule type), or None when nothing is needed."""
+    spec, status = objects.spec(binding), objects.status(binding)
     placement = spec.get("placement") or {}
     observed = str(status.get("schedulerObservingAffinityName") or "")
     if placement_changed(placement, applied_placement_text(binding), observed):
@@ -285,7 +282,7 @@ def result_message(clusters: Sequence[Mapping[str, Any]] | None, *, cluster_scop
 
 def template_reference(binding: Obj) -> dict[str, Any]:
     """The event target for ``spec.resource`` (an ObjectReference built from the binding, no GET)."""
-    ref = (binding.get("spec") or {}).get("resource") or {}
+    ref = objects.spec(binding).get("resource") or {}
     meta = {k: v for k, v in (("name", ref.get("name")), ("namespace", ref.get("namespace")),
                               ("uid", ref.get("uid"))) if v}
     return {"apiVersion": ref.get("apiVersion") or "", "kind": ref.get("kind") or "", "metadata": meta}
@@ -326,11 +323,11 @@ class SchedulerReconciler:
             return Result()
         if not schedulable(binding, self.scheduler_name):
             return Result()
-        if (binding.get("metadata") or {}).get("deletionTimestamp"):
+        if objects.is_deleting(binding):
             self._record(kind, binding, None, SchedulingError(
                 f"skip schedule deleting {kind.lower_noun}: {kind.key(binding)}"))
             return Result()
-        if (binding.get("spec") or {}).get("placement") is None:
+        if objects.spec(binding).get("placement") is None:
             raise TerminalError(f"failed to get placement from {kind.lower_noun}({kind.key(binding)})")
         reason = schedule_type(binding, self._cluster_deleting)
         if reason is None:
@@ -348,26 +345,26 @@ class SchedulerReconciler:
 
     def _cluster_deleting(self, name: str) -> bool:
         cluster = self.clusters.get(name)
-        return bool(cluster is not None and (cluster.get("metadata") or {}).get("deletionTimestamp"))
+        return cluster is not None and objects.is_deleting(cluster)
 
     async def _observe_generation(self, kind: BindingKind, binding: Obj) -> None:
         """Nothing to schedule: only record that this generation was seen."""
-        meta = binding.get("metadata") or {}
-        if _generation(binding) == int((binding.get("status") or {}).get("schedulerObservedGeneration") or 0):
+        generation = objects.generation(binding)
+        if generation == int(objects.status(binding).get("schedulerObservedGeneration") or 0):
             return
         try:
-            await self.client.patch_status(kind.resource, str(meta["name"]),
-                                           {"status": {"schedulerObservedGeneration": _generation(binding)}},
-                                           namespace=str(meta.get("namespace") or ""))
+            await self.client.patch_status(kind.resource, objects.name(binding),
+                                           {"status": {"schedulerObservedGeneration": generation}},
+                                           namespace=objects.namespace(binding))
         except ApiError as exc:
             if not exc.is_not_found:
                 raise
 
     # ------------------------------------------------------------------------- one scheduling
 
-    async def _schedule(self, kind: BindingKind, binding: Obj) -> BaseException | None:
+    async def _schedule(self, kind: BindingKind, binding: MutableObj) -> BaseException | None:
         """Schedule, then write the Scheduled condition; the error to retry with, if any."""
-        if ((binding.get("spec") or {}).get("placement") or {}).get("clusterAffinities"):
+        if (objects.spec(binding).get("placement") or {}).get("clusterAffinities"):
             outcome = await self._schedule_with_affinities(kind, binding)
         else:
             outcome = await self._schedule_once(kind, binding)
@@ -389,9 +386,9 @@ class SchedulerReconciler:
             log.exception("scheduling algorithm failed")
             return None, exc
 
-    async def _schedule_once(self, kind: BindingKind, binding: Obj) -> _Outcome:
+    async def _schedule_once(self, kind: BindingKind, binding: MutableObj) -> _Outcome:
         """``scheduleResourceBinding`` without clusterAffinities."""
-        spec, status = binding.get("spec") or {}, binding.get("status") or {}
+        spec, status = objects.spec(binding), objects.status(binding)
         result, err = await self._run_algorithm(spec, status)
         if err is not None and not isinstance(err, FitError):
             self._record(kind, binding, None, err)
@@ -402,10 +399,10 @@ class SchedulerReconciler:
         self._record(kind, binding, result, err)
         return _Outcome(err, written)
 
-    async def _schedule_with_affinities(self, kind: BindingKind, binding: Obj) -> _Outcome:
+    async def _schedule_with_affinities(self, kind: BindingKind, binding: MutableObj) -> _Outcome:
         """Try the ``clusterAffinities`` terms in order, from the observed one (the first on a manual
         reschedule); the first term that schedules wins and becomes the observed term."""
-        spec, status = binding.get("spec") or {}, binding.get("status") or {}
+        spec, status = objects.spec(binding), objects.status(binding)
         terms = spec["placement"]["clusterAffinities"]
         observed = str(status.get("schedulerObservingAffinityName") or "")
         index = affinity_index(terms, observed)
@@ -434,8 +431,7 @@ class SchedulerReconciler:
     async def _patch_result(self, kind: BindingKind, binding: Obj,
                             result: list[dict[str, Any]] | None) -> tuple[Obj, ApiError | None]:
         """Merge-patch ``spec.clusters`` (null when empty) and the applied placement, when they differ."""
-        meta = binding.get("metadata") or {}
-        spec = binding.get("spec") or {}
+        spec = objects.spec(binding)
         text = placement_json(spec.get("placement"))
         clusters = result or None
         patch: dict[str, Any] = {}
@@ -446,8 +442,8 @@ class SchedulerReconciler:
         if not patch:
             return binding, None
         try:
-            written = await self.client.patch(kind.resource, str(meta["name"]), patch,
-                                              namespace=str(meta.get("namespace") or ""))
+            written = await self.client.patch(kind.resource, objects.name(binding), patch,
+                                              namespace=objects.namespace(binding))
         except ApiError as exc:
             return binding, exc
         return written, None
@@ -456,9 +452,8 @@ class SchedulerReconciler:
                             affinity_name: str | None) -> None:
         """Set the Scheduled condition (and, on success, the observed generation and lastScheduledTime):
         a merge patch guarded by the resourceVersion, re-read and recomputed on conflict."""
-        generation = _generation(scheduled)
-        meta = scheduled.get("metadata") or {}
-        name, namespace = str(meta["name"]), str(meta.get("namespace") or "")
+        generation = objects.generation(scheduled)
+        name, namespace = objects.name(scheduled), objects.namespace(scheduled)
         now = now_text()
         first: Obj | None = latest
 
@@ -466,11 +461,11 @@ class SchedulerReconciler:
             nonlocal first
             binding = first if first is not None else await self.client.get(kind.resource, name, namespace)
             first = None  # a conflict means it changed: read it again
-            old = binding.get("status") or {}
+            old = objects.status(binding)
             new = scheduled_status(old, condition, generation, now, affinity_name)
             if new == old:
                 return
-            body = {"metadata": {"resourceVersion": (binding.get("metadata") or {}).get("resourceVersion")},
+            body = {"metadata": {"resourceVersion": objects.resource_version(binding)},
                     "status": status_merge_patch(old, new)}
             await self.client.patch_status(kind.resource, name, body, namespace=namespace)
 
@@ -480,7 +475,7 @@ class SchedulerReconciler:
             if not exc.is_not_found:
                 raise
 
-    def _record(self, kind: BindingKind, binding: Obj, result: list[dict[str, Any]] | None,
+    def _record(self, kind: BindingKind, binding: MutableObj, result: list[dict[str, Any]] | None,
                 err: BaseException | None) -> None:
         """Events on the binding and on its template (``recordScheduleResultEventFor...``)."""
         template = template_reference(binding)

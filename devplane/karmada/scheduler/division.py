@@ -1,10 +1,10 @@
-"""Replica division: Webster apportionment and the scheduler's assignment strategies (spec §3.5).
+"""Replica division: Webster apportionment and the scheduler's assignment strategies.
 
-Pure functions, the Python reference of §3.5.5 made typed: every weighted division hands
-out replicas one at a time by the Sainte-Laguë priority ``votes / (2*seats + 1)``, ties
-broken by fewer seats and then by name in an order fixed by the parity of FNV-32a of the
-template's UID. Assignments are ``(cluster name, replicas)`` pairs; :func:`assign_replicas`
-returns ``spec.clusters`` entries.
+Karmada's ``pkg/scheduler/core/assignment.go`` and ``division_algorithm.go`` as pure functions:
+every weighted division hands out replicas one at a time by the Sainte-Laguë priority
+``votes / (2*seats + 1)``, ties broken by fewer seats and then by name in an order fixed by the
+parity of FNV-32a of the template's UID. Assignments are ``(cluster name, replicas)`` pairs;
+:func:`assign_replicas` returns ``spec.clusters`` entries.
 
 Errors carry Karmada's texts, wrapped the way ``fmt.Errorf("...: %w")`` wraps them so that
 :func:`find_error` still finds an :class:`UnschedulableError` under the prefixes.
@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from controller_manager import objects
 from controller_manager.client import ApiError
+from controller_manager.objects import Obj
 from karmada_api.names import fnv32a
 from karmada_api.placement import (
     STRATEGY_AGGREGATED,
@@ -234,7 +236,7 @@ def assign_dynamic(strategy: str, candidates: Sequence[tuple[str, int]], replica
     return remove_zero_replicas(result)
 
 
-def static_weights(candidates: Sequence[Mapping[str, Any]], placement: Mapping[str, Any] | None
+def static_weights(candidates: Sequence[Obj], placement: Mapping[str, Any] | None
                    ) -> dict[str, int] | None:
     """Each candidate cluster's static weight: the largest weight of the rules matching it (0 if none).
 
@@ -245,7 +247,7 @@ def static_weights(candidates: Sequence[Mapping[str, Any]], placement: Mapping[s
         return None
     result: dict[str, int] = {}
     for cluster in candidates:
-        name = str((cluster.get("metadata") or {}).get("name") or "")
+        name = objects.name(cluster)
         best = 0
         for rule in weights.get("staticWeightList") or []:
             if cluster_matches(cluster, rule.get("targetCluster") or {}):
@@ -288,7 +290,7 @@ def attach_zero_replicas_clusters(selected: Sequence[str], result: Sequence[tupl
 class Candidate:
     """A feasible cluster, scored and estimated (``ClusterDetailInfo``)."""
 
-    cluster: Mapping[str, Any]
+    cluster: Obj
     allocatable: int = MAX_INT32
     """Replicas the estimators say still fit (``AllocatableReplicas``)."""
     assigned: int = 0
@@ -298,7 +300,7 @@ class Candidate:
 
     @property
     def name(self) -> str:
-        return str((self.cluster.get("metadata") or {}).get("name") or "")
+        return objects.name(self.cluster)
 
     @property
     def available(self) -> int:

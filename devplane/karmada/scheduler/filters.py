@@ -1,4 +1,4 @@
-"""The scheduler's filter plugins and FitError (spec §3.3, §3.4 step 2).
+"""The scheduler's filter plugins (``pkg/scheduler/framework/plugins``) and FitError.
 
 A cluster is feasible when every filter passes; a failing filter gives Karmada's reason
 text, which ends up in the FitError histogram ("0/3 clusters are available: 1 cluster(s)
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from karmada_api.placement import (
     SPREAD_BY_PROVIDER,
     SPREAD_BY_REGION,
@@ -23,8 +24,6 @@ from karmada_api.placement import (
     target_contains,
 )
 from kube_api.tolerations import find_untolerated_taint
-
-Obj = Mapping[str, Any]
 
 API_ENABLED = "Enabled"
 API_DISABLED = "Disabled"
@@ -40,13 +39,9 @@ REASON_NO_ZONES = "cluster(s) did not have zones property"
 NO_CLUSTER_EXISTS = "no cluster exists"
 
 
-def _name(cluster: Obj) -> str:
-    return str((cluster.get("metadata") or {}).get("name") or "")
-
-
 def api_enablement(cluster: Obj, api_version: str, kind: str) -> str:
     """``Cluster.APIEnablement(gvk)``: Enabled if listed; else Disabled when the list is complete, else Unknown."""
-    status = cluster.get("status") or {}
+    status = objects.status(cluster)
     for enablement in status.get("apiEnablements") or []:
         if enablement.get("groupVersion") != api_version:
             continue
@@ -96,7 +91,7 @@ Filter = Callable[[Obj, Obj, Obj], str | None]
 
 def filter_api_enablement(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
     """The template's kind must be served by the cluster (clusters already scheduled to pass)."""
-    if target_contains(spec, _name(cluster)):
+    if target_contains(spec, objects.name(cluster)):
         return None
     resource = spec.get("resource") or {}
     if api_enablement(cluster, str(resource.get("apiVersion") or ""), str(resource.get("kind") or "")) == API_ENABLED:
@@ -107,10 +102,10 @@ def filter_api_enablement(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
 def filter_taint_toleration(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
     """NoSchedule and NoExecute taints must be tolerated (clusters already scheduled pass: the taint
     manager evicts from them)."""
-    if target_contains(spec, _name(cluster)):
+    if target_contains(spec, objects.name(cluster)):
         return None
     tolerations = (spec.get("placement") or {}).get("clusterTolerations") or []
-    taint = find_untolerated_taint((cluster.get("spec") or {}).get("taints"), tolerations)
+    taint = find_untolerated_taint(objects.spec(cluster).get("taints"), tolerations)
     return None if taint is None else f"cluster(s) had untolerated taint {{{taint_to_string(taint)}}}"
 
 
@@ -123,7 +118,7 @@ def filter_cluster_affinity(cluster: Obj, spec: Obj, status: Obj) -> str | None:
 
 def filter_spread_constraint(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
     """Clusters lacking a property some constraint spreads by cannot take part."""
-    cluster_spec = cluster.get("spec") or {}
+    cluster_spec = objects.spec(cluster)
     for constraint in (spec.get("placement") or {}).get("spreadConstraints") or []:
         field = constraint.get("spreadByField")
         if field == SPREAD_BY_PROVIDER and not cluster_spec.get("provider"):
@@ -137,7 +132,7 @@ def filter_spread_constraint(cluster: Obj, spec: Obj, _status: Obj) -> str | Non
 
 def filter_cluster_eviction(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
     """A cluster the workload is being gracefully evicted from is not a candidate."""
-    return REASON_EVICTION if in_graceful_eviction_tasks(spec, _name(cluster)) else None
+    return REASON_EVICTION if in_graceful_eviction_tasks(spec, objects.name(cluster)) else None
 
 
 FILTERS: list[tuple[str, Filter]] = [
