@@ -51,7 +51,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 # The repository root goes first: this script's own name would otherwise shadow the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -60,6 +60,7 @@ from benchmarks.estimator import make_node, make_pod, median_ms
 from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.events import EventRecorder
+from controller_manager.objects import MutableObj
 from descheduler.loop import Descheduler, Outcome
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX, controller_uid
@@ -67,8 +68,6 @@ from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.timeutil import format_time
 from sharedcli.logs import configure_logging
-
-Obj = dict[str, Any]
 
 THRESHOLD_SECONDS = 300.0
 STUCK_FOR = timedelta(minutes=10)
@@ -101,9 +100,9 @@ class CachedMember:
 
 @dataclass
 class MemberObjects:
-    deployments: list[Obj] = field(default_factory=list)
-    replica_sets: list[Obj] = field(default_factory=list)
-    pods: list[Obj] = field(default_factory=list)
+    deployments: list[MutableObj] = field(default_factory=list)
+    replica_sets: list[MutableObj] = field(default_factory=list)
+    pods: list[MutableObj] = field(default_factory=list)
 
 
 def new_member(name: str, objects: MemberObjects, usage: NodeUsage | None = None) -> CachedMember:
@@ -126,7 +125,7 @@ class Registry:
         return self.members.get(name)
 
 
-def pod_template(app: str, image: str) -> Obj:
+def pod_template(app: str, image: str) -> MutableObj:
     return {"metadata": {"labels": {"app": app, "tier": "web"}},
             "spec": {"containers": [{"name": "main", "image": image,
                                      "ports": [{"containerPort": 8080, "protocol": "TCP"}],
@@ -164,11 +163,11 @@ def add_workload(objects: MemberObjects, namespace: str, app: str, index: int, *
     pod_owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-7d4b9c", "uid": current_rs_uid,
                  "controller": True, "blockOwnerDeletion": True}
     for replica in range(replicas):
-        pod: Obj = {"apiVersion": "v1",
-                    "metadata": {"name": f"{app}-7d4b9c-{replica:05d}", "namespace": namespace,
-                                 "uid": f"{current_rs_uid}-pod-{replica}", "labels": labels,
-                                 "ownerReferences": [pod_owner]},
-                    "spec": {"containers": template["spec"]["containers"]}}
+        pod: MutableObj = {"apiVersion": "v1",
+                           "metadata": {"name": f"{app}-7d4b9c-{replica:05d}", "namespace": namespace,
+                                        "uid": f"{current_rs_uid}-pod-{replica}", "labels": labels,
+                                        "ownerReferences": [pod_owner]},
+                           "spec": {"containers": template["spec"]["containers"]}}
         if replica < stuck:
             pod["status"] = {"phase": "Pending", "conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
@@ -184,7 +183,7 @@ def add_workload(objects: MemberObjects, namespace: str, app: str, index: int, *
 
 @dataclass
 class Federation:
-    bindings: list[Obj]
+    bindings: list[MutableObj]
     members: dict[str, CachedMember]
     stuck_bindings: int
     stuck_pods: int
@@ -199,7 +198,7 @@ def build_federation(binding_count: int, member_count: int, stuck_every: int, se
         "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
                               "weightPreference": {"dynamicWeight": "AvailableReplicas"}}})
     objects = {name: MemberObjects() for name in names}
-    bindings: list[Obj] = []
+    bindings: list[MutableObj] = []
     stuck_bindings = stuck_pods = 0
     for index in range(binding_count):
         namespace, app = f"ns-{index % 100:03d}", f"app-{index:05d}"

@@ -26,30 +26,29 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 # The repository root goes first: this script's own name would otherwise shadow the package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from controller_manager.objects import MutableObj
 from estimator.accurate import NodeUsage
 
-Obj = dict[str, Any]
 
-
-def make_node(index: int) -> Obj:
-    node: Obj = {"apiVersion": "v1", "kind": "Node",
-                 "metadata": {"name": f"node-{index:05d}", "uid": f"node-uid-{index}",
-                              "labels": {"kubernetes.io/hostname": f"node-{index:05d}", "zone": f"z{index % 3}"}},
-                 "spec": {},
-                 "status": {"allocatable": {"cpu": "100", "memory": "200Gi", "pods": "110",
-                                            "ephemeral-storage": "200Gi"}}}
+def make_node(index: int) -> MutableObj:
+    node: MutableObj = {"apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": f"node-{index:05d}", "uid": f"node-uid-{index}",
+                                     "labels": {"kubernetes.io/hostname": f"node-{index:05d}",
+                                                "zone": f"z{index % 3}"}},
+                        "spec": {},
+                        "status": {"allocatable": {"cpu": "100", "memory": "200Gi", "pods": "110",
+                                                   "ephemeral-storage": "200Gi"}}}
     if index % 10 == 0:
         node["metadata"]["labels"]["tier"] = "gpu"
         node["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
     return node
 
 
-def make_pod(index: int, node_count: int) -> Obj:
+def make_pod(index: int, node_count: int) -> MutableObj:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"pod-{index}", "namespace": f"ns-{index % 50}", "uid": f"pod-uid-{index}"},
             "spec": {"nodeName": f"node-{index % node_count:05d}",

@@ -73,11 +73,12 @@ from benchmarks.support import (  # noqa: E402
     status_kib,
     stop_process,
 )
-from controller_manager.cache import Indexer, Obj, share_item_strings  # noqa: E402
+from controller_manager.cache import Indexer, share_item_strings  # noqa: E402
 from controller_manager.client import KubeClient  # noqa: E402
 from controller_manager.controller import Controller  # noqa: E402
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer  # noqa: E402
 from controller_manager.manager import Manager, ManagerOptions  # noqa: E402
+from controller_manager.objects import MutableObj  # noqa: E402
 from controller_manager.ratelimiter import default_controller_rate_limiter  # noqa: E402
 from controller_manager.reconcile import Request, Result  # noqa: E402
 from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
@@ -232,7 +233,7 @@ def rss_bytes() -> int:
     return status_kib("VmRSS") * 1024
 
 
-def json_size(obj: Obj) -> int:
+def json_size(obj: MutableObj) -> int:
     """Bytes of the object as the API server sends it (compact JSON, UTF-8)."""
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
 
@@ -255,7 +256,7 @@ class Footprint:
         return sum(sum(sizes) - sizes[0] for sizes in self.copies[role].values())
 
 
-def footprint(objects: list[Obj]) -> Footprint:
+def footprint(objects: list[MutableObj]) -> Footprint:
     fp = Footprint()
     seen: set[int] = set()
 
@@ -288,7 +289,7 @@ def footprint(objects: list[Obj]) -> Footprint:
 
 def store_overhead(store: Indexer) -> int:
     """Bytes of the store's own structures: the key → object dict, its key strings, the index sets."""
-    items: dict[str, Obj] = store._items
+    items: dict[str, MutableObj] = store._items
     total = sys.getsizeof(items) + sum(sys.getsizeof(k) for k in items)
     for index in store._indices.values():
         total += sys.getsizeof(index)
@@ -297,7 +298,7 @@ def store_overhead(store: Indexer) -> int:
     return total
 
 
-def label_values_shared(obj: Obj, table: dict[str, str]) -> None:
+def label_values_shared(obj: MutableObj, table: dict[str, str]) -> None:
     """What-if on top of ``share_strings``: also one copy of each label value (in place)."""
     labels = (obj.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
@@ -306,14 +307,14 @@ def label_values_shared(obj: Obj, table: dict[str, str]) -> None:
                 labels[k] = table.setdefault(v, v)
 
 
-def list_pages(objects: list[Obj], page_size: int = 500) -> list[bytes]:
+def list_pages(objects: list[MutableObj], page_size: int = 500) -> list[bytes]:
     """The objects as LIST pages, encoded like the API server's (compact JSON)."""
     return [json.dumps({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {},
                         "items": objects[i:i + page_size]}, separators=(",", ":")).encode()
             for i in range(0, len(objects), page_size)]
 
 
-def watch_lines(objects: list[Obj]) -> list[bytes]:
+def watch_lines(objects: list[MutableObj]) -> list[bytes]:
     """The objects as watch-event lines, as the API server streams them (one JSON document each)."""
     return [json.dumps({"type": "MODIFIED", "object": o}, separators=(",", ":")).encode() for o in objects]
 
@@ -325,7 +326,7 @@ def fill_list(pages: list[bytes], shared: bool) -> Fill:
     """A store filled from LIST pages as ``SharedInformer._list`` does (json.loads per page, then
     ``Indexer.replace``), with ``share_item_strings`` on every item or, for comparison, without."""
     def fill() -> Indexer:
-        items: list[Obj] = []
+        items: list[MutableObj] = []
         for page in pages:
             page_items = json.loads(page)["items"]
             if shared:
@@ -538,7 +539,7 @@ async def phase_watch(args: argparse.Namespace, server: ServerProcess, informer:
     seen: set[str] = set()
     all_seen = asyncio.Event()
 
-    def on_update(old: Obj, new: Obj) -> None:
+    def on_update(old: MutableObj, new: MutableObj) -> None:
         if (new.get("data") or {}).get("rev") == tag:
             seen.add(new["metadata"]["name"])
             if len(seen) >= n:

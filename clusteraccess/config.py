@@ -13,11 +13,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient
+from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
 from kube_api.resources import SECRETS
 
@@ -56,12 +56,11 @@ class MemberSettings:
     proxy_header: tuple[tuple[str, str], ...]
 
     @classmethod
-    def from_cluster(cls, cluster: Mapping[str, Any]) -> MemberSettings:
-        meta = cluster.get("metadata") or {}
-        spec = cluster.get("spec") or {}
+    def from_cluster(cls, cluster: Obj) -> MemberSettings:
+        spec = objects.spec(cluster)
         ref = spec.get("secretRef") or {}
         headers = spec.get("proxyHeader") or {}
-        return cls(uid=str(meta.get("uid") or ""), api_endpoint=str(spec.get("apiEndpoint") or ""),
+        return cls(uid=objects.uid(cluster), api_endpoint=str(spec.get("apiEndpoint") or ""),
                    secret_namespace=str(ref.get("namespace") or ""), secret_name=str(ref.get("name") or ""),
                    insecure_skip_tls_verification=bool(spec.get("insecureSkipTLSVerification")),
                    proxy_url=str(spec.get("proxyURL") or ""),
@@ -84,7 +83,7 @@ class MemberCredentials:
         return hashlib.sha256(self.token.encode() + b"\0" + self.ca_bundle).hexdigest()
 
 
-def _decode(data: Mapping[str, Any], key: str) -> bytes:
+def _decode(data: Obj, key: str) -> bytes:
     value = data.get(key)
     if not value:
         return b""
@@ -94,7 +93,7 @@ def _decode(data: Mapping[str, Any], key: str) -> bytes:
         raise MemberConfigError(f"secret key {key!r} is not valid base64") from None
 
 
-def credentials_from_secret(cluster_name: str, secret: Mapping[str, Any]) -> MemberCredentials:
+def credentials_from_secret(cluster_name: str, secret: Obj) -> MemberCredentials:
     """``token`` (required, non-empty) and ``caBundle`` from a Secret's ``data`` (base64, as stored)."""
     data = secret.get("data") or {}
     token = _decode(data, SECRET_TOKEN_KEY).decode("utf-8", "replace").strip()

@@ -22,9 +22,10 @@ from prometheus_client import Gauge
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
-from controller_manager.cache import Obj
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.objects import Obj
 
 log = structlog.get_logger(__name__)
 
@@ -80,9 +81,9 @@ class MemberRegistry:
     # ---- reconciliation --------------------------------------------------------------------------
 
     def _mark(self, cluster: Obj) -> None:
-        name = (cluster.get("metadata") or {}).get("name")
+        name = objects.name(cluster)
         if name:
-            self._dirty.add(str(name))
+            self._dirty.add(name)
             self._wake.set()
 
     async def run(self) -> None:

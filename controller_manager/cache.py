@@ -16,15 +16,7 @@ from typing import Any
 import structlog
 
 from . import objects
-from .objects import MutableObj, resource_version, split_key
-
-# Former names of what moved to objects.py, still imported from here by modules not converted yet
-# (issue 17); new code imports controller_manager.objects. ``Obj`` here is the mutable alias, as it was.
-from .objects import MutableObj as Obj
-from .objects import key as object_key
-
-__all__ = ["NAMESPACE_INDEX", "SHARED_STRINGS_MAX", "Delta", "IndexFunc", "Indexer", "Obj", "namespace_index",
-           "object_key", "resource_version", "share_item_strings", "share_strings", "split_key"]
+from .objects import MutableObj
 
 IndexFunc = Callable[[MutableObj], Iterable[str]]
 

@@ -22,6 +22,7 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from . import objects
 from .metrics import REST_CLIENT_REQUESTS
 from .ratelimiter import TokenBucket
 
@@ -390,14 +391,13 @@ class KubeClient:
         return result
 
     async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
-        ns = namespace or obj.get("metadata", {}).get("namespace", "")
+        ns = namespace or objects.namespace(obj)
         result: dict[str, Any] = await self.request("POST", resource.path(ns), body=obj)
         return result
 
     async def update(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
         """PUT; the object's resourceVersion makes it conditional (409 Conflict when stale)."""
-        meta = obj["metadata"]
-        path = resource.path(meta.get("namespace", ""), meta["name"], subresource)
+        path = resource.path(objects.namespace(obj), objects.metadata(obj)["name"], subresource)
         result: dict[str, Any] = await self.request("PUT", path, body=obj)
         return result
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import structlog
 
-from .cache import Obj
+from . import objects
 from .client import ApiError, KubeClient, Resource
+from .objects import Obj
 from .rbac import PolicyRule, rule
 
 log = structlog.get_logger(__name__)
@@ -49,10 +50,9 @@ def _now() -> str:
 
 
 def object_reference(obj: Obj) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    ref = {"kind": obj.get("kind", ""), "namespace": meta.get("namespace", ""), "name": meta.get("name", ""),
-           "uid": meta.get("uid", ""), "apiVersion": obj.get("apiVersion", ""),
-           "resourceVersion": meta.get("resourceVersion", "")}
+    ref = {"kind": obj.get("kind", ""), "namespace": objects.namespace(obj), "name": objects.name(obj),
+           "uid": objects.uid(obj), "apiVersion": obj.get("apiVersion", ""),
+           "resourceVersion": objects.resource_version(obj)}
     return {k: v for k, v in ref.items() if v}
 
 

@@ -20,8 +20,10 @@ from typing import Any, Protocol
 import aiohttp
 import structlog
 
-from .cache import Delta, Indexer, IndexFunc, Obj, resource_version, share_item_strings, share_strings
+from . import objects
+from .cache import Delta, Indexer, IndexFunc, share_item_strings, share_strings
 from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource
+from .objects import MutableObj
 
 log = structlog.get_logger(__name__)
 
@@ -35,30 +37,30 @@ WATCH_TIMEOUT_MIN = 300  # client-go: random in [5 min, 10 min]
 class EventHandler(Protocol):
     """What an informer calls, synchronously and in watch order. Handlers must not block."""
 
-    def on_add(self, obj: Obj, initial: bool) -> None: ...
+    def on_add(self, obj: MutableObj, initial: bool) -> None: ...
 
-    def on_update(self, old: Obj, new: Obj) -> None: ...
+    def on_update(self, old: MutableObj, new: MutableObj) -> None: ...
 
-    def on_delete(self, obj: Obj) -> None: ...
+    def on_delete(self, obj: MutableObj) -> None: ...
 
 
 @dataclass
 class FuncHandler:
     """An EventHandler from plain functions (any of them may be omitted)."""
 
-    add: Callable[[Obj, bool], None] | None = None
-    update: Callable[[Obj, Obj], None] | None = None
-    delete: Callable[[Obj], None] | None = None
+    add: Callable[[MutableObj, bool], None] | None = None
+    update: Callable[[MutableObj, MutableObj], None] | None = None
+    delete: Callable[[MutableObj], None] | None = None
 
-    def on_add(self, obj: Obj, initial: bool) -> None:
+    def on_add(self, obj: MutableObj, initial: bool) -> None:
         if self.add:
             self.add(obj, initial)
 
-    def on_update(self, old: Obj, new: Obj) -> None:
+    def on_update(self, old: MutableObj, new: MutableObj) -> None:
         if self.update:
             self.update(old, new)
 
-    def on_delete(self, obj: Obj) -> None:
+    def on_delete(self, obj: MutableObj) -> None:
         if self.delete:
             self.delete(obj)
 
@@ -159,20 +161,19 @@ class SharedInformer:
         return min(retry_after, MAX_RETRY_AFTER_SECONDS) if retry_after is not None else 0.0
 
     async def _list(self) -> None:
-        items: list[Obj] = []
+        items: list[MutableObj] = []
         token = ""
         list_rv = ""
         while True:
             page = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
                                           limit=self._page_size, continue_token=token)
-            meta = page.get("metadata") or {}
             if not list_rv:
-                list_rv = str(meta.get("resourceVersion") or "")
+                list_rv = objects.resource_version(page)
             page_items = page.get("items") or []
             for item in page_items:
                 share_item_strings(item)
             items.extend(page_items)
-            token = meta.get("continue") or ""
+            token = objects.metadata(page).get("continue") or ""
             if not token:
                 break
             await asyncio.sleep(0)  # let other tasks run between pages
@@ -211,7 +212,7 @@ class SharedInformer:
         obj = event.get("object")
         if not isinstance(obj, dict):
             return
-        rv = resource_version(obj)
+        rv = objects.resource_version(obj)
         if etype == "BOOKMARK":
             if rv:
                 self.last_sync_resource_version = rv

@@ -55,6 +55,7 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from . import objects
 from .client import ApiError
 from .leaselock import LeaseLock, micro_time, status_reason, with_spec
 from .metrics import LEADER_ELECTION_MASTER_STATUS, LEADER_ELECTION_SLOWPATH
@@ -172,7 +173,7 @@ class LeaderElector:
         self._log = log.bind(lease=f"{config.namespace}/{config.lease_name}", identity=config.identity)
         # What this process last saw of the Lease: its spec, when that spec last changed (local
         # clock), and the whole object (its resourceVersion is the precondition of our next PUT).
-        self._observed_spec: dict[str, Any] = {}
+        self._observed_spec: objects.Obj = {}
         self._observed_time = -math.inf
         self._lease: dict[str, Any] | None = None
         self._renewed_at = -math.inf  # clock() at the start of our last successful write round
@@ -283,7 +284,7 @@ class LeaderElector:
 
     async def _watch_for_release(self, seconds: float) -> None:
         """Return when the watched Lease has no holder (released) or is deleted."""
-        rv = str(((self._lease or {}).get("metadata") or {}).get("resourceVersion") or "")
+        rv = objects.resource_version(self._lease or {})
         async with await self._lock.watch(rv, seconds) as response:
             if response.status != 200:
                 raise _WatchEnded(f"watch answered {response.status}")
@@ -294,7 +295,7 @@ class LeaderElector:
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     raise _WatchEnded(str(obj.get("message") or "watch error"))
-                if event.get("type") == "DELETED" or not (obj.get("spec") or {}).get("holderIdentity"):
+                if event.get("type") == "DELETED" or not objects.spec(obj).get("holderIdentity"):
                     self._log.info("lease released by its holder, trying now")
                     return
                 self._observe(obj, self._clock())  # a renewal: restart the expiry clock now
@@ -416,7 +417,7 @@ class LeaderElector:
             return _Outcome.FAILED
 
         # 3. Someone else holds a record that has not expired by our clock -> not ours.
-        old = body.get("spec") or {}
+        old = objects.spec(body)
         self._observe(body, self._clock())
         if old.get("holderIdentity") and not self._holds_observed() and self._valid_at(start):
             return _Outcome.HELD
@@ -459,7 +460,7 @@ class LeaderElector:
                 now = micro_time()
                 record = {"holderIdentity": "", "leaseDurationSeconds": _RELEASED_LEASE_SECONDS,
                           "acquireTime": now, "renewTime": now,
-                          "leaseTransitions": int((body.get("spec") or {}).get("leaseTransitions") or 0)}
+                          "leaseTransitions": int(objects.spec(body).get("leaseTransitions") or 0)}
                 status, body, _ = await self._lock.call("replace", timeout, with_spec(body, record))
                 if status != 200 or body is None:
                     self._log.warning("failed to release the lease", status=status, reason=status_reason(body))
@@ -482,7 +483,7 @@ class LeaderElector:
                            missing_for=round(self._clock() - self._namespace_missing_since, 1))
             self._namespace_missing_since = None
             self._namespace_warned_at = -math.inf
-        spec = lease.get("spec") or {}
+        spec = objects.spec(lease)
         if spec == self._observed_spec:
             return
         previous = self.observed_holder

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, cast
 import aiohttp
 from kubernetes_asyncio import client
 
+from . import objects
 from .client import ApiError, RequestTarget
 
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -84,7 +85,7 @@ def with_spec(lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     ``preferredHolder``) are dropped, as a non-coordinated client-go elector does.
     """
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": dict(lease.get("metadata") or {}), "spec": dict(spec)}
+            "metadata": dict(objects.metadata(lease)), "spec": dict(spec)}
 
 
 def status_reason(body: dict[str, Any] | None) -> str:

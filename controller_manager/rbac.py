@@ -15,9 +15,11 @@ Kubernetes authorizes requests.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
+
+from .objects import Obj
 
 VERB_ORDER = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 """Read verbs first, then writes: how people read a rule (unknown verbs sort after these)."""
@@ -76,7 +78,7 @@ class PolicyRule:
         return out
 
     @classmethod
-    def from_k8s(cls, data: Mapping[str, Any]) -> PolicyRule:
+    def from_k8s(cls, data: Obj) -> PolicyRule:
         """Read a ``rules[]`` item back (non-resource URLs are not supported: no component needs them)."""
         if data.get("nonResourceURLs"):
             raise ValueError("nonResourceURLs rules are not supported")
@@ -146,7 +148,7 @@ def to_k8s(rules: Iterable[PolicyRule]) -> list[dict[str, Any]]:
     return [r.to_k8s() for r in normalize(rules)]
 
 
-def from_k8s(items: Sequence[Mapping[str, Any]] | None) -> list[PolicyRule]:
+def from_k8s(items: Sequence[Obj] | None) -> list[PolicyRule]:
     """Parse a manifest's ``rules`` list."""
     return [PolicyRule.from_k8s(item) for item in items or ()]
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-from .cache import Obj, object_key, split_key
+from . import objects
+from .objects import Obj
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -24,7 +25,7 @@ class Request:
 
     @classmethod
     def for_object(cls, obj: Obj) -> Request:
-        return cls(*split_key(object_key(obj)))
+        return cls(objects.namespace(obj), objects.name(obj))
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name

@@ -30,20 +30,22 @@ with an empty apiVersion, kind or name is a terminal error instead of an endless
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from prometheus_client import Counter
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.handler import MapFunc
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
@@ -86,7 +88,7 @@ def manifest_index(manifests: list[Any], ref: dict[str, Any]) -> int:
     for index, manifest in enumerate(manifests):
         if not isinstance(manifest, dict):
             raise AssembleError(f"failed to unmarshal work manifest {index}: not a JSON object")
-        meta = manifest.get("metadata") or {}
+        meta = objects.metadata(manifest)
         if (manifest.get("apiVersion") == ref.get("apiVersion") and manifest.get("kind") == ref.get("kind")
                 and (meta.get("namespace") or "") == (ref.get("namespace") or "")
                 and meta.get("name") == ref.get("name")):
@@ -127,16 +129,15 @@ def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict
     """One aggregatedStatus item per Work not being deleted, sorted by cluster name (``assembleWorkStatus``)."""
     items: list[dict[str, Any]] = []
     for work in works:
-        meta = work.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
+        if objects.is_deleting(work):
             continue
-        manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+        manifests = (objects.spec(work).get("workload") or {}).get("manifests") or []
         index = manifest_index(manifests, ref)
-        namespace = str(meta.get("namespace") or "")
+        namespace = objects.namespace(work)
         if not namespace.startswith(EXECUTION_SPACE_PREFIX):
             raise AssembleError(f"the execution space name is in wrong format: {namespace!r}")
         cluster = namespace[len(EXECUTION_SPACE_PREFIX):]
-        status = work.get("status") or {}
+        status = objects.status(work)
         applied = find_condition(status.get("conditions"), WORK_APPLIED)
         if applied is None or applied.get("status") != "True":
             message = str(applied.get("message") or "") if applied else ""
@@ -153,7 +154,7 @@ def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict
     return items
 
 
-def target_clusters(spec: dict[str, Any]) -> set[str]:
+def target_clusters(spec: Obj) -> set[str]:
     """Clusters expected to hold the resource: scheduled, required by dependants, or still being evicted."""
     names = {str(c.get("name")) for c in spec.get("clusters") or []}
     for required in spec.get("requiredBy") or []:
@@ -171,7 +172,7 @@ def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
     return all(item.get("applied") and item.get("clusterName") in targets for item in items)
 
 
-def fully_applied_condition(spec: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:
+def fully_applied_condition(spec: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``FullyApplied`` condition (``generateFullyAppliedCondition``); no observedGeneration, as
     ``util.NewCondition``."""
     if works_fully_applied(items, target_clusters(spec)):
@@ -183,12 +184,12 @@ def fully_applied_condition(spec: dict[str, Any], items: list[dict[str, Any]]) -
 
 def binding_status_with(binding: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The binding's status with ``items`` and the FullyApplied condition; the binding is not modified."""
-    status = copy.deepcopy(binding.get("status") or {})
+    status = objects.deep_copy(objects.status(binding))
     if items:
         status["aggregatedStatus"] = items
     else:
         status.pop("aggregatedStatus", None)  # an empty list is omitted (omitempty)
-    condition = fully_applied_condition(binding.get("spec") or {}, items)
+    condition = fully_applied_condition(objects.spec(binding), items)
     status["conditions"] = set_condition(status.get("conditions") or [], condition)
     return status
 
@@ -197,11 +198,11 @@ def binding_status_with(binding: Obj, items: list[dict[str, Any]]) -> dict[str, 
 
 
 def _last_scheduled(binding: Obj) -> bool:
-    return bool((binding.get("status") or {}).get("lastScheduledTime"))
+    return bool(objects.status(binding).get("lastScheduledTime"))
 
 
 def _resource_version(binding: Obj) -> Any:
-    return ((binding.get("spec") or {}).get("resource") or {}).get("resourceVersion")
+    return (objects.spec(binding).get("resource") or {}).get("resourceVersion")
 
 
 def binding_created(binding: Obj) -> bool:
@@ -215,17 +216,17 @@ def binding_updated(old: Obj, new: Obj) -> bool:
 
 
 def work_status_changed(old: Obj, new: Obj) -> bool:
-    return old.get("status") != new.get("status")
+    return bool(old.get("status") != new.get("status"))
 
 
 def work_to_resource_binding(work: Obj) -> list[Request]:
-    annotations = (work.get("metadata") or {}).get("annotations") or {}
+    annotations = objects.annotations(work)
     namespace, name = annotations.get(RB_NAMESPACE_ANNOTATION), annotations.get(RB_NAME_ANNOTATION)
     return [Request(namespace, name)] if namespace and name else []
 
 
 def work_to_cluster_resource_binding(work: Obj) -> list[Request]:
-    name = ((work.get("metadata") or {}).get("annotations") or {}).get(CRB_NAME_ANNOTATION)
+    name = objects.annotations(work).get(CRB_NAME_ANNOTATION)
     return [Request("", name)] if name else []
 
 
@@ -264,13 +265,13 @@ class BindingStatusReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         cached = self.bindings.get(str(request))
-        if cached is None or (cached.get("metadata") or {}).get("deletionTimestamp"):
+        if cached is None or objects.is_deleting(cached):
             return Result()
         try:
             outcome = await self._sync_binding(request, cached)
             template_written = False
             if outcome.binding is not None and outcome.items is not None:
-                ref = (outcome.binding.get("spec") or {}).get("resource") or {}
+                ref = objects.spec(outcome.binding).get("resource") or {}
                 template_written = await self._sync_template(ref, outcome.items)
         except Exception:
             AGGREGATIONS.labels("error").inc()
@@ -279,8 +280,8 @@ class BindingStatusReconciler:
         AGGREGATIONS.labels("updated" if written else "unchanged").inc()
         return Result()
 
-    def _works_of(self, binding: Obj) -> list[Obj]:
-        permanent_id = ((binding.get("metadata") or {}).get("labels") or {}).get(self.kind.id_label)
+    def _works_of(self, binding: Obj) -> Sequence[Obj]:
+        permanent_id = objects.labels(binding).get(self.kind.id_label)
         return self.works.by_index(self.kind.work_index, permanent_id) if permanent_id else []
 
     async def _sync_binding(self, request: Request, cached: Obj) -> _BindingResult:
@@ -291,12 +292,12 @@ class BindingStatusReconciler:
             latest = await self.client.get_or_none(resource, request.name, request.namespace)
             if latest is None:
                 return _BindingResult()
-            if (latest.get("metadata") or {}).get("deletionTimestamp"):
+            if objects.is_deleting(latest):
                 return _BindingResult()
-            ref = (latest.get("spec") or {}).get("resource") or {}
+            ref = objects.spec(latest).get("resource") or {}
             items = assemble_work_status(self._works_of(latest), ref)
             status = binding_status_with(latest, items)
-            if status == (latest.get("status") or {}):
+            if status == objects.status(latest):
                 return _BindingResult(latest, items, written=False)
             written = await self.client.update_status(resource, {**latest, "status": status})
             return _BindingResult(written, items, written=True)
@@ -334,7 +335,7 @@ class BindingStatusReconciler:
                 return False
             fetched = template
             status = aggregate_status(template, items)
-            if status is None or status == (template.get("status") or {}):
+            if status is None or status == objects.status(template):
                 return False
             await self.client.update_status(resource, {**template, "status": status})
             return True

@@ -106,8 +106,7 @@ def trigger_time(rebalancer_created: datetime, last_scheduled: datetime | None, 
     return floor + timedelta(seconds=1)
 
 
-def _status_view(status: dict[str, Any] | None) -> dict[str, Any]:
-    status = status or {}
+def _status_view(status: Obj) -> dict[str, Any]:
     return {"observedWorkloads": status.get("observedWorkloads") or [],
             "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
 
@@ -138,7 +137,7 @@ class WorkloadRebalancerReconciler:
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
         retries, due_in = await self._trigger(rebalancer, status, events)
-        old = _status_view(rebalancer.get("status"))
+        old = _status_view(objects.status(rebalancer))
         status["finishTime"] = old["finishTime"]
         if _status_view(status) != old:
             if retries == 0 and due_in == 0:

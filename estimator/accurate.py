@@ -26,6 +26,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from estimator.merge import MAX_INT32
 from kube_api.affinity import RequiredNodeAffinity
 from kube_api.quantity import (
@@ -37,8 +39,6 @@ from kube_api.quantity import (
     resource_list_units,
 )
 from kube_api.tolerations import node_tolerated
-
-Obj = Mapping[str, Any]
 
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 _FILTER_CACHE_SIZE = 64
@@ -85,17 +85,15 @@ def node_claim_affinity(replica_requirements: Obj | None) -> tuple[RequiredNodeA
 
 def pod_key(pod: Obj) -> str:
     """The cache key of a pod: its UID (as the scheduler cache), else ``namespace/name``."""
-    meta = pod.get("metadata") or {}
-    uid = meta.get("uid")
+    uid = objects.uid(pod)
     if uid:
-        return str(uid)
-    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+        return uid
+    return f"{objects.namespace(pod)}/{objects.name(pod)}"
 
 
 def pod_counts(pod: Obj) -> bool:
     """Whether a pod occupies its node: bound (``spec.nodeName``) and not Succeeded/Failed."""
-    return bool((pod.get("spec") or {}).get("nodeName")) and \
-        (pod.get("status") or {}).get("phase") not in TERMINAL_POD_PHASES
+    return bool(objects.spec(pod).get("nodeName")) and objects.status(pod).get("phase") not in TERMINAL_POD_PHASES
 
 
 class _Node:
@@ -117,7 +115,7 @@ class _Node:
     def set_node(self, node: Obj) -> None:
         self.node = node
         self.present = True
-        alloc = resource_list_units((node.get("status") or {}).get("allocatable"))
+        alloc = resource_list_units(objects.status(node).get("allocatable"))
         self.alloc_cpu = alloc.pop(RESOURCE_CPU, 0)
         self.alloc_mem = alloc.pop(RESOURCE_MEMORY, 0)
         self.alloc_eph = alloc.pop(RESOURCE_EPHEMERAL_STORAGE, 0)
@@ -150,8 +148,7 @@ class _Node:
 
 def _filter_inputs(node: Obj) -> tuple[Any, ...]:
     """What node eligibility depends on; a node update that keeps it keeps the filter cache."""
-    meta = node.get("metadata") or {}
-    spec = node.get("spec") or {}
+    meta, spec = objects.metadata(node), objects.spec(node)
     return meta.get("name"), meta.get("labels"), bool(spec.get("unschedulable")), spec.get("taints")
 
 
@@ -176,7 +173,7 @@ class NodeUsage:
 
     def update_node(self, node: Obj) -> None:
         """Add or update a node (informer add/update)."""
-        name = (node.get("metadata") or {}).get("name") or ""
+        name = objects.name(node)
         entry = self._nodes.get(name)
         if entry is None:
             entry = self._nodes[name] = _Node(name)
@@ -191,7 +188,7 @@ class NodeUsage:
 
     def remove_node(self, node: Obj | str) -> None:
         """Forget a node (informer delete); its pods' accounting stays until they are removed."""
-        name = node if isinstance(node, str) else (node.get("metadata") or {}).get("name") or ""
+        name = node if isinstance(node, str) else objects.name(node)
         entry = self._nodes.get(name)
         if entry is None or not entry.present:
             return
@@ -210,8 +207,9 @@ class NodeUsage:
             self._forget_pod(key)
         if not pod_counts(pod):
             return
-        node_name = pod["spec"]["nodeName"]
-        request = pod_requests(pod.get("spec") or {})
+        spec = objects.spec(pod)
+        node_name = spec["nodeName"]
+        request = pod_requests(spec)
         entry = self._nodes.get(node_name)
         if entry is None:
             entry = self._nodes[node_name] = _Node(node_name)

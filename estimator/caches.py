@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
+from controller_manager.objects import Obj
 from estimator.accurate import NodeUsage
 from estimator.unschedulable import DEPLOYMENT_KIND, get_unschedulable_replicas
 
@@ -28,7 +30,7 @@ CONTROLLER_INDEX = "controller-uid"
 
 def controller_uid(obj: Obj) -> list[str]:
     """The :data:`CONTROLLER_INDEX` function: the UID of the object's controlling ownerReference."""
-    for reference in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for reference in objects.owner_references(obj):
         if reference.get("controller") and reference.get("uid"):
             return [str(reference["uid"])]
     return []
@@ -71,14 +73,14 @@ def unschedulable_replicas_in(member: MemberView, namespace: str, name: str, thr
         raise LookupError(f"deployments.apps {name!r} not found in namespace {namespace!r} of cluster {member.name}")
     if deployment.get("kind") != DEPLOYMENT_KIND:  # LIST items carry no kind
         deployment = {**deployment, "kind": DEPLOYMENT_KIND}
-    uid = str((deployment.get("metadata") or {}).get("uid") or "")
+    uid = objects.uid(deployment)
     replica_sets = member.cache("replicasets").by_index(CONTROLLER_INDEX, uid) if uid else []
     pod_cache = member.cache("pods")
     pods: list[Obj] = []
     for rs in replica_sets:
-        rs_uid = (rs.get("metadata") or {}).get("uid")
+        rs_uid = objects.uid(rs)
         if rs_uid:
-            pods.extend(pod_cache.by_index(CONTROLLER_INDEX, str(rs_uid)))
+            pods.extend(pod_cache.by_index(CONTROLLER_INDEX, rs_uid))
     return get_unschedulable_replicas(deployment, replica_sets, pods, threshold, now)
 
 

@@ -27,6 +27,8 @@ from typing import Any, Protocol
 import structlog
 from prometheus_client import Histogram
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from estimator.caches import NEED_CAPACITY, NEED_WORKLOADS, MemberView, unschedulable_replicas_in
 from estimator.general import GeneralEstimator
 from estimator.merge import combine_available_replicas
@@ -57,7 +59,7 @@ class EstimatorClient:
         self.timeout = timeout
         self._histograms: dict[tuple[str, str], Any] = {}
 
-    async def unschedulable_replicas(self, clusters: list[str], resource: Mapping[str, Any],
+    async def unschedulable_replicas(self, clusters: list[str], resource: Obj,
                                      threshold: timedelta) -> dict[str, int]:
         """Pods of the workload's newest ReplicaSet unschedulable for longer than ``threshold``, per cluster.
 
@@ -78,7 +80,7 @@ class EstimatorClient:
         return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, NEED_WORKLOADS, estimate)
 
     async def max_available_replicas(self, clusters: list[str],
-                                     requirements: Mapping[str, Any] | None) -> dict[str, int]:
+                                     requirements: Obj | None) -> dict[str, int]:
         """How many more replicas of ``requirements`` (binding ``spec.replicaRequirements``) fit, per cluster."""
         def estimate(member: MemberView) -> int:
             return member.usage.max_available_replicas(requirements)
@@ -87,7 +89,7 @@ class EstimatorClient:
 
     # ------------------------------------------------------------------------------------------
 
-    async def available_replicas(self, clusters: Sequence[Mapping[str, Any]], requirements: Mapping[str, Any] | None,
+    async def available_replicas(self, clusters: Sequence[Obj], requirements: Obj | None,
                                  replicas: int, *, accurate: bool = True) -> dict[str, int]:
         """Every estimator per cluster, combined by minimum (the scheduler's ``calAvailableReplicas``).
 
@@ -96,7 +98,7 @@ class EstimatorClient:
         its own (a member that cannot answer just leaves the general estimate). A cluster no
         estimator could judge gets ``replicas``.
         """
-        names = [str(c["metadata"]["name"]) for c in clusters]
+        names = [str(objects.metadata(c)["name"]) for c in clusters]
         answers: list[Mapping[str, int] | None] = [
             GeneralEstimator().estimate([dict(c) for c in clusters], dict(requirements) if requirements else None)]
         if accurate:

@@ -5,14 +5,16 @@ it is coarse: free pods are ``allocatable - allocated - allocating``; with resou
 ``CustomizedClusterResourceModeling``, on by default) and ``allocatableModelings`` present it
 first-fits replicas onto virtual nodes sized at each grade's minimum, otherwise it divides the
 cluster-wide free amount of each requested resource. A cluster without a resource summary gets 0,
-which is why a bare simulation must publish summaries (§0 fact 11).
+which is why a simulated member must publish one (``pkg/estimator/client/general.go`` at Karmada
+commit f8fdd02).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from estimator.accurate import divide_capacity, replica_request_units
 from estimator.merge import MAX_INT32, UNAUTHENTIC
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_PODS, milli_value, parse_quantity, resource_list_units, value
@@ -28,8 +30,6 @@ __all__ = [
     "model_based_replicas",
     "summary_based_replicas",
 ]
-
-Obj = Mapping[str, Any]
 
 NAME = "general-estimator"
 MAX_PODS_PER_NODE = 110
@@ -87,10 +87,10 @@ def summary_based_replicas(summary: Obj, resource_request: Obj | None) -> int:
 
 def _model_nodes(cluster: Obj) -> list[tuple[dict[str, int], int]]:
     """``buildModelNodes`` grouped: (capacity in scheduler units, node count) per grade, ascending."""
-    summary = (cluster.get("status") or {}).get("resourceSummary")
+    summary = objects.status(cluster).get("resourceSummary")
     if summary is None:
         raise ResourceModelError("resource summary is nil")
-    models = (cluster.get("spec") or {}).get("resourceModels") or []
+    models = objects.spec(cluster).get("resourceModels") or []
     if not models:
         raise ResourceModelError("no resource models defined")
     capacity_by_grade: dict[int, dict[str, int]] = {}
@@ -137,7 +137,7 @@ class GeneralEstimator:
 
     def max_available_replicas(self, cluster: Obj, replica_requirements: Obj | None) -> int:
         """Max replicas for one Cluster dict; 0 without a resource summary, at most MaxInt32."""
-        summary = (cluster.get("status") or {}).get("resourceSummary")
+        summary = objects.status(cluster).get("resourceSummary")
         if summary is None:
             return 0
         maximum = allowed_pod_number(summary)
@@ -159,7 +159,7 @@ class GeneralEstimator:
         """``MaxAvailableReplicas`` over many clusters: cluster name → max replicas."""
         result: dict[str, int] = {}
         for cluster in clusters:
-            name = (cluster.get("metadata") or {}).get("name") or ""
+            name = objects.name(cluster)
             result[name] = self.max_available_replicas(cluster, replica_requirements)
         return result
 

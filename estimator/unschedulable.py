@@ -16,11 +16,11 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from karmada_api.timeutil import parse_time
 from kube_api.quantity import parse_quantity
 from kube_api.selectors import compile_label_selector
-
-Obj = Mapping[str, Any]
 
 DEPLOYMENT_KIND = "Deployment"
 DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY = "pod-template-hash"
@@ -55,7 +55,7 @@ def threshold_from_nanoseconds(nanoseconds: int) -> timedelta:
 
 def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = None) -> bool:
     """``PodScheduled`` is False/Unschedulable and ``lastTransitionTime + threshold < now``."""
-    conditions = (pod.get("status") or {}).get("conditions") or []
+    conditions = objects.status(pod).get("conditions") or []
     condition = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
     if condition is None or condition.get("status") != "False" or condition.get("reason") != POD_REASON_UNSCHEDULABLE:
         return False
@@ -68,8 +68,7 @@ def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = Non
 
 def controller_ref(obj: Obj) -> Obj | None:
     """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
-    references: list[Obj] = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return next((reference for reference in references if reference.get("controller")), None)
+    return next((reference for reference in objects.owner_references(obj) if reference.get("controller")), None)
 
 
 def _is_controlled_by(obj: Obj, owner_uid: str) -> bool:
@@ -77,20 +76,14 @@ def _is_controlled_by(obj: Obj, owner_uid: str) -> bool:
     return reference is not None and bool(owner_uid) and reference.get("uid") == owner_uid
 
 
-def _meta(obj: Obj) -> Obj:
-    return obj.get("metadata") or {}
-
-
 def _in_scope(obj: Obj, namespace: str, selector: Any) -> bool:
-    meta = _meta(obj)
-    return (meta.get("namespace") or "") == namespace and bool(selector(meta.get("labels") or {}))
+    return objects.namespace(obj) == namespace and bool(selector(objects.labels(obj)))
 
 
 def list_replica_sets_by_deployment(deployment: Obj, replica_sets: Iterable[Obj]) -> list[Obj]:
     """ReplicaSets in the Deployment's namespace whose labels match its selector and that it controls."""
-    meta = _meta(deployment)
-    selector = compile_label_selector((deployment.get("spec") or {}).get("selector"))
-    namespace, uid = meta.get("namespace") or "", meta.get("uid") or ""
+    selector = compile_label_selector(objects.spec(deployment).get("selector"))
+    namespace, uid = objects.namespace(deployment), objects.uid(deployment)
     return [rs for rs in replica_sets if _in_scope(rs, namespace, selector) and _is_controlled_by(rs, uid)]
 
 
@@ -129,21 +122,19 @@ def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
 
 def find_new_replica_set(deployment: Obj, replica_sets: Iterable[Obj]) -> Obj | None:
     """The oldest ReplicaSet (creationTimestamp, then name) whose template matches the Deployment's."""
-    template = (deployment.get("spec") or {}).get("template")
-    ordered = sorted(replica_sets, key=lambda rs: (_time(_meta(rs).get("creationTimestamp")),
-                                                   _meta(rs).get("name") or ""))
+    template = objects.spec(deployment).get("template")
+    ordered = sorted(replica_sets, key=lambda rs: (_time(objects.creation_timestamp(rs)), objects.name(rs)))
     for rs in ordered:
-        if equal_ignore_hash((rs.get("spec") or {}).get("template"), template):
+        if equal_ignore_hash(objects.spec(rs).get("template"), template):
             return rs
     return None
 
 
 def list_pods_by_replica_sets(deployment: Obj, replica_sets: Iterable[Obj | None], pods: Iterable[Obj]) -> list[Obj]:
     """Pods in the Deployment's namespace matching its selector whose controller is one of ``replica_sets``."""
-    meta = _meta(deployment)
-    selector = compile_label_selector((deployment.get("spec") or {}).get("selector"))
-    namespace = meta.get("namespace") or ""
-    owners = {_meta(rs).get("uid") for rs in replica_sets if rs is not None}
+    selector = compile_label_selector(objects.spec(deployment).get("selector"))
+    namespace = objects.namespace(deployment)
+    owners = {objects.metadata(rs).get("uid") for rs in replica_sets if rs is not None}
     owners.discard(None)
     result = []
     for pod in pods:
@@ -153,13 +144,6 @@ def list_pods_by_replica_sets(deployment: Obj, replica_sets: Iterable[Obj | None
         if reference is not None and reference.get("uid") in owners:
             result.append(pod)
     return result
-
-
-def _object_name(obj: Obj) -> str:
-    """``klog.KObj(obj).String()``: ``namespace/name``, or ``name`` when cluster-scoped."""
-    meta = _meta(obj)
-    namespace, name = meta.get("namespace") or "", meta.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
 
 
 def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods: Iterable[Obj],
@@ -173,11 +157,12 @@ def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods:
     threshold = max(threshold, timedelta(0))
     kind = workload.get("kind") or ""
     if kind != DEPLOYMENT_KIND:
-        raise UnsupportedWorkloadError(f"kind({kind}) of workload({_object_name(workload)}) is not supported")
+        # klog.KObj(workload): namespace/name, or name when cluster-scoped
+        raise UnsupportedWorkloadError(f"kind({kind}) of workload({objects.key(workload)}) is not supported")
     new_rs = find_new_replica_set(workload, list_replica_sets_by_deployment(workload, replica_sets))
     if new_rs is None:
         return 0
-    live = (pod for pod in pods if (pod.get("status") or {}).get("phase") not in _TERMINAL_PHASES)
+    live = (pod for pod in pods if objects.status(pod).get("phase") not in _TERMINAL_PHASES)
     now = now or datetime.now(UTC)
     return sum(1 for pod in list_pods_by_replica_sets(workload, [new_rs], live)
                if pod_unschedulable(pod, threshold, now))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from controller_manager import objects
 from controller_manager.client import ApiError
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
@@ -40,7 +41,7 @@ class Stamper:
         if obj is None:
             return Result()  # deleted: nothing to do
         want = str(len(obj.get("data") or {}))
-        if (obj["metadata"].get("annotations") or {}).get(ANNOTATION) == want:
+        if objects.annotations(obj).get(ANNOTATION) == want:
             return Result()
         try:
             await self.client.patch(CONFIGMAPS, request.name, {"metadata": {"annotations": {ANNOTATION: want}}},

@@ -22,7 +22,9 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from controller_manager import objects
 from controller_manager.client import Resource
+from controller_manager.objects import Obj
 from karmada_api.timeutil import now_text, parse_time
 from kube_api import resources as kube
 
@@ -30,7 +32,7 @@ from .kinds import KindTable
 
 Status = dict[str, Any]
 Item = dict[str, Any]
-Interpreter = Callable[[dict[str, Any], list[Item]], Status]
+Interpreter = Callable[[Obj, list[Item]], Status]
 
 _AGGREGATORS: KindTable[Interpreter] = KindTable()
 """The kinds with an AggregateStatus hook, each with its REST resource: the RESTMapper of the
@@ -86,11 +88,7 @@ def _set_or_drop(status: Status, field: str, value: Any) -> None:
         status[field] = value
 
 
-def _generation(template: dict[str, Any]) -> int:
-    return int((template.get("metadata") or {}).get("generation") or 0)
-
-
-def _observed_generation(template: dict[str, Any], items: list[Item], *, member_generation_quirk: bool) -> int | None:
+def _observed_generation(template: Obj, items: list[Item], *, member_generation_quirk: bool) -> int | None:
     """The template generation when every member caught up with it, else None (keep the old value).
 
     A member caught up when it observed its own generation and carries the template generation
@@ -98,7 +96,7 @@ def _observed_generation(template: dict[str, Any], items: list[Item], *, member_
     (``member_generation_quirk``: Karmada's ``aggregateStatefulSetStatus`` does so). Items without a
     status fail.
     """
-    generation = _generation(template)
+    generation = objects.generation(template)
     for item in items:
         member = item.get("status")
         if not isinstance(member, dict):
@@ -111,12 +109,12 @@ def _observed_generation(template: dict[str, Any], items: list[Item], *, member_
     return generation
 
 
-def _old_status(template: dict[str, Any]) -> Status:
+def _old_status(template: Obj) -> Status:
     status = template.get("status")
     return copy.deepcopy(status) if isinstance(status, dict) else {}
 
 
-Builder = Callable[[dict[str, Any], list[Item], Status], Status | None]
+Builder = Callable[[Obj, list[Item], Status], Status | None]
 
 
 def _replacing(build: Builder) -> Interpreter:
@@ -124,7 +122,7 @@ def _replacing(build: Builder) -> Interpreter:
     items and (a copy of) the old status; None from ``build`` keeps the old status, and so does a
     new status equal to it."""
 
-    def aggregate(template: dict[str, Any], items: list[Item]) -> Status:
+    def aggregate(template: Obj, items: list[Item]) -> Status:
         old = _old_status(template)
         new = build(template, items, old)
         return old if new is None or new == old else new
@@ -142,7 +140,7 @@ def _summing(fields: tuple[str, ...], *, member_generation_quirk: bool = False) 
     observedGeneration equal the old values the old status is returned unchanged.
     """
 
-    def aggregate(template: dict[str, Any], items: list[Item]) -> Status:
+    def aggregate(template: Obj, items: list[Item]) -> Status:
         old = _old_status(template)
         sums = dict.fromkeys(fields, 0)
         for _cluster, member in _statuses(items):
@@ -198,7 +196,7 @@ def _latest(times: Iterable[str]) -> str | None:
 
 @_AGGREGATORS.register(kube.JOBS)
 @_replacing
-def aggregate_job(_template: dict[str, Any], items: list[Item], old: Status) -> Status | None:
+def aggregate_job(_template: Obj, items: list[Item], old: Status) -> Status | None:
     """Sum active/succeeded/failed; Complete when every member completed, Failed when any failed.
 
     A finished Job (Complete or Failed) is never updated again. ``startTime`` is the earliest
@@ -244,7 +242,7 @@ def aggregate_job(_template: dict[str, Any], items: list[Item], old: Status) -> 
 
 
 @_AGGREGATORS.register(kube.CRON_JOBS)
-def aggregate_cronjob(template: dict[str, Any], items: list[Item]) -> Status:
+def aggregate_cronjob(template: Obj, items: list[Item]) -> Status:
     """Union of ``active`` job references; the latest ``lastScheduleTime`` and ``lastSuccessfulTime``."""
     old = _old_status(template)
     members = _statuses(items)
@@ -282,16 +280,16 @@ def _load_balancer(items: list[Item]) -> Status:
 
 @_AGGREGATORS.register(kube.SERVICES)
 @_replacing
-def aggregate_service(template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_service(template: Obj, items: list[Item], _old: Status) -> Status | None:
     """LoadBalancer Services only: the union of the members' load-balancer ingress points."""
-    if (template.get("spec") or {}).get("type") != "LoadBalancer":
+    if objects.spec(template).get("type") != "LoadBalancer":
         return None
     return _load_balancer(items)
 
 
 @_AGGREGATORS.register(kube.INGRESSES)
 @_replacing
-def aggregate_ingress(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_ingress(_template: Obj, items: list[Item], _old: Status) -> Status | None:
     """The union of the members' load-balancer ingress points."""
     return _load_balancer(items)
 
@@ -309,7 +307,7 @@ def _phase(phases: set[str], order: tuple[str, ...]) -> str:
 
 @_AGGREGATORS.register(kube.PODS)
 @_replacing
-def aggregate_pod(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_pod(_template: Obj, items: list[Item], _old: Status) -> Status | None:
     """Worst phase (Failed > Pending > Running > Succeeded; no status counts as Pending) and the
     members' container statuses reduced to ``ready`` and ``state``. No members: unchanged."""
     if not items:
@@ -338,7 +336,7 @@ def aggregate_pod(_template: dict[str, Any], items: list[Item], _old: Status) ->
 
 @_AGGREGATORS.register(kube.PERSISTENT_VOLUMES)
 @_replacing
-def aggregate_persistentvolume(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_persistentvolume(_template: Obj, items: list[Item], _old: Status) -> Status | None:
     """Worst phase (Failed > Pending > Available > Bound > Released; no status counts as Pending)."""
     phases = {str(member.get("phase") or "") for _cluster, member in _statuses(items)}
     if any(item.get("status") is None for item in items):
@@ -350,7 +348,7 @@ def aggregate_persistentvolume(_template: dict[str, Any], items: list[Item], _ol
 
 @_AGGREGATORS.register(kube.PERSISTENT_VOLUME_CLAIMS)
 @_replacing
-def aggregate_persistentvolumeclaim(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_persistentvolumeclaim(_template: Obj, items: list[Item], _old: Status) -> Status | None:
     """Bound unless a member is not: Lost wins at once, otherwise the last non-Bound phase."""
     phase = "Bound"
     for _cluster, member in _statuses(items):
@@ -369,7 +367,7 @@ def aggregate_persistentvolumeclaim(_template: dict[str, Any], items: list[Item]
 
 
 @_AGGREGATORS.register(kube.HORIZONTAL_POD_AUTOSCALERS)
-def aggregate_hpa(template: dict[str, Any], items: list[Item]) -> Status:
+def aggregate_hpa(template: Obj, items: list[Item]) -> Status:
     """Sum ``currentReplicas`` and ``desiredReplicas``; other fields (conditions, metrics) are kept."""
     old = _old_status(template)
     current = desired = 0
@@ -386,7 +384,7 @@ def aggregate_hpa(template: dict[str, Any], items: list[Item]) -> Status:
 
 @_AGGREGATORS.register(kube.POD_DISRUPTION_BUDGETS)
 @_replacing
-def aggregate_poddisruptionbudget(_template: dict[str, Any], items: list[Item], _old: Status) -> Status | None:
+def aggregate_poddisruptionbudget(_template: Obj, items: list[Item], _old: Status) -> Status | None:
     """Sum the four counters; ``disruptedPods`` keyed ``<cluster>/<pod>``. The status is replaced."""
     new: Status = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
     disrupted: dict[str, Any] = {}
@@ -419,7 +417,7 @@ def template_resource(api_version: str, kind: str) -> Resource | None:
     return INTERPRETED_RESOURCES.get((api_version, kind))
 
 
-def aggregate_status(template: dict[str, Any], items: list[Item]) -> Status | None:
+def aggregate_status(template: Obj, items: list[Item]) -> Status | None:
     """The template's new ``status`` from the binding's aggregatedStatus items.
 
     None when the kind has no AggregateStatus interpreter. Equal to the old status when nothing

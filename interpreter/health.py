@@ -8,9 +8,10 @@ Succeeded), a PodDisruptionBudget once enough pods are healthy. Kinds without a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from kube_api import resources as kube
 
 from .kinds import KindTable
@@ -18,24 +19,24 @@ from .typed import ReflectError, int_field, load_balancer
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 
-Rule = Callable[[Mapping[str, Any]], bool]
+Rule = Callable[[Obj], bool]
 _RULES: KindTable[Rule] = KindTable()
 
 
-def _spec_replicas(obj: Mapping[str, Any]) -> int | None:
-    spec = obj.get("spec") or {}
+def _spec_replicas(obj: Obj) -> int | None:
+    spec = objects.spec(obj)
     return None if spec.get("replicas") is None else int_field(spec, "replicas")
 
 
-def _observed(rule: Callable[[Mapping[str, Any], dict[str, Any]], bool]) -> Rule:
+def _observed(rule: Callable[[Obj, Obj], bool]) -> Rule:
     """A workload's rule, applied once its controller observed the latest generation (else unhealthy).
 
     The rule gets the object and its status.
     """
 
-    def check(obj: Mapping[str, Any]) -> bool:
-        status = obj.get("status") or {}
-        observed = int_field(status, "observedGeneration") == int_field(obj.get("metadata") or {}, "generation")
+    def check(obj: Obj) -> bool:
+        status = objects.status(obj)
+        observed = int_field(status, "observedGeneration") == int_field(objects.metadata(obj), "generation")
         return observed and rule(obj, status)
 
     return check
@@ -43,7 +44,7 @@ def _observed(rule: Callable[[Mapping[str, Any], dict[str, Any]], bool]) -> Rule
 
 @_RULES.register(kube.DEPLOYMENTS)
 @_observed
-def _deployment_healthy(obj: Mapping[str, Any], status: dict[str, Any]) -> bool:
+def _deployment_healthy(obj: Obj, status: Obj) -> bool:
     replicas = _spec_replicas(obj)
     if replicas is not None and int_field(status, "updatedReplicas") < replicas:
         return False
@@ -52,17 +53,17 @@ def _deployment_healthy(obj: Mapping[str, Any], status: dict[str, Any]) -> bool:
 
 @_RULES.register(kube.REPLICA_SETS)
 @_observed
-def _replicaset_healthy(obj: Mapping[str, Any], status: dict[str, Any]) -> bool:
+def _replicaset_healthy(obj: Obj, status: Obj) -> bool:
     replicas = _spec_replicas(obj)
     return not (replicas is not None and int_field(status, "availableReplicas") < replicas)
 
 
 @_RULES.register(kube.STATEFUL_SETS)
 @_observed
-def _statefulset_healthy(obj: Mapping[str, Any], status: dict[str, Any]) -> bool:
+def _statefulset_healthy(obj: Obj, status: Obj) -> bool:
     replicas = _spec_replicas(obj)
     if replicas is not None:
-        rolling = ((obj.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+        rolling = (objects.spec(obj).get("updateStrategy") or {}).get("rollingUpdate") or {}
         want_updated = replicas - (int_field(rolling, "partition") if rolling.get("partition") is not None else 0)
         if int_field(status, "updatedReplicas") < want_updated:
             return False
@@ -73,33 +74,33 @@ def _statefulset_healthy(obj: Mapping[str, Any], status: dict[str, Any]) -> bool
 
 @_RULES.register(kube.DAEMON_SETS)
 @_observed
-def _daemonset_healthy(_obj: Mapping[str, Any], status: dict[str, Any]) -> bool:
+def _daemonset_healthy(_obj: Obj, status: Obj) -> bool:
     if int_field(status, "updatedNumberScheduled") < int_field(status, "desiredNumberScheduled"):
         return False
     return int_field(status, "numberAvailable") >= int_field(status, "updatedNumberScheduled")
 
 
 @_RULES.register(kube.INGRESSES)
-def _has_ingress_point(obj: Mapping[str, Any]) -> bool:
+def _has_ingress_point(obj: Obj) -> bool:
     return any(isinstance(i, dict) and (i.get("hostname") or i.get("ip"))
-               for i in load_balancer(obj.get("status") or {}).get("ingress") or [])
+               for i in load_balancer(objects.status(obj)).get("ingress") or [])
 
 
 @_RULES.register(kube.SERVICES)
-def _service_healthy(obj: Mapping[str, Any]) -> bool:
-    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+def _service_healthy(obj: Obj) -> bool:
+    if objects.spec(obj).get("type") != "LoadBalancer":
         return True
     return _has_ingress_point(obj)
 
 
 @_RULES.register(kube.PERSISTENT_VOLUME_CLAIMS)
-def _pvc_healthy(obj: Mapping[str, Any]) -> bool:
-    return (obj.get("status") or {}).get("phase") == "Bound"
+def _pvc_healthy(obj: Obj) -> bool:
+    return objects.status(obj).get("phase") == "Bound"
 
 
 @_RULES.register(kube.PODS)
-def _pod_healthy(obj: Mapping[str, Any]) -> bool:
-    status = obj.get("status") or {}
+def _pod_healthy(obj: Obj) -> bool:
+    status = objects.status(obj)
     if status.get("phase") == "Succeeded":
         return True
     ready = next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Ready"),
@@ -108,12 +109,12 @@ def _pod_healthy(obj: Mapping[str, Any]) -> bool:
 
 
 @_RULES.register(kube.POD_DISRUPTION_BUDGETS)
-def _pdb_healthy(obj: Mapping[str, Any]) -> bool:
-    status = obj.get("status") or {}
+def _pdb_healthy(obj: Obj) -> bool:
+    status = objects.status(obj)
     return int_field(status, "currentHealthy") >= int_field(status, "desiredHealthy")
 
 
-def interpret_health(api_version: str, kind: str, obj: Mapping[str, Any]) -> str:
+def interpret_health(api_version: str, kind: str, obj: Obj) -> str:
     """``Healthy``/``Unhealthy`` by the kind's rule; ``Healthy`` for kinds without one (Karmada's
     ``interpretHealth`` skips the assessment); ``Unknown`` when the object cannot be read."""
     rule = _RULES.get(api_version, kind)

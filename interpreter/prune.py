@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller_manager.objects import MutableObj
+
 _DROPPED_METADATA = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
                      "managedFields", "resourceVersion", "selfLink", "uid", "ownerReferences", "finalizers")
 _DEPLOYMENT_ANNOTATIONS = ("deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history")
@@ -20,7 +22,7 @@ _SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
 _SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 
 
-def _prune_kind(workload: dict[str, Any]) -> None:
+def _prune_kind(workload: MutableObj) -> None:
     """The per-kind pruners (``kindIrrelevantFieldPruners``): fields a member cluster generates itself."""
     kind = workload.get("kind")
     meta = workload.get("metadata") or {}
@@ -55,7 +57,7 @@ def _prune_kind(workload: dict[str, Any]) -> None:
         annotations.pop(_SELECTED_NODE_ANNOTATION, None)
 
 
-def remove_irrelevant_fields(workload: dict[str, Any]) -> None:
+def remove_irrelevant_fields(workload: MutableObj) -> None:
     """Remove, in place, the server-populated fields and the member-generated fields of the workload's kind."""
     workload.pop("status", None)
     meta = workload.get("metadata")

@@ -10,24 +10,26 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from karmada_api.labels import RESOURCE_TEMPLATE_GENERATION
 from kube_api import resources as kube
 
 from .kinds import KindTable
 from .typed import ReflectError, int_field, load_balancer, status_map
 
-Reflector = Callable[[Mapping[str, Any]], dict[str, Any] | None]
+Reflector = Callable[[Obj], dict[str, Any] | None]
 _REFLECTORS: KindTable[Reflector] = KindTable()
 
 _INT64 = re.compile(r"[+-]?[0-9]+")
 
 
-def template_generation(obj: Mapping[str, Any]) -> int:
+def template_generation(obj: Obj) -> int:
     """The ``resourcetemplate.karmada.io/generation`` annotation as int64 ("" → 0, like strconv)."""
-    text = str(((obj.get("metadata") or {}).get("annotations") or {}).get(RESOURCE_TEMPLATE_GENERATION) or "")
+    text = str(objects.annotations(obj).get(RESOURCE_TEMPLATE_GENERATION) or "")
     if not text:
         return 0
     if not _INT64.fullmatch(text) or not -(2**63) <= int(text) < 2**63:
@@ -35,10 +37,10 @@ def template_generation(obj: Mapping[str, Any]) -> int:
     return int(text)
 
 
-def _federated_generation(obj: Mapping[str, Any]) -> dict[str, Any]:
+def _federated_generation(obj: Obj) -> dict[str, Any]:
     """FederatedGeneration (both omitempty): the member generation and the template generation."""
     out: dict[str, Any] = {}
-    generation = int_field(obj.get("metadata") or {}, "generation")
+    generation = int_field(objects.metadata(obj), "generation")
     if generation:
         out["generation"] = generation
     template = template_generation(obj)
@@ -58,10 +60,10 @@ def _fields(status: dict[str, Any], always: tuple[str, ...], omitempty: tuple[st
     return out
 
 
-def _reported(reflect: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any] | None]) -> Reflector:
+def _reported(reflect: Callable[[Obj, dict[str, Any]], dict[str, Any] | None]) -> Reflector:
     """A reflector of the object's ``.status``: None when the object has none yet (not collected)."""
 
-    def reflector(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    def reflector(obj: Obj) -> dict[str, Any] | None:
         status = status_map(obj)
         return None if status is None else reflect(obj, status)
 
@@ -70,7 +72,7 @@ def _reported(reflect: Callable[[Mapping[str, Any], dict[str, Any]], dict[str, A
 
 @_REFLECTORS.register(kube.DEPLOYMENTS)
 @_reported
-def _reflect_deployment(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_deployment(obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     fields = ("observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
               "unavailableReplicas")
     out = {**_federated_generation(obj), **_fields(status, (), fields, fields)}
@@ -79,7 +81,7 @@ def _reflect_deployment(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[
 
 @_REFLECTORS.register(kube.STATEFUL_SETS)
 @_reported
-def _reflect_statefulset(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_statefulset(obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     order = ("replicas", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas")
     return {**_federated_generation(obj), **_fields(status, ("replicas", "availableReplicas"),
                                                     ("readyReplicas", "currentReplicas", "updatedReplicas"), order)}
@@ -87,7 +89,7 @@ def _reflect_statefulset(obj: Mapping[str, Any], status: dict[str, Any]) -> dict
 
 @_REFLECTORS.register(kube.DAEMON_SETS)
 @_reported
-def _reflect_daemonset(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_daemonset(obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     always = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")
     omitempty = ("observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable")
     return {**_federated_generation(obj), **_fields(status, always, omitempty, always + omitempty)}
@@ -95,7 +97,7 @@ def _reflect_daemonset(obj: Mapping[str, Any], status: dict[str, Any]) -> dict[s
 
 @_REFLECTORS.register(kube.JOBS)
 @_reported
-def _reflect_job(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_job(_obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for field in ("conditions", "startTime", "completionTime"):
         if status.get(field):
@@ -105,22 +107,22 @@ def _reflect_job(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, A
 
 
 @_reported
-def _reflect_load_balancer(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_load_balancer(_obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     """``{loadBalancer: ...}`` (not omitted: Go's omitempty keeps structs)."""
     return {"loadBalancer": load_balancer(status)}
 
 
 @_REFLECTORS.register(kube.SERVICES)
-def _reflect_service(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+def _reflect_service(obj: Obj) -> dict[str, Any] | None:
     """LoadBalancer Services only: their load balancer (the type is checked before the status is read)."""
-    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+    if objects.spec(obj).get("type") != "LoadBalancer":
         return None
     return _reflect_load_balancer(obj)
 
 
 @_REFLECTORS.register(kube.POD_DISRUPTION_BUDGETS)
 @_reported
-def _reflect_pdb(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_pdb(_obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     if status.get("disruptedPods"):
         out["disruptedPods"] = copy.deepcopy(status["disruptedPods"])
@@ -131,17 +133,17 @@ def _reflect_pdb(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, A
 
 @_REFLECTORS.register(kube.HORIZONTAL_POD_AUTOSCALERS)
 @_reported
-def _reflect_hpa(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_hpa(_obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     return _fields(status, ("desiredReplicas",), ("currentReplicas",), ("currentReplicas", "desiredReplicas"))
 
 
 @_REFLECTORS.register(kube.INGRESSES)  # as every kind without a reflector of its own
 @_reported
-def _reflect_whole(_obj: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+def _reflect_whole(_obj: Obj, status: dict[str, Any]) -> dict[str, Any] | None:
     return copy.deepcopy(status)
 
 
-def reflect_status(api_version: str, kind: str, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+def reflect_status(api_version: str, kind: str, obj: Obj) -> dict[str, Any] | None:
     """The status Karmada's default interpreter reflects for a member object (None: no status to report).
 
     Deployment: FederatedGeneration + replica counters + observedGeneration, every field

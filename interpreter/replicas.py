@@ -11,9 +11,10 @@ canonical Quantity strings the way ``Resource.ResourceList()`` prints them (``10
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from typing import Any, Protocol
 
+from controller_manager import objects
+from controller_manager.objects import Obj
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -63,7 +64,7 @@ def format_quantity(name: str, units: int) -> str:
     return format_decimal(units)
 
 
-def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str] | None:
+def resource_request(pod_spec: Obj) -> dict[str, str] | None:
     """The per-replica ResourceList of a pod template (``AddPodTemplateRequest(...).ResourceList()``)."""
     units = pod_requests(pod_spec)
     result = {name: format_quantity(name, amount) for name, amount in sorted(units.items())
@@ -71,7 +72,7 @@ def resource_request(pod_spec: Mapping[str, Any]) -> dict[str, str] | None:
     return result or None
 
 
-def node_claim(pod_spec: Mapping[str, Any]) -> dict[str, Any] | None:
+def node_claim(pod_spec: Obj) -> dict[str, Any] | None:
     """``GenerateNodeClaimByPodSpec``: node selector, required node affinity and tolerations, if any."""
     claim: dict[str, Any] = {}
     affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
@@ -85,10 +86,10 @@ def node_claim(pod_spec: Mapping[str, Any]) -> dict[str, Any] | None:
     return claim or None
 
 
-def replica_requirements(template: Mapping[str, Any]) -> dict[str, Any] | None:
+def replica_requirements(template: Obj) -> dict[str, Any] | None:
     """``GenerateReplicaRequirements`` of the template's pod template (with ResourceQuotaEstimate on)."""
-    pod_template = (template.get("spec") or {}).get("template") or {}
-    pod_spec = pod_template.get("spec") or {}
+    pod_template = objects.spec(template).get("template") or {}
+    pod_spec = objects.spec(pod_template)
     claim = node_claim(pod_spec)
     request = resource_request(pod_spec)
     if claim is None and request is None:
@@ -99,8 +100,7 @@ def replica_requirements(template: Mapping[str, Any]) -> dict[str, Any] | None:
     if request is not None:
         requirements["resourceRequest"] = request
     # The interpreter hands the pod template the workload's namespace (karmada e2e: RB namespace == Deployment's).
-    namespace = (pod_template.get("metadata") or {}).get("namespace") or (template.get("metadata") or {}).get(
-        "namespace")
+    namespace = objects.namespace(pod_template) or objects.namespace(template)
     if namespace:
         requirements["namespace"] = namespace
     if pod_spec.get("priorityClassName"):
@@ -108,12 +108,12 @@ def replica_requirements(template: Mapping[str, Any]) -> dict[str, Any] | None:
     return requirements
 
 
-def get_replicas(template: Mapping[str, Any], kind: Kind) -> tuple[int, dict[str, Any] | None]:
+def get_replicas(template: Obj, kind: Kind) -> tuple[int, dict[str, Any] | None]:
     """(replicas, replicaRequirements) of a template of ``kind`` (list items may lack their own
     ``apiVersion`` and ``kind``); (0, None) for a kind without replicas."""
     field = replica_field(kind.api_version, kind.kind)
     if field is None:
         return 0, None
-    raw = (template.get("spec") or {}).get(field)
+    raw = objects.spec(template).get(field)
     replicas = raw if isinstance(raw, int) and not isinstance(raw, bool) else 0
     return replicas, replica_requirements(template)

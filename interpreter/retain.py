@@ -9,21 +9,23 @@ controller's object watcher (``retainClusterFields``) calls it after keeping the
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from controller_manager import objects
+from controller_manager.objects import MutableObj, Obj
 from kube_api import resources as kube
 
 from .kinds import KindTable
 
-Rule = Callable[[dict[str, Any], Mapping[str, Any]], None]
+Rule = Callable[[MutableObj, Obj], None]
 _RULES: KindTable[Rule] = KindTable()
 
 
 @_RULES.register(kube.PODS)
-def _retain_pod(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+def _retain_pod(desired: MutableObj, observed: Obj) -> None:
     """What kubelet, the scheduler and admission set on a Pod (retainPodFields)."""
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+    spec, seen = desired.setdefault("spec", {}), objects.spec(observed)
     for key in ("nodeName", "serviceAccountName", "volumes"):
         if key in seen:
             spec[key] = copy.deepcopy(seen[key])
@@ -36,8 +38,8 @@ def _retain_pod(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
 
 
 @_RULES.register(kube.SERVICES)
-def _retain_service(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+def _retain_service(desired: MutableObj, observed: Obj) -> None:
+    spec, seen = desired.setdefault("spec", {}), objects.spec(observed)
     for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
         if key in seen and not spec.get(key):
             spec[key] = copy.deepcopy(seen[key])
@@ -50,22 +52,22 @@ def _retain_service(desired: dict[str, Any], observed: Mapping[str, Any]) -> Non
 
 
 @_RULES.register(kube.JOBS)
-def _retain_job(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+def _retain_job(desired: MutableObj, observed: Obj) -> None:
     """The selector and template labels the member's job controller generated (both immutable)."""
-    spec, seen = desired.setdefault("spec", {}), observed.get("spec") or {}
+    spec, seen = desired.setdefault("spec", {}), objects.spec(observed)
     if "selector" in seen:
         spec["selector"] = copy.deepcopy(seen["selector"])
-    seen_labels = ((seen.get("template") or {}).get("metadata") or {}).get("labels")
+    seen_labels = objects.labels(seen.get("template") or {})
     if seen_labels:
         template = spec.setdefault("template", {})
         template.setdefault("metadata", {})["labels"] = {**seen_labels,
-                                                        **((template.get("metadata") or {}).get("labels") or {})}
+                                                        **objects.labels(template)}
 
 
 def _retain_simple(path: tuple[str, ...]) -> Rule:
     """A rule keeping the field at ``path`` when the desired object does not set it."""
 
-    def keep(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+    def keep(desired: MutableObj, observed: Obj) -> None:
         seen: Any = observed
         for key in path:
             seen = seen.get(key) if isinstance(seen, dict) else None
@@ -84,7 +86,7 @@ _RULES.add(kube.PERSISTENT_VOLUME_CLAIMS, _retain_simple(("spec", "volumeName"))
 _RULES.add(kube.PERSISTENT_VOLUMES, _retain_simple(("spec", "claimRef")))
 
 
-def retain(desired: dict[str, Any], observed: Mapping[str, Any]) -> None:
+def retain(desired: MutableObj, observed: Obj) -> None:
     """Copy into ``desired`` (in place) the fields of ``observed`` its kind's member controllers own."""
     rule = _RULES.get(str(desired.get("apiVersion") or ""), str(desired.get("kind") or ""))
     if rule is not None:

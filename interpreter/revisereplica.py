@@ -7,19 +7,19 @@ Karmada's ``pkg/resourceinterpreter/default/native/revisereplica.go``, into the 
 
 from __future__ import annotations
 
-from typing import Any
+from controller_manager.objects import MutableObj
 
 from .replicas import replica_field
 
 
-def apply_replica(workload: dict[str, Any], replicas: int, field: str) -> None:
+def apply_replica(workload: MutableObj, replicas: int, field: str) -> None:
     """``helper.ApplyReplica``: set ``spec.<field>`` to ``replicas`` when the workload has that field."""
     spec = workload.get("spec")
     if isinstance(spec, dict) and field in spec:
         spec[field] = replicas
 
 
-def revise_replica(workload: dict[str, Any], replicas: int) -> None:
+def revise_replica(workload: MutableObj, replicas: int) -> None:
     """Write ``replicas`` into the workload's replica field; kinds without replicas are left alone."""
     field = replica_field(str(workload.get("apiVersion") or ""), str(workload.get("kind") or ""))
     if field is not None:

@@ -10,8 +10,9 @@ conversion. These readers do the same for :mod:`interpreter.reflectstatus` and
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
 from typing import Any
+
+from controller_manager.objects import Obj
 
 
 class ReflectError(ValueError):
@@ -32,7 +33,7 @@ def int_field(source: Any, field: str) -> int:
     return value
 
 
-def status_map(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+def status_map(obj: Obj) -> dict[str, Any] | None:
     """``.status`` when present (NestedMap); ReflectError when it is not an object."""
     if "status" not in obj or obj["status"] is None:
         return None
@@ -43,7 +44,7 @@ def status_map(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return status
 
 
-def load_balancer(status: dict[str, Any]) -> dict[str, Any]:
+def load_balancer(status: Obj) -> dict[str, Any]:
     """``status.loadBalancer`` as a LoadBalancerStatus: ``{ingress: [...]}``, or ``{}`` without ingress points."""
     balancer = status.get("loadBalancer") or {}
     if not isinstance(balancer, dict):

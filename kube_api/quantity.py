@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+
+from controller_manager.objects import Obj
 
 QuantityLike = str | int | float | Decimal | Fraction
 
@@ -269,7 +270,7 @@ def resource_list_units(resources: Mapping[str, QuantityLike] | None, *, include
     return result
 
 
-def _container_requests(container: Mapping[str, Any]) -> Mapping[str, QuantityLike]:
+def _container_requests(container: Obj) -> Mapping[str, QuantityLike]:
     """requests, with each limit standing in for a missing request (the API server's defaulting)."""
     resources = container.get("resources")
     if not resources:
@@ -297,7 +298,7 @@ def _add_units(total: dict[str, int], resources: Mapping[str, QuantityLike], *, 
             total[name] = total.get(name, 0) + units
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+def pod_requests(spec: Obj) -> dict[str, int]:
     """A pod's effective request in scheduler units (``calculateResource``), pods excluded.
 
     max(sum of containers, each init container) per resource, plus ``overhead``; a container's

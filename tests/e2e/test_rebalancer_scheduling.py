@@ -1,4 +1,5 @@
-"""Karmada's WorkloadRebalancer e2e suite (spec §2.7) on the dev plane with the real controller-manager.
+"""Karmada's WorkloadRebalancer e2e suite (``workloadrebalancer_test.go`` under ``test/e2e/``) on the dev
+plane with the real controller-manager.
 
 Two member clusters; a ClusterPropagationPolicy selecting a Deployment, a second Deployment
 added later and a ClusterRole; a rebalancer naming the Deployment, the ClusterRole and a

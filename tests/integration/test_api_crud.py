@@ -1,7 +1,7 @@
 """Conformance of the dev API server's REST semantics, over real HTTP on 127.0.0.1.
 
-Expected codes, reasons and messages come from ``shared/spec/kube-apiserver-observed.md``
-(what a real kube-apiserver answered). Happy paths go through kubernetes_asyncio's typed
+Expected codes, reasons and messages are what a real kube-apiserver answers (docs/apiserver.md,
+"Semantics honoured"). Happy paths go through kubernetes_asyncio's typed
 APIs, as product code does; exact status codes and ``Status`` bodies are checked over raw HTTP.
 """
 

@@ -1,6 +1,6 @@
 """Validation, defaulting, pruning, naming, CRD serving and discovery, over real HTTP.
 
-Expected answers come from ``shared/spec/kube-apiserver-observed.md`` §1, §2 and §14.
+Expected answers are what a real kube-apiserver gives (docs/apiserver.md, "Semantics honoured").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Watch over real HTTP, as kube-apiserver serves it (spec/kube-apiserver-observed.md §4, §13).
+"""Watch over real HTTP, as kube-apiserver serves it (docs/apiserver.md, "Semantics honoured").
 
 kubernetes_asyncio is the client where a user's view matters; raw aiohttp where the exact
 frames matter (ERROR events inside an HTTP 200, bookmark objects, the end of the stream).

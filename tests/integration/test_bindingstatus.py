@@ -1,11 +1,13 @@
 """Binding status aggregation against the dev API server, with real informers and a Manager.
 
-Rows of karmada-behaviour.md §5.5 (``AggregateResourceBindingWorkStatus`` for RB and CRB,
-``assembleWorkStatus``, ``generateFullyAppliedCondition``/``worksFullyApplied``,
-``syncBindingStatus``), the template status of §5.4, event volume (one event per change) and
-the re-aggregation triggers of §5.1. Works and bindings are created the way Karmada's binding
-controller creates them (labels, annotations, ``karmada-es-<cluster>`` namespaces); Work
-status goes through the ``/status`` subresource.
+Rows of Karmada's binding status aggregation (``AggregateResourceBindingWorkStatus`` for RB and
+CRB, ``assembleWorkStatus``, ``generateFullyAppliedCondition``/``worksFullyApplied`` in
+``pkg/util/helper/workstatus.go``, ``syncBindingStatus`` in ``pkg/controllers/status/``), the
+template status the native AggregateStatus interpreter folds
+(``pkg/resourceinterpreter/default/native/aggregatestatus.go``), event volume (one event per
+change) and the status controllers' re-aggregation triggers (their predicates). Works and
+bindings are created the way Karmada's binding controller creates them (labels, annotations,
+``karmada-es-<cluster>`` namespaces); Work status goes through the ``/status`` subresource.
 """
 
 from __future__ import annotations
@@ -257,7 +259,7 @@ async def env(kube: KubeClient, http: aiohttp.ClientSession) -> AsyncIterator[En
         await asyncio.wait_for(environment.task, 10)
 
 
-# ----------------------------------------------------------------------------- §5.5 RB rows
+# ----------------------------------------------------------------------------- ResourceBinding rows
 
 
 async def test_rb_single_work(env: Env, http: aiohttp.ClientSession) -> None:
@@ -331,7 +333,7 @@ async def test_rb_work_without_status(env: Env, http: aiohttp.ClientSession) -> 
     assert obj["status"]["aggregatedStatus"] == [{"clusterName": "member1", "health": "Unknown"}]
 
 
-# ----------------------------------------------------------------------------- §5.5 CRB rows
+# ----------------------------------------------------------------------------- ClusterResourceBinding rows
 
 
 async def test_crb_single_work_and_pv_template(env: Env, http: aiohttp.ClientSession) -> None:
@@ -487,7 +489,7 @@ async def test_graceful_eviction_target_counts_unless_purged_directly(env: Env,
     await wait_fully_applied(http, binding, "True", items=2)
 
 
-# ----------------------------------------------------------------------------- template status (§5.4)
+# ----------------------------------------------------------------------------- template status (AggregateStatus)
 
 
 async def test_template_deployment_status_from_two_clusters(env: Env, http: aiohttp.ClientSession) -> None:
@@ -790,7 +792,7 @@ async def test_work_without_the_bindings_manifest_is_an_error(kube: KubeClient, 
         await setup.factory.stop()
 
 
-# ----------------------------------------------------------------------------- pure rules (§5.5 unit rows)
+# ----------------------------------------------------------------------------- pure rules (workstatus.go unit rows)
 
 
 def _work(cluster: str, manifests: list[Any], status: dict[str, Any] | None = None,

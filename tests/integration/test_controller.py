@@ -21,7 +21,8 @@ from controller_manager.reconcile import Request, Result
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS
 from tests.conftest import eventually
 
-# Every metric name ARCHITECTURE §4 lists (as exposed: counters carry _total, histograms _bucket...).
+# controller-runtime's metric names (controller_manager/metrics.py), as exposed: counters carry _total,
+# histograms _bucket...
 ARCHITECTURE_METRICS = [
     "controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
     "controller_runtime_reconcile_time_seconds", "workqueue_depth", "workqueue_adds_total",

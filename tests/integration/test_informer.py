@@ -11,9 +11,10 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 
-from controller_manager.cache import Obj, object_key
+from controller_manager import objects
 from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer, SyncTimeout
+from controller_manager.objects import Obj
 from devplane.apiserver.server import ApiServer
 from devplane.apiserver.store import DeleteOptions
 from kube_api.resources import CONFIGMAPS
@@ -39,16 +40,16 @@ class Recorder:
         return FuncHandler(add=self.add, update=self.update, delete=self.delete)
 
     def add(self, obj: Obj, initial: bool) -> None:
-        self.adds.append(object_key(obj))
-        self.latest[object_key(obj)] = obj
+        self.adds.append(objects.key(obj))
+        self.latest[objects.key(obj)] = obj
 
     def update(self, old: Obj, new: Obj) -> None:
-        self.updates.append((object_key(new), new["data"]["v"] if "data" in new else ""))
-        self.latest[object_key(new)] = new
+        self.updates.append((objects.key(new), new["data"]["v"] if "data" in new else ""))
+        self.latest[objects.key(new)] = new
 
     def delete(self, obj: Obj) -> None:
-        self.deletes.append(object_key(obj))
-        self.latest.pop(object_key(obj), None)
+        self.deletes.append(objects.key(obj))
+        self.latest.pop(objects.key(obj), None)
 
 
 async def _cm(http: aiohttp.ClientSession, name: str, value: str, ns: str = "default") -> dict[str, Any]:
@@ -95,7 +96,7 @@ async def test_informer_converges_after_2000_rapid_updates(server: ApiServer, ht
     await asyncio.gather(*(update(i) for i in range(2000)))  # 40 updates per object, last value "40"
 
     async def converged() -> bool:
-        cached = {object_key(o): o["data"]["v"] for o in informer.store.list()}
+        cached = {objects.key(o): o["data"]["v"] for o in informer.store.list()}
         handled = {k: o["data"]["v"] for k, o in seen.latest.items()}
         return cached == handled == {f"default/{n}": "40" for n in names}
 
@@ -178,7 +179,7 @@ async def test_restart_on_same_data_dir_mid_watch_loses_nothing(tmp_path: Path) 
                 {"default/a": "2", "default/c": "1", "default/d": "1"}
 
         await eventually(recovered, timeout=20)
-        assert {object_key(o) for o in informer.store.list()} == {"default/a", "default/c", "default/d"}
+        assert {objects.key(o) for o in informer.store.list()} == {"default/a", "default/c", "default/d"}
     finally:
         await informers.stop()
         await kube.close()
@@ -221,8 +222,8 @@ async def test_indexers(http: aiohttp.ClientSession, factory: InformerFactory) -
     informer.add_indexers({"by-value": lambda o: [o.get("data", {}).get("v", "")]})
     factory.start()
     await factory.wait_for_sync(timeout=10)
-    assert sorted(object_key(o) for o in informer.store.by_index("by-value", "x")) == ["default/p", "default/r"]
-    assert [object_key(o) for o in informer.store.by_index("namespace", "default")] != []
+    assert sorted(objects.key(o) for o in informer.store.by_index("by-value", "x")) == ["default/p", "default/r"]
+    assert [objects.key(o) for o in informer.store.by_index("namespace", "default")] != []
     await _set(http, "p", "y")
 
     async def moved() -> bool:

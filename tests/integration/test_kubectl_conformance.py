@@ -2,7 +2,7 @@
 
 Two parts:
 
-* every ``kubectl``/``karmadactl`` command line of the user's documents (``/work/shared/seeds``),
+* every ``kubectl``/``karmadactl`` command line of the user's documents (``SEEDS`` below),
   run verbatim in a folder holding the documents' files, each checked for its exit code and for
   the effect the document states (``karmadactl`` → ``karmada-devplane ctl``, as README shows);
 * a table of common verbs, one parametrized row each, checking exit code AND effect.

@@ -1,6 +1,7 @@
 """workload-rebalancer and ttl-cleaner against the dev API server, with real informers.
 
-Rows of karmada-behaviour.md §2.6 and the seed documents' status examples. The rebalancer's
+Rows of Karmada's ``pkg/controllers/workloadrebalancer/workloadrebalancer_controller_test.go`` and
+the status examples of the Workload Rebalancer tutorial (its manifests: devplane/documents/). The rebalancer's
 ``creationTimestamp`` is set by the server (now), so "oneHourAgo" rebalancers of Karmada's
 table become bindings whose triggers are newer than the rebalancer.
 """
@@ -94,7 +95,7 @@ def observed(wr: dict[str, Any]) -> list[tuple[str, str, str]]:
             for i in wr["status"]["observedWorkloads"]]
 
 
-# ----------------------------------------------------------------------------- §2.6 rows
+# ----------------------------------------------------------------------------- controller test rows
 
 
 async def test_pending_rebalancer_sorted_results_and_trigger(manager: Manager, http: aiohttp.ClientSession) -> None:
@@ -434,7 +435,7 @@ async def test_trigger_for_a_binding_scheduled_this_second_is_written_when_its_s
     assert parse_time(wr["status"]["finishTime"]) >= trigger  # written once its second had come
 
 
-# ----------------------------------------------------------------------------- §2.7 (rebalancer's part)
+# ----------------------------------------------------------------------------- e2e flow (rebalancer's part)
 
 
 async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http: aiohttp.ClientSession) -> None:

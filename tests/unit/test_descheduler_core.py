@@ -1,4 +1,4 @@
-"""descheduler.core against the Karmada test rows (spec §6.5) plus the beyond-Karmada behaviour."""
+"""descheduler.core against Karmada's test rows (``pkg/descheduler/``) plus the beyond-Karmada behaviour."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""Estimators: Karmada's test rows (§7.1 general, §7.2 server, plugin merge, unschedulable) and more."""
+"""Estimators: Karmada's test rows (``pkg/estimator/``: general, server, plugin merge, unschedulable) and more."""
 
 from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
+from controller_manager.objects import MutableObj
 from estimator.accurate import NodeUsage, divide_capacity, max_available_replicas, replica_request_units
 from estimator.general import (
     GeneralEstimator,
@@ -39,14 +39,12 @@ from estimator.unschedulable import (
 )
 from karmada_api.timeutil import format_time
 
-Obj = dict[str, Any]
-
 # ==================================================================================================
-# §7.1 GeneralEstimator
+# GeneralEstimator (client/general_test.go)
 
 
-def cluster(summary: Obj | None, models: list[Obj] | None = None, name: str = "member1") -> Obj:
-    obj: Obj = {"metadata": {"name": name}, "spec": {}, "status": {}}
+def cluster(summary: MutableObj | None, models: list[MutableObj] | None = None, name: str = "member1") -> MutableObj:
+    obj: MutableObj = {"metadata": {"name": name}, "spec": {}, "status": {}}
     if summary is not None:
         obj["status"]["resourceSummary"] = summary
     if models is not None:
@@ -54,7 +52,7 @@ def cluster(summary: Obj | None, models: list[Obj] | None = None, name: str = "m
     return obj
 
 
-def request(**resources: str) -> Obj:
+def request(**resources: str) -> MutableObj:
     return {"resourceRequest": dict(resources)}
 
 
@@ -103,17 +101,17 @@ def test_summary_based_edges() -> None:
     ({"allocatable": {"pods": "100"}, "allocated": {"pods": "90"}, "allocating": {"pods": "20"}}, 0),
     ({}, 0),
 ])
-def test_allowed_pod_number(summary: Obj, expected: int) -> None:
+def test_allowed_pod_number(summary: MutableObj, expected: int) -> None:
     assert allowed_pod_number(summary) == expected
 
 
-def cpu_models() -> list[Obj]:
+def cpu_models() -> list[MutableObj]:
     return [{"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"}]},
             {"grade": 1, "ranges": [{"name": "cpu", "min": "1", "max": "2"}]},
             {"grade": 2, "ranges": [{"name": "cpu", "min": "2", "max": "4"}]}]
 
 
-def cpu_memory_models() -> list[Obj]:
+def cpu_memory_models() -> list[MutableObj]:
     return [{"grade": 0, "ranges": [{"name": "cpu", "min": "0", "max": "1"},
                                     {"name": "memory", "min": "0", "max": "1Gi"}]},
             {"grade": 1, "ranges": [{"name": "cpu", "min": "1", "max": "2"},
@@ -138,7 +136,7 @@ def test_model_based_without_grades_is_an_error() -> None:
     (cpu_memory_models(), request(cpu="1", memory="1.5Gi"), 1),       # multi resource request
     (cpu_memory_models(), request(cpu="1", memory="2.5Gi"), 0),       # request exceeds highest grade
 ])
-def test_model_based_rows(models: list[Obj], req: Obj, expected: int) -> None:
+def test_model_based_rows(models: list[MutableObj], req: MutableObj, expected: int) -> None:
     assert model_based_replicas(cluster(ONE_NODE_EACH, models), req) == expected
 
 
@@ -178,16 +176,16 @@ def test_general_estimate_many_clusters_and_int32_cap() -> None:
 
 
 # ==================================================================================================
-# §7.2 server: NodeResourceEstimator rows ("cpu" = 1 core, "mem" = 1 unit = 1Gi here)
+# server: NodeResourceEstimator rows (server/; "cpu" = 1 core, "mem" = 1 unit = 1Gi here)
 
 
-def node(name: str, cpu: int, mem: int, pods: int, *, storage: int = 16, labels: Obj | None = None,
-         taints: list[Obj] | None = None, unschedulable: bool = False) -> Obj:
-    obj: Obj = {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": labels or {}},
-                "spec": {},
-                "status": {"allocatable": {"cpu": str(cpu), "memory": f"{mem}Gi", "pods": str(pods),
-                                           "ephemeral-storage": f"{storage}Gi"}}}
+def node(name: str, cpu: int, mem: int, pods: int, *, storage: int = 16, labels: MutableObj | None = None,
+         taints: list[MutableObj] | None = None, unschedulable: bool = False) -> MutableObj:
+    obj: MutableObj = {"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"name": name, "labels": labels or {}},
+                       "spec": {},
+                       "status": {"allocatable": {"cpu": str(cpu), "memory": f"{mem}Gi", "pods": str(pods),
+                                                  "ephemeral-storage": f"{storage}Gi"}}}
     if taints:
         obj["spec"]["taints"] = taints
     if unschedulable:
@@ -196,7 +194,7 @@ def node(name: str, cpu: int, mem: int, pods: int, *, storage: int = 16, labels:
 
 
 def pod(name: str, node_name: str, cpu: int | str, mem: int, *, storage: int = 0, phase: str = "Running",
-        namespace: str = "default") -> Obj:
+        namespace: str = "default") -> MutableObj:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
             "spec": {"nodeName": node_name,
@@ -205,20 +203,20 @@ def pod(name: str, node_name: str, cpu: int | str, mem: int, *, storage: int = 0
             "status": {"phase": phase}}
 
 
-def existing_pods() -> list[Obj]:
+def existing_pods() -> list[MutableObj]:
     """machine1 left: 2 cpu, 6 mem; machine2 left: 3 cpu, 5 mem; machine3 untouched."""
     return [pod("pod1", "machine1", 1, 3), pod("pod2", "machine1", 3, 3), pod("pod3", "machine1", 2, 4, storage=2),
             pod("pod4", "machine2", 4, 8, storage=2), pod("pod5", "machine2", 1, 3, storage=2)]
 
 
-def requirement(node_claim: Obj | None = None) -> Obj:
-    req: Obj = {"resourceRequest": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "0"}}
+def requirement(node_claim: MutableObj | None = None) -> MutableObj:
+    req: MutableObj = {"resourceRequest": {"cpu": "1", "memory": "2Gi", "ephemeral-storage": "0"}}
     if node_claim is not None:
         req["nodeClaim"] = node_claim
     return req
 
 
-def server_case(case: str) -> tuple[list[Obj], Obj]:
+def server_case(case: str) -> tuple[list[MutableObj], MutableObj]:
     if case == "normal":
         return [node("machine1", 8, 16, 11), node("machine2", 8, 16, 11), node("machine3", 8, 16, 11)], requirement()
     if case == "pod resource strict":
@@ -438,7 +436,7 @@ def test_replica_request_units_and_divide_capacity() -> None:
 
 
 # ==================================================================================================
-# §7.2 plugin combination rows (RunEstimateReplicasPlugins)
+# server: plugin combination rows (RunEstimateReplicasPlugins, runtime/framework_test.go)
 
 
 def ok(replicas: int) -> tuple[int, PluginResult]:
@@ -481,7 +479,7 @@ def test_error_result_keeps_the_error_and_fails_the_rpc() -> None:
 
 
 # ==================================================================================================
-# §7.1 client-side combination
+# client-side combination
 
 
 def test_combine_available_replicas() -> None:
@@ -502,12 +500,12 @@ def test_combine_unschedulable_replicas() -> None:
 
 
 # ==================================================================================================
-# §7.2 GetUnschedulableReplicas (replica_test.go) and podUnschedulable
+# server: GetUnschedulableReplicas (replica/replica_test.go) and podUnschedulable
 
 NOW = datetime(2025, 9, 23, 12, 0, 0, tzinfo=UTC)
 
 
-def deployment(kind: str = "Deployment") -> Obj:
+def deployment(kind: str = "Deployment") -> MutableObj:
     return {"apiVersion": "apps/v1", "kind": kind,
             "metadata": {"name": "test-deployment", "namespace": "default", "uid": "test-deployment-uid"},
             "spec": {"selector": {"matchLabels": {"app": "test"}},
@@ -515,7 +513,7 @@ def deployment(kind: str = "Deployment") -> Obj:
 
 
 def replica_set(name: str = "test-rs", uid: str = "test-rs-uid", created: str = "2025-09-23T10:00:00Z",
-                template_labels: Obj | None = None, owner_uid: str = "test-deployment-uid") -> Obj:
+                template_labels: MutableObj | None = None, owner_uid: str = "test-deployment-uid") -> MutableObj:
     labels = {"app": "test", "pod-template-hash": "xyz123"}
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": name, "namespace": "default", "uid": uid, "labels": labels,
@@ -527,8 +525,8 @@ def replica_set(name: str = "test-rs", uid: str = "test-rs-uid", created: str = 
 
 
 def rs_pod(name: str = "test-pod-1", rs_uid: str = "test-rs-uid", scheduled: str = "True",
-           since: timedelta | None = None, *, phase: str = "Pending", namespace: str = "default") -> Obj:
-    condition: Obj = {"type": "PodScheduled", "status": scheduled}
+           since: timedelta | None = None, *, phase: str = "Pending", namespace: str = "default") -> MutableObj:
+    condition: MutableObj = {"type": "PodScheduled", "status": scheduled}
     if scheduled == "False":
         condition["reason"] = "Unschedulable"
     if since is not None:
