@@ -321,18 +321,16 @@ class BindingReconciler:
                 raise SyncError(f"failed to sync work for cluster {name}: {exc}") from exc
         return written
 
-    async def _ensure_work(self, desired: dict[str, Any]) -> int:
-        meta = desired["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
+    async def _ensure_work(self, desired: MutableObj) -> int:
         first = True
 
         async def attempt() -> int:
             nonlocal first
             if first:
                 first = False
-                existing = self.works.get(key)
+                existing = self.works.get(objects.key(desired))
             else:
-                existing = await self.client.get_or_none(WORKS, meta["name"], meta["namespace"])
+                existing = await self.client.get_or_none(WORKS, objects.name(desired), objects.namespace(desired))
             if existing is None:
                 try:
                     await self.client.create(WORKS, desired)

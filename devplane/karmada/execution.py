@@ -31,11 +31,13 @@ import aiohttp
 import structlog
 
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.names import cluster_of_execution_space
@@ -84,9 +86,7 @@ def applied_failed_message(succeeded: int, total: int, errors: list[str]) -> str
 
 def _work_update(old: Obj, new: Obj) -> bool:
     """Spec changes and deletions: status and finalizer writes (ours included) are not acted on."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    return (old_meta.get("generation") != new_meta.get("generation")
-            or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp")))
+    return objects.generation(old) != objects.generation(new) or objects.is_deleting(old) != objects.is_deleting(new)
 
 
 WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
@@ -95,7 +95,7 @@ WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
 
 
 def _manifests(work: Obj) -> list[Any]:
-    return list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
+    return list((objects.spec(work).get("workload") or {}).get("manifests") or [])
 
 
 class ExecutionReconciler:
@@ -119,7 +119,7 @@ class ExecutionReconciler:
             return Result()
         cluster_obj = self.clusters.get(cluster)
         usable = cluster_accepts_work(cluster_obj) and self.shared.ready_member(cluster) is not None
-        if (work.get("metadata") or {}).get("deletionTimestamp"):
+        if objects.is_deleting(work):
             return await self._finalize(request, work, cluster, cluster_obj, usable)
         if not usable:
             log.debug("member not ready, Work not synced", work=str(request), cluster=cluster)
@@ -127,7 +127,7 @@ class ExecutionReconciler:
         latest = await self._latest(request)
         if latest is None:
             return Result()  # gone, or being deleted: the deletion event brings it back
-        if (latest.get("spec") or {}).get("suspendDispatching"):
+        if objects.spec(latest).get("suspendDispatching"):
             return Result()
         await self._sync(request, latest, cluster)
         return Result()
@@ -172,7 +172,7 @@ class ExecutionReconciler:
     async def _latest(self, request: Request) -> Obj | None:
         """The Work as stored now; None when gone or being deleted (the deletion event brings it back)."""
         latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
-        if latest is None or (latest.get("metadata") or {}).get("deletionTimestamp"):
+        if latest is None or objects.is_deleting(latest):
             return None
         return latest
 
@@ -183,12 +183,12 @@ class ExecutionReconciler:
             ready = self.shared.ready_member(cluster)
             assert ready is not None
             member, client = ready
-            preserve = bool((work.get("spec") or {}).get("preserveResourcesOnDeletion"))
+            preserve = bool(objects.spec(work).get("preserveResourcesOnDeletion"))
             for manifest in _manifests(work):
                 if isinstance(manifest, dict):
                     await self.shared.watcher.delete(member, client, manifest,
                                                      owner=(request.namespace, request.name), preserve=preserve)
-        elif cluster_obj is not None and not (cluster_obj.get("metadata") or {}).get("deletionTimestamp"):
+        elif cluster_obj is not None and not objects.is_deleting(cluster_obj):
             # Karmada keeps the Work until the member can be cleaned up, unless the cluster itself is going.
             return Result(requeue_after=self.shared.retry_delay(cluster))
         await self._remove_finalizer(request)
@@ -199,13 +199,13 @@ class ExecutionReconciler:
             latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
             if latest is None:
                 return
-            meta = latest.get("metadata") or {}
-            finalizers = list(meta.get("finalizers") or [])
+            finalizers = objects.finalizers(latest)
             if EXECUTION_FINALIZER not in finalizers:
                 return
             remaining = [f for f in finalizers if f != EXECUTION_FINALIZER]
             try:
-                await self.client.update(WORKS, {**latest, "metadata": {**meta, "finalizers": remaining}})
+                await self.client.update(WORKS, {**latest, "metadata": {**objects.metadata(latest),
+                                                                         "finalizers": remaining}})
             except ApiError as exc:
                 if not exc.is_not_found:
                     raise

@@ -34,10 +34,12 @@ import structlog
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import NAMESPACE_INDEX, Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import NAMESPACE_INDEX, Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request
 from interpreter.retain import retain
@@ -97,9 +99,8 @@ def api_version_parts(api_version: str) -> tuple[str, str]:
 
 def object_ref(manifest: Obj) -> tuple[str, str, str, str]:
     """(apiVersion, kind, namespace, name) of a manifest."""
-    meta = manifest.get("metadata") or {}
     return (str(manifest.get("apiVersion") or ""), str(manifest.get("kind") or ""),
-            str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+            objects.namespace(manifest), objects.name(manifest))
 
 
 def cache_key(namespace: str, name: str) -> str:
@@ -163,22 +164,21 @@ async def _discover(client: KubeClient, api_version: str) -> dict[str, Resource]
 
 def object_version(obj: Obj) -> str:
     """What Karmada records of an object it wrote: ``gen:<generation>``, or ``rv:<resourceVersion>``."""
-    meta = obj.get("metadata") or {}
-    generation = meta.get("generation")
+    generation = objects.metadata(obj).get("generation")
     if generation:
         return f"gen:{generation}"
-    return f"rv:{meta.get('resourceVersion') or ''}"
+    return f"rv:{objects.resource_version(obj)}"
 
 
-def retain_cluster_fields(desired: Obj, observed: Obj) -> Obj:
+def retain_cluster_fields(desired: Obj, observed: Obj) -> MutableObj:
     """The object to PUT: ``desired`` plus what belongs to the member (Karmada's retainClusterFields).
 
     The member's resourceVersion (so the PUT is conditional), finalizers, ownerReferences and
     status; its labels and annotations merged under the desired ones; kind-specific fields set by
     member controllers. ``desired`` is not modified.
     """
-    out = copy.deepcopy(desired)
-    meta, seen = out.setdefault("metadata", {}), observed.get("metadata") or {}
+    out = objects.deep_copy(desired)
+    meta, seen = out.setdefault("metadata", {}), objects.metadata(observed)
     meta["resourceVersion"] = seen.get("resourceVersion")
     for key in ("finalizers", "ownerReferences"):
         if seen.get(key):
@@ -203,11 +203,9 @@ def allow_update(desired: Obj, observed: Obj) -> bool:
     only through that annotation, so: ``abort`` refuses, ``overwrite`` or nothing applies (an object
     already claimed by this Work is adopted either way).
     """
-    if (((desired.get("metadata") or {}).get("labels") or {}).get(MANAGED_LABEL) == "true"
-            and ((observed.get("metadata") or {}).get("labels") or {}).get(MANAGED_LABEL) == "true"):
+    if objects.labels(desired).get(MANAGED_LABEL) == "true" and objects.labels(observed).get(MANAGED_LABEL) == "true":
         return True
-    desired_annotations = (desired.get("metadata") or {}).get("annotations") or {}
-    observed_annotations = (observed.get("metadata") or {}).get("annotations") or {}
+    desired_annotations, observed_annotations = objects.annotations(desired), objects.annotations(observed)
     if (observed_annotations.get(WORK_NAME_ANNOTATION) == desired_annotations.get(WORK_NAME_ANNOTATION)
             and observed_annotations.get(WORK_NAMESPACE_ANNOTATION)
             == desired_annotations.get(WORK_NAMESPACE_ANNOTATION)):
@@ -215,14 +213,13 @@ def allow_update(desired: Obj, observed: Obj) -> bool:
     return str(desired_annotations.get(CONFLICT_RESOLUTION_ANNOTATION) or "").lower() != "abort"
 
 
-def strip_karmada_metadata(obj: Obj) -> Obj | None:
+def strip_karmada_metadata(obj: Obj) -> MutableObj | None:
     """A copy of ``obj`` without Karmada's labels and annotations, or None when it carries none."""
-    meta = obj.get("metadata") or {}
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in KARMADA_LABELS}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in KARMADA_ANNOTATIONS}
-    if labels == (meta.get("labels") or {}) and annotations == (meta.get("annotations") or {}):
+    labels = {k: v for k, v in objects.labels(obj).items() if k not in KARMADA_LABELS}
+    annotations = {k: v for k, v in objects.annotations(obj).items() if k not in KARMADA_ANNOTATIONS}
+    if labels == objects.labels(obj) and annotations == objects.annotations(obj):
         return None
-    out = copy.deepcopy(obj)
+    out = objects.deep_copy(obj)
     out["metadata"]["labels"] = labels
     out["metadata"]["annotations"] = annotations
     return out
@@ -240,8 +237,7 @@ class ObjectWatcher:
         return self._versions.get(member, {}).get((resource.key, cache_key(namespace, name)))
 
     def _record(self, member: MemberCluster, resource: Resource, obj: Obj) -> None:
-        meta = obj.get("metadata") or {}
-        key = (resource.key, cache_key(str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        key = (resource.key, objects.key(obj))
         self._versions.setdefault(member, {})[key] = object_version(obj)
 
     def _forget(self, member: MemberCluster, resource: Resource, namespace: str, name: str) -> None:
@@ -292,7 +288,7 @@ class ObjectWatcher:
 
     async def _create(self, client: KubeClient, resource: Resource, desired: Obj, namespace: str) -> Obj | None:
         """POST; None when it already exists (lost a race)."""
-        body = copy.deepcopy(desired)
+        body = objects.deep_copy(desired)
         for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
             body.get("metadata", {}).pop(key, None)
         body.pop("status", None)
@@ -335,7 +331,7 @@ class ObjectWatcher:
                     self._forget(member, resource, namespace, name)
                     return
                 raise
-            annotations = (observed.get("metadata") or {}).get("annotations") or {}
+            annotations = objects.annotations(observed)
             if (annotations.get(WORK_NAMESPACE_ANNOTATION), annotations.get(WORK_NAME_ANNOTATION)) != owner:
                 log.info("member object not managed by this Work, left in place", cluster=member.name, kind=kind,
                          namespace=namespace, name=name)
@@ -346,8 +342,7 @@ class ObjectWatcher:
                     if released is not None:
                         await client.update(resource, released)
                 else:
-                    uid = str((observed.get("metadata") or {}).get("uid") or "")
-                    await client.delete(resource, name, namespace, uid=uid, propagation="Background")
+                    await client.delete(resource, name, namespace, uid=objects.uid(observed), propagation="Background")
             except ApiError as exc:
                 if exc.is_not_found:
                     self._forget(member, resource, namespace, name)
@@ -500,9 +495,9 @@ def member_objects(registry: MemberRegistry) -> MemberObjects:
 # ----------------------------------------------------------------------------- helpers for both controllers
 
 
-def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> Obj:
+def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> MutableObj:
     """The member object a Work's manifest asks for: the manifest plus the annotations naming the Work."""
-    desired = copy.deepcopy(manifest)
+    desired = objects.deep_copy(manifest)
     meta = desired.setdefault("metadata", {})
     meta["annotations"] = {**(meta.get("annotations") or {}), WORK_NAMESPACE_ANNOTATION: work_namespace,
                            WORK_NAME_ANNOTATION: work_name}
@@ -511,14 +506,14 @@ def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> Obj:
 
 def owning_work(obj: Obj) -> tuple[str, str] | None:
     """(namespace, name) of the Work a member object was applied from, from its annotations."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = objects.annotations(obj)
     namespace, name = annotations.get(WORK_NAMESPACE_ANNOTATION), annotations.get(WORK_NAME_ANNOTATION)
     return (str(namespace), str(name)) if namespace and name else None
 
 
 def ready_condition(cluster: Obj) -> str | None:
     """The status of the Cluster's Ready condition, or None when it has none yet."""
-    for condition in (cluster.get("status") or {}).get("conditions") or []:
+    for condition in objects.status(cluster).get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             return str(condition.get("status") or "")
     return None
@@ -532,9 +527,7 @@ def cluster_accepts_work(cluster: Obj | None) -> bool:
 
 
 def _cluster_update(old: Obj, new: Obj) -> bool:
-    return (ready_condition(old) != ready_condition(new)
-            or bool((old.get("metadata") or {}).get("deletionTimestamp"))
-            != bool((new.get("metadata") or {}).get("deletionTimestamp")))
+    return ready_condition(old) != ready_condition(new) or objects.is_deleting(old) != objects.is_deleting(new)
 
 
 # Cluster events worth a look at its Works: created, Ready changed, deletion started, deleted.
@@ -542,15 +535,15 @@ CLUSTER_PREDICATE = FuncPredicate(on_update=_cluster_update)
 
 
 def in_execution_space(work: Obj) -> bool:
-    return str((work.get("metadata") or {}).get("namespace") or "").startswith(EXECUTION_SPACE_PREFIX)
+    return objects.namespace(work).startswith(EXECUTION_SPACE_PREFIX)
 
 
 def works_of_cluster(works: Indexer) -> Callable[[Obj], list[Request]]:
     """Map a Cluster to the Works in its execution namespace."""
 
     def mapper(cluster: Obj) -> list[Request]:
-        namespace = execution_space(str((cluster.get("metadata") or {}).get("name") or ""))
-        return [Request(namespace, str(w["metadata"]["name"])) for w in works.by_index(NAMESPACE_INDEX, namespace)]
+        namespace = execution_space(objects.name(cluster))
+        return [Request(namespace, objects.name(w)) for w in works.by_index(NAMESPACE_INDEX, namespace)]
 
     return mapper
 
@@ -566,10 +559,10 @@ def enqueue_cluster_works(controller: Controller, works: Indexer) -> Callable[[s
     return enqueue
 
 
-def typed_work(work: Obj) -> Obj:
+def typed_work(work: Obj) -> MutableObj:
     """The Work with kind and apiVersion, which an event's involvedObject needs (list items lack them)."""
     if work.get("kind") and work.get("apiVersion"):
-        return work
+        return dict(work)
     return {**work, "kind": WORKS.kind, "apiVersion": WORKS.api_version}
 
 
@@ -586,7 +579,7 @@ async def set_applied_condition(client: KubeClient, request: Request, status: st
         latest = await client.get_or_none(WORKS, request.name, request.namespace)
         if latest is None:
             return
-        old = latest.get("status") or {}
+        old = objects.status(latest)
         conditions = set_condition(old.get("conditions") or [], condition)
         if conditions == (old.get("conditions") or []):
             return

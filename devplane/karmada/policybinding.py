@@ -17,7 +17,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller_manager.cache import Obj
+from controller_manager import objects
+from controller_manager.objects import Obj
 from interpreter.replicas import get_replicas
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.names import binding_name
@@ -89,9 +90,9 @@ def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: P
     Namespaced templates get a ResourceBinding (whatever the policy kind), cluster-scoped ones a
     ClusterResourceBinding. The binding's own permanent id is added at creation, not here.
     """
-    meta = template.get("metadata") or {}
+    meta = objects.metadata(template)
     namespaced = bool(meta.get("namespace"))
-    policy_spec = policy.get("spec") or {}
+    policy_spec = objects.spec(policy)
     resource = {"apiVersion": template.get("apiVersion"), "kind": template.get("kind")}
     if namespaced:
         resource["namespace"] = meta["namespace"]

@@ -11,12 +11,13 @@ placement is Divided.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from controller_manager import objects
 from controller_manager.client import Resource
+from controller_manager.objects import MutableObj, Obj
 from interpreter.prune import remove_irrelevant_fields
 from interpreter.revisereplica import apply_replica, revise_replica
 from karmada_api.bindings import kind_of
@@ -27,8 +28,6 @@ from karmada_api.labels import (
 )
 from karmada_api.names import fnv32a
 from kube_api import resources as kube
-
-Obj = Mapping[str, Any]
 
 MANAGED_LABEL = "karmada.io/managed"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
@@ -78,7 +77,7 @@ def kind_by_key(key: str) -> TemplateKind | None:
     return _BY_KEY.get(key)
 
 
-def typed(template: Obj, kind: TemplateKind) -> dict[str, Any]:
+def typed(template: Obj, kind: TemplateKind) -> MutableObj:
     """The template with ``apiVersion`` and ``kind`` (list and watch items may lack them)."""
     obj = dict(template)
     obj.setdefault("apiVersion", kind.api_version)
@@ -133,9 +132,8 @@ def is_divided(placement: Obj | None) -> bool:
 
 def binding_identity(binding: Obj) -> tuple[str, str]:
     """(permanent-id label key, its value) of a ResourceBinding or ClusterResourceBinding."""
-    meta = binding.get("metadata") or {}
-    key = RB_PERMANENT_ID if meta.get("namespace") else CRB_PERMANENT_ID
-    return key, str((meta.get("labels") or {}).get(key) or "")
+    key = RB_PERMANENT_ID if objects.namespace(binding) else CRB_PERMANENT_ID
+    return key, str(objects.labels(binding).get(key) or "")
 
 
 def binding_annotations(binding: Obj) -> dict[str, str]:
@@ -144,13 +142,13 @@ def binding_annotations(binding: Obj) -> dict[str, str]:
 
 
 def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,
-                    completions: int | None = None) -> dict[str, Any]:
+                    completions: int | None = None) -> MutableObj:
     """The manifest of the Work for one cluster (the Work contract).
 
     ``replicas`` is the cluster's share (``spec.clusters[].replicas``), applied when the binding's
     ``spec.replicas > 0``; ``completions`` the Job's divided completions, when they were divided.
     """
-    manifest = copy.deepcopy(dict(template))
+    manifest = objects.deep_copy(template)
     meta = manifest.setdefault("metadata", {})
     generation = meta.get("generation")
     remove_irrelevant_fields(manifest)
@@ -164,8 +162,7 @@ def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,
         annotations[RESOURCE_TEMPLATE_GENERATION] = str(generation)
     annotations.update(binding_annotations(binding))
     meta["annotations"] = annotations
-    spec = binding.get("spec") or {}
-    if int(spec.get("replicas") or 0) > 0 and replicas is not None:
+    if int(objects.spec(binding).get("replicas") or 0) > 0 and replicas is not None:
         revise_replica(manifest, replicas)
     if completions is not None:
         apply_replica(manifest, completions, COMPLETIONS_FIELD)
@@ -176,10 +173,9 @@ def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,
 
 def job_completions(template: Obj, binding: Obj, clusters: list[dict[str, Any]]) -> dict[str, int] | None:
     """Each cluster's share of a Divided Job's ``spec.completions`` (None: not divided)."""
-    spec = binding.get("spec") or {}
-    completions = (template.get("spec") or {}).get(COMPLETIONS_FIELD)
+    spec = objects.spec(binding)
+    completions = objects.spec(template).get(COMPLETIONS_FIELD)
     if (template.get("kind") != "Job" or int(spec.get("replicas") or 0) <= 0 or not is_divided(spec.get("placement"))
             or not isinstance(completions, int)):
         return None
-    uid = str((template.get("metadata") or {}).get("uid") or "")
-    return spread_by_target_clusters(completions, clusters, uid)
+    return spread_by_target_clusters(completions, clusters, objects.uid(template))

@@ -26,11 +26,13 @@ import structlog
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from interpreter.health import UNKNOWN, interpret_health
@@ -113,22 +115,21 @@ def _kobj(namespace: str, name: str) -> str:
 
 def reflect_allowed(work: Obj) -> bool:
     """Applied True (IsResourceApplied), or a failed re-creation still to be retried."""
-    applied = find_condition((work.get("status") or {}).get("conditions"), WORK_APPLIED)
+    applied = find_condition(objects.status(work).get("conditions"), WORK_APPLIED)
     if applied is None:
         return False
     return applied.get("status") == "True" or applied.get("reason") == RECREATE_FAILED
 
 
 def _applied_state(work: Obj) -> tuple[Any, Any]:
-    applied = find_condition((work.get("status") or {}).get("conditions"), WORK_APPLIED) or {}
+    applied = find_condition(objects.status(work).get("conditions"), WORK_APPLIED) or {}
     return applied.get("status"), applied.get("reason")
 
 
 def _work_update(old: Obj, new: Obj) -> bool:
     """Spec changes, the Applied condition moving, a deletion starting: not our own status writes."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    return (old_meta.get("generation") != new_meta.get("generation")
-            or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
+    return (objects.generation(old) != objects.generation(new)
+            or objects.is_deleting(old) != objects.is_deleting(new)
             or _applied_state(old) != _applied_state(new))
 
 
@@ -150,7 +151,7 @@ class WorkStatusReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         work = self.works.get(str(request))
-        if work is None or (work.get("metadata") or {}).get("deletionTimestamp") or not reflect_allowed(work):
+        if work is None or objects.is_deleting(work) or not reflect_allowed(work):
             return Result()
         try:
             cluster = cluster_of_execution_space(request.namespace)
@@ -160,8 +161,8 @@ class WorkStatusReconciler:
         if ready is None or not cluster_accepts_work(self.clusters.get(cluster)):
             return Result(requeue_after=self.shared.retry_delay(cluster))
         member, client = ready
-        manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
-        suspended = bool((work.get("spec") or {}).get("suspendDispatching"))
+        manifests = (objects.spec(work).get("workload") or {}).get("manifests") or []
+        suspended = bool(objects.spec(work).get("suspendDispatching"))
         items: dict[int, dict[str, Any] | None] = {}  # ordinal → new item; None: drop; absent: keep the old one
         errors: list[str] = []
         pending = False
@@ -216,8 +217,7 @@ class WorkStatusReconciler:
     async def _recreate(self, request: Request, work: Obj, member: MemberCluster, client: KubeClient,
                         manifest: Obj) -> None:
         """The member object is gone while its Work is not: create it again (handleDeleteEvent)."""
-        labels = (work.get("metadata") or {}).get("labels") or {}
-        if labels.get(PROPAGATION_INSTRUCTION) == "suppressed":
+        if objects.labels(work).get(PROPAGATION_INSTRUCTION) == "suppressed":
             return
         cluster = member.name
         _api_version, _kind, namespace, name = object_ref(manifest)
@@ -246,7 +246,7 @@ class WorkStatusReconciler:
         The manifest is read from the cache again just before: a Work changed meanwhile is the one applied.
         """
         work = self.works.get(str(request))
-        manifests = (((work or {}).get("spec") or {}).get("workload") or {}).get("manifests") or []
+        manifests = (objects.spec(work or {}).get("workload") or {}).get("manifests") or []
         if work is None or ordinal >= len(manifests) or not isinstance(manifests[ordinal], dict):
             return ""
         manifest = manifests[ordinal]
@@ -273,9 +273,9 @@ class WorkStatusReconciler:
             latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
             if latest is None:
                 return
-            if (latest.get("metadata") or {}).get("deletionTimestamp"):
+            if objects.is_deleting(latest):
                 return
-            status = latest.get("status") or {}
+            status = objects.status(latest)
             current = [s for s in status.get("manifestStatuses") or [] if isinstance(s, dict)]
             old_by_ordinal = {int((s.get("identifier") or {}).get("ordinal") or 0): s for s in current}
             wanted: list[dict[str, Any]] = []
