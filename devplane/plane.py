@@ -31,6 +31,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from clusteraccess.registry import MemberRegistry
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
@@ -214,11 +215,11 @@ class DevPlane:
             listed = await host.list(CLUSTERS)
             done = set()
             for cluster in listed.get("items") or []:
-                conditions = (cluster.get("status") or {}).get("conditions") or []
-                taints = (cluster.get("spec") or {}).get("taints") or []
+                conditions = objects.status(cluster).get("conditions") or []
+                taints = objects.spec(cluster).get("taints") or []
                 if (any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
                         and not any(t.get("key") in CONDITION_TAINTS for t in taints)):
-                    done.add(cluster["metadata"]["name"])
+                    done.add(objects.name(cluster))
             return names <= done
 
         async with asyncio.timeout(timeout):
@@ -315,8 +316,8 @@ async def register_member(host: KubeClient, name: str, endpoint: str) -> None:
 
     async def refresh() -> None:
         cluster = await host.get(CLUSTERS, name)
-        if (cluster.get("spec") or {}).get("apiEndpoint") != endpoint:
-            cluster["spec"] = {**(cluster.get("spec") or {}), **spec}
+        if objects.spec(cluster).get("apiEndpoint") != endpoint:
+            cluster["spec"] = {**objects.spec(cluster), **spec}
             await host.update(CLUSTERS, cluster)
 
     await retry_on_conflict(refresh)
