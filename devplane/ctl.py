@@ -23,12 +23,12 @@ from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from karmada_api.labels import MANAGED_LABEL
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS
 
 from .apiserver.tables import age
 
-MANAGED_LABEL = "karmada.io/managed"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TAINT = re.compile(r"^(?P<key>[^=:\s]+?)(=(?P<value>[^:\s]*))?(:(?P<effect>\w+))?(?P<remove>-)?$")
 

@@ -42,7 +42,7 @@ from .apiserver.authn import MASTERS, UserInfo
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import DEFAULT_MEMBERS, MemberShape
 from .karmada.binding import setup_binding_controllers
-from .karmada.cluster import setup_cluster_controller
+from .karmada.cluster import TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready, setup_cluster_controller
 from .karmada.clusterstatus import setup_cluster_status
 from .karmada.detector import setup_detector
 from .karmada.execution import setup_execution
@@ -57,7 +57,6 @@ log = structlog.get_logger(__name__)
 
 HOST_CONTEXT = "karmada-apiserver"
 CLUSTER_SECRET_NAMESPACE = "karmada-cluster"
-CONDITION_TAINTS = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")
 ADMIN_USER = UserInfo("karmada-admin", "karmada-admin", (MASTERS,))
 
 
@@ -215,10 +214,8 @@ class DevPlane:
             listed = await host.list(CLUSTERS)
             done = set()
             for cluster in listed.get("items") or []:
-                conditions = objects.status(cluster).get("conditions") or []
                 taints = objects.spec(cluster).get("taints") or []
-                if (any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-                        and not any(t.get("key") in CONDITION_TAINTS for t in taints)):
+                if is_ready(cluster) and not any(t.get("key") in (TAINT_NOT_READY, TAINT_UNREACHABLE) for t in taints):
                     done.add(objects.name(cluster))
             return names <= done
 

@@ -44,15 +44,20 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_index
-from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
+from karmada_api.labels import (
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CRB_NAME_ANNOTATION,
+    EXECUTION_CONTROLLER_FINALIZER,
+    MANAGED_LABEL,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+)
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
 from .workloads import (
-    MANAGED_LABEL,
     TEMPLATE_KINDS,
-    binding_annotations,
     job_completions,
     kind_for,
     render_manifest,
@@ -64,10 +69,7 @@ log = structlog.get_logger(__name__)
 SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
 CLEANUP_WORK_FAILED = "CleanupWorkFailed"
-CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
 PURGE_MODE_DIRECTLY = "Directly"
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
-"""Set on every Work it renders (``ensureWork``'s workMeta); the execution controller only removes it."""
 
 
 WORK_INDEX_BY_BINDING = "binding-controller-work-by-binding"
@@ -124,7 +126,7 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
                                completions=completions.get(name) if completions is not None else None)
     id_key = kind_of(binding).id_label
     id_value = str(objects.labels(binding).get(id_key) or "")
-    annotations = binding_annotations(binding)
+    annotations = kind_of(binding).work_annotations(binding)
     annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, spec)
     work_spec: dict[str, Any] = {"workload": {"manifests": [manifest]}}
     if spec.get("preserveResourcesOnDeletion") is not None:
@@ -135,7 +137,7 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
             "metadata": {"name": work_name(str(template.get("kind")), objects.name(template),
                                            objects.namespace(template)),
                          "namespace": execution_space(name),
-                         "finalizers": [EXECUTION_FINALIZER],
+                         "finalizers": [EXECUTION_CONTROLLER_FINALIZER],  # ensureWork's workMeta
                          "labels": {id_key: id_value, MANAGED_LABEL: "true"},
                          "annotations": annotations},
             "spec": work_spec}

@@ -36,6 +36,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.conditions import find_condition
+from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 from karmada_api.timeutil import now_text
@@ -45,7 +46,6 @@ log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "cluster-controller"
 CLUSTER_CONTROLLER_FINALIZER = "karmada.io/cluster-controller"
-EXECUTION_CONTROLLER_FINALIZER = "karmada.io/execution-controller"
 KARMADA_SYSTEM_LABEL = "karmada.io/system"
 KARMADA_SYSTEM_LABEL_VALUE = "true"
 CONDITION_READY = "Ready"
@@ -265,7 +265,7 @@ class ClusterReconciler:
         Karmada deletes no Work itself; it only drops their execution finalizer when a Pull cluster
         is not ready (no agent will ever clean up).
         """
-        if objects.spec(cluster).get("syncMode") == "Pull" and not _is_ready(cluster):
+        if objects.spec(cluster).get("syncMode") == "Pull" and not is_ready(cluster):
             try:
                 works = (await self.client.list(WORKS, namespace)).get("items") or []
             except ApiError as exc:
@@ -296,7 +296,8 @@ class ClusterReconciler:
         await retry_on_conflict(attempt)
 
 
-def _is_ready(cluster: Obj) -> bool:
+def is_ready(cluster: Obj) -> bool:
+    """The Cluster's ``Ready`` condition is True."""
     ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
     return ready is not None and ready.get("status") == "True"
 

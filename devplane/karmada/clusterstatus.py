@@ -54,14 +54,13 @@ from karmada_api.conditions import find_condition, set_condition
 from karmada_api.resources import CLUSTERS
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 
-from .cluster import CLUSTER_CONTROLLER_FINALIZER
+from .cluster import CLUSTER_CONTROLLER_FINALIZER, CONDITION_READY, is_ready
 from .modeling import node_summary, resource_summary
 
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "cluster-status-controller"
 
-CONDITION_READY = "Ready"
 CONDITION_COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
 CLUSTER_READY = "ClusterReady"
 CLUSTER_HEALTHY = "cluster is healthy and ready to accept workloads"
@@ -276,8 +275,7 @@ def record_cluster_status(cluster: Obj) -> None:
     """``metrics.RecordClusterStatus``: the readiness, node and resource gauges of one cluster."""
     name = objects.name(cluster)
     status = objects.status(cluster)
-    ready = find_condition(status.get("conditions"), CONDITION_READY)
-    READY_STATE.labels(name).set(1.0 if ready is not None and ready.get("status") == "True" else 0.0)
+    READY_STATE.labels(name).set(1.0 if is_ready(cluster) else 0.0)
     nodes = status.get("nodeSummary")
     if nodes is not None:
         NODE_NUMBER.labels(name).set(int(nodes.get("totalNum") or 0))

@@ -40,6 +40,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 
@@ -66,7 +67,6 @@ from .memberobjects import (
 log = structlog.get_logger(__name__)
 
 EXECUTION_CONTROLLER = "execution-controller"
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
 APPLIED_SUCCESSFUL = "AppliedSuccessful"
 APPLIED_FAILED = "AppliedFailed"
 
@@ -200,9 +200,9 @@ class ExecutionReconciler:
             if latest is None:
                 return
             finalizers = objects.finalizers(latest)
-            if EXECUTION_FINALIZER not in finalizers:
+            if EXECUTION_CONTROLLER_FINALIZER not in finalizers:
                 return
-            remaining = [f for f in finalizers if f != EXECUTION_FINALIZER]
+            remaining = [f for f in finalizers if f != EXECUTION_CONTROLLER_FINALIZER]
             try:
                 await self.client.update(WORKS, {**latest, "metadata": {**objects.metadata(latest),
                                                                          "finalizers": remaining}})

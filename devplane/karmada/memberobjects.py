@@ -44,9 +44,23 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request
 from interpreter.retain import retain
 from karmada_api.conditions import set_condition
+from karmada_api.labels import (
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CPP_PERMANENT_ID,
+    CRB_NAME_ANNOTATION,
+    CRB_PERMANENT_ID,
+    MANAGED_LABEL,
+    PP_PERMANENT_ID,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+    RB_PERMANENT_ID,
+    RESOURCE_TEMPLATE_GENERATION,
+)
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import WORKS
 from kube_api.resources import NAMESPACES
+
+from .policies import CPP_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION
 
 log = structlog.get_logger(__name__)
 
@@ -54,19 +68,14 @@ log = structlog.get_logger(__name__)
 # Annotations the execution controller puts on member objects (pkg/apis/work/v1alpha2).
 WORK_NAME_ANNOTATION = "work.karmada.io/name"
 WORK_NAMESPACE_ANNOTATION = "work.karmada.io/namespace"
-# On a manifest: how to treat an existing member object Karmada does not manage ("overwrite"/"abort").
-CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
-MANAGED_LABEL = "karmada.io/managed"
 
 # What Karmada strips from a member object it leaves behind (preserveResourcesOnDeletion).
-KARMADA_LABELS = (MANAGED_LABEL, "resourcebinding.karmada.io/permanent-id",
-                  "clusterresourcebinding.karmada.io/permanent-id", "work.karmada.io/permanent-id",
-                  "propagationpolicy.karmada.io/permanent-id", "clusterpropagationpolicy.karmada.io/permanent-id")
-KARMADA_ANNOTATIONS = (WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, "resourcetemplate.karmada.io/generation",
-                       "resourcetemplate.karmada.io/uid", "resourcebinding.karmada.io/name",
-                       "resourcebinding.karmada.io/namespace", "clusterresourcebinding.karmada.io/name",
-                       "propagationpolicy.karmada.io/name", "propagationpolicy.karmada.io/namespace",
-                       "clusterpropagationpolicy.karmada.io/name", CONFLICT_RESOLUTION_ANNOTATION)
+KARMADA_LABELS = (MANAGED_LABEL, RB_PERMANENT_ID, CRB_PERMANENT_ID, "work.karmada.io/permanent-id",
+                  PP_PERMANENT_ID, CPP_PERMANENT_ID)
+KARMADA_ANNOTATIONS = (WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, RESOURCE_TEMPLATE_GENERATION,
+                       "resourcetemplate.karmada.io/uid", RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION,
+                       CRB_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION, CPP_NAME_ANNOTATION,
+                       CONFLICT_RESOLUTION_ANNOTATION)
 
 WORK_APPLIED = "Applied"
 APPLIED_MESSAGE = "Manifest has been successfully applied"

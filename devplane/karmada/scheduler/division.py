@@ -147,6 +147,13 @@ def webster(seats: int, votes: Mapping[str, int], initial: Mapping[str, int] | N
     return sorted(members, key=lambda p: p.name)
 
 
+def webster_seats(seats: int, votes: Iterable[tuple[str, int]], uid: str = "",
+                  initial: Iterable[tuple[str, int]] | None = None) -> dict[str, int]:
+    """:func:`webster` with the UID tie-break of :func:`uid_tiebreak`: each party's seats by name, in name
+    order (empty without parties)."""
+    return {p.name: p.seats for p in webster(seats, dict(votes), dict(initial or []), uid_tiebreak(uid)) or []}
+
+
 def dispense(seats: int, initial: Sequence[tuple[str, int]] | None, weights: Sequence[tuple[str, int]],
              uid: str = "") -> Assignment:
     """``Dispenser.TakeByWeight``: ``seats`` more replicas on top of ``initial``, by ``weights``."""
@@ -154,8 +161,7 @@ def dispense(seats: int, initial: Sequence[tuple[str, int]] | None, weights: Seq
         return list(initial)
     if sum(weight for _, weight in weights) == 0:
         return list(initial or [])
-    result = webster(seats, dict(weights), dict(initial or []), uid_tiebreak(uid))
-    return [(p.name, p.seats) for p in result or []]
+    return list(webster_seats(seats, weights, uid, initial).items())
 
 
 def spread_replicas_by_target_clusters(total: int, clusters: Sequence[tuple[str, int]],
