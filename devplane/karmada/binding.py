@@ -34,11 +34,10 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer, IndexFunc
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
-from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
@@ -56,12 +55,12 @@ from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
+from ..runtime import cache_key, ensure_index, typed
 from .workloads import (
     TEMPLATE_KINDS,
     job_completions,
     kind_for,
     render_manifest,
-    typed,
 )
 
 log = structlog.get_logger(__name__)
@@ -189,13 +188,6 @@ def binding_clusters(binding: Obj) -> list[str]:
     return sorted(retained_clusters(objects.spec(binding)))
 
 
-def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
-
-
 def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
     def mapper(work: Obj) -> list[Request]:
         refs = work_binding_ref(work)
@@ -243,7 +235,7 @@ class BindingReconciler:
         cached = self.bindings.get(str(request))
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
-        binding = _typed_binding(cached, self.kind)
+        binding = typed(cached, self.kind.resource)
         if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
@@ -298,12 +290,12 @@ class BindingReconciler:
             self.events.event(binding, WARNING, SYNC_WORK_FAILED, message)
             raise TerminalError(message)
         namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
-        cached = self.templates[kind.resource].get(f"{namespace}/{name}" if namespace else name)
+        cached = self.templates[kind.resource].get(cache_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
         if cached is not None and _rv(cached) >= wanted_rv:
-            return typed(cached, kind)
+            return typed(cached, kind.resource)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
-        return typed(fetched, kind) if fetched is not None else None
+        return typed(fetched, kind.resource) if fetched is not None else None
 
     # ------------------------------------------------------------- works
 
@@ -384,12 +376,6 @@ class BindingReconciler:
 
 
 
-def _typed_binding(binding: Obj, kind: BindingKind) -> dict[str, Any]:
-    """The binding with ``apiVersion`` and ``kind``, which an event's involvedObject needs."""
-    return {**binding, "apiVersion": binding.get("apiVersion") or kind.resource.api_version,
-            "kind": binding.get("kind") or kind.resource.kind}
-
-
 # ----------------------------------------------------------------------------- wiring
 
 
@@ -423,9 +409,9 @@ def cluster_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
 def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
     bindings = manager.informer(kind.resource)
     works = manager.informer(WORKS)
-    _ensure_index(works, kind.work_index, work_index(kind.id_label))
-    _ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
-    _ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
+    ensure_index(works, kind.work_index, work_index(kind.id_label))
+    ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
+    ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
     templates = {k.resource: manager.informer(k.resource) for k in TEMPLATE_KINDS}
     clusters = manager.informer(CLUSTERS)
     reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,

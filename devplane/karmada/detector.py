@@ -53,6 +53,7 @@ from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 
+from ..runtime import cache_key, ensure_index, typed
 from .policies import (
     CPP_KIND,
     POLICY_KINDS,
@@ -68,7 +69,7 @@ from .policies import (
     selector_priority,
 )
 from .policybinding import build_binding, merge_binding
-from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for, typed
+from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for
 
 log = structlog.get_logger(__name__)
 
@@ -135,23 +136,12 @@ def parse_template_request(request: Request) -> tuple[TemplateKind, str] | None:
     return (kind, name) if kind is not None and name else None
 
 
-def _cache_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
-
-
 def _label_index(label: str) -> IndexFunc:
     def index(obj: Obj) -> list[str]:
         value = objects.labels(obj).get(label)
         return [value] if value else []
 
     return index
-
-
-def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
 
 
 # ----------------------------------------------------------------------------- the detector
@@ -167,12 +157,12 @@ class Detector:
         for kind in TEMPLATE_KINDS:
             informer = manager.informer(kind.resource)
             for policy_kind in POLICY_KINDS:
-                _ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
+                ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
             self.templates[kind.resource.key] = informer
         self.policies: dict[str, SharedInformer] = {}
         for policy_kind in POLICY_KINDS:
             informer = manager.informer(policy_kind.resource)
-            _ensure_index(informer, _POLICY_ID_INDEX, _label_index(policy_kind.id_label))
+            ensure_index(informer, _POLICY_ID_INDEX, _label_index(policy_kind.id_label))
             self.policies[policy_kind.id_label] = informer
         self.bindings = {True: manager.informer(RESOURCE_BINDINGS), False: manager.informer(CLUSTER_RESOURCE_BINDINGS)}
 
@@ -209,7 +199,7 @@ class Detector:
                 namespace = str(selector.get("namespace") or "")
                 candidates = store.by_index("namespace", namespace) if namespace and kind.namespaced else store.list()
                 for obj in candidates:
-                    if selector_priority(typed(obj, kind), selector) > PRIORITY_MISMATCH:
+                    if selector_priority(typed(obj, kind.resource), selector) > PRIORITY_MISMATCH:
                         requests.add(template_request(kind, obj))
             return sorted(requests)
 
@@ -251,10 +241,10 @@ class Detector:
         if parsed is None or ignored_namespace(request.namespace):
             return Result()
         kind, name = parsed
-        cached = self.templates[kind.resource.key].store.get(_cache_key(request.namespace, name))
+        cached = self.templates[kind.resource.key].store.get(cache_key(request.namespace, name))
         if cached is None or objects.is_deleting(cached):
             return Result()  # the binding goes with its template (ownerReference)
-        template = typed(cached, kind)
+        template = typed(cached, kind.resource)
         choice = self.select_policy(template)
         if choice is None:
             await self._release(template)
@@ -290,7 +280,7 @@ class Detector:
             if exc.is_not_found:
                 return None
             raise
-        return typed(patched, kind)
+        return typed(patched, kind.resource)
 
     async def _schedule_priority(self, policy: Obj) -> int | None:
         """The binding's ``schedulePriority.priority`` from the policy's PriorityClass reference."""
@@ -364,7 +354,7 @@ class Detector:
         all_annotations = [a for k in POLICY_KINDS for a in k.annotation_keys]
         resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
         bname = binding_name(str(template.get("kind")), name)
-        binding = self.bindings[bool(namespace)].store.get(_cache_key(namespace, bname))
+        binding = self.bindings[bool(namespace)].store.get(cache_key(namespace, bname))
         if binding is not None and not objects.is_deleting(binding):
             patch = claim_delta(binding, {}, {}, all_labels, all_annotations)
             if patch is not None:

@@ -44,6 +44,7 @@ from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 
+from ..runtime import cache_key, error_text, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
     CLUSTER_PREDICATE,
@@ -55,12 +56,10 @@ from .memberobjects import (
     cluster_accepts_work,
     desired_object,
     enqueue_cluster_works,
-    error_text,
     in_execution_space,
     member_objects,
     object_ref,
     set_applied_condition,
-    typed_work,
     works_of_cluster,
 )
 
@@ -147,18 +146,18 @@ class ExecutionReconciler:
                 errors.append(f"failed to unmarshal manifest {index}: not a JSON object")
                 continue
             _api_version, _kind, namespace, name = object_ref(manifest)
-            kobj = f"{namespace}/{name}" if namespace else name
+            kobj = cache_key(namespace, name)
             try:
                 await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace,
                                                                                request.name))
             except (ApiError, UnknownKindError, ConflictError, aiohttp.ClientError, TimeoutError, OSError) as exc:
                 text = error_text(exc) or type(exc).__name__
                 log.warning("failed to apply manifest", work=str(request), cluster=cluster, resource=kobj, error=text)
-                self.events.event(typed_work(work), WARNING, SYNC_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
                                   f"Failed to create or update resource({kobj}) in member cluster({cluster}): {text}")
                 errors.append(text)
                 continue
-            self.events.event(typed_work(work), NORMAL, SYNC_SUCCEED,
+            self.events.event(typed(work, WORKS), NORMAL, SYNC_SUCCEED,
                               f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
             succeeded += 1
         if errors:

@@ -60,6 +60,7 @@ from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import WORKS
 from kube_api.resources import NAMESPACES
 
+from ..runtime import cache_key
 from .policies import CPP_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION
 
 log = structlog.get_logger(__name__)
@@ -110,10 +111,6 @@ def object_ref(manifest: Obj) -> tuple[str, str, str, str]:
     """(apiVersion, kind, namespace, name) of a manifest."""
     return (str(manifest.get("apiVersion") or ""), str(manifest.get("kind") or ""),
             objects.namespace(manifest), objects.name(manifest))
-
-
-def cache_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -566,17 +563,6 @@ def enqueue_cluster_works(controller: Controller, works: Indexer) -> Callable[[s
             controller.enqueue(request)
 
     return enqueue
-
-
-def typed_work(work: Obj) -> MutableObj:
-    """The Work with kind and apiVersion, which an event's involvedObject needs (list items lack them)."""
-    if work.get("kind") and work.get("apiVersion"):
-        return dict(work)
-    return {**work, "kind": WORKS.kind, "apiVersion": WORKS.api_version}
-
-
-def error_text(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
 
 
 async def set_applied_condition(client: KubeClient, request: Request, status: str, reason: str,

@@ -72,14 +72,6 @@ def kind_by_key(key: str) -> TemplateKind | None:
     return _BY_KEY.get(key)
 
 
-def typed(template: Obj, kind: TemplateKind) -> MutableObj:
-    """The template with ``apiVersion`` and ``kind`` (list and watch items may lack them)."""
-    obj = dict(template)
-    obj.setdefault("apiVersion", kind.api_version)
-    obj.setdefault("kind", kind.kind)
-    return obj
-
-
 # ----------------------------------------------------------------------------- replica division
 
 

@@ -42,6 +42,7 @@ from karmada_api.conditions import find_condition
 from karmada_api.names import cluster_of_execution_space, execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 
+from ..runtime import cache_key, error_text, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
     CLUSTER_PREDICATE,
@@ -52,18 +53,15 @@ from .memberobjects import (
     MemberObjects,
     UnknownKindError,
     api_version_parts,
-    cache_key,
     cluster_accepts_work,
     desired_object,
     enqueue_cluster_works,
-    error_text,
     in_execution_space,
     member_objects,
     object_ref,
     object_version,
     owning_work,
     set_applied_condition,
-    typed_work,
     works_of_cluster,
 )
 
@@ -107,10 +105,6 @@ def manifest_status(identifier: dict[str, Any], status: dict[str, Any] | None, h
 
 
 # ============================================================================= controller
-
-
-def _kobj(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
 
 
 def reflect_allowed(work: Obj) -> bool:
@@ -198,13 +192,13 @@ class WorkStatusReconciler:
             try:
                 status = reflect_status(api_version, kind, observed)
             except ReflectError as exc:
-                self.events.event(typed_work(work), WARNING, REFLECT_STATUS_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, REFLECT_STATUS_FAILED,
                                   f"Reflect status for object({kind}/{namespace}/{name}) failed, err: {exc}.")
                 errors.append(str(exc))
                 continue
             health = interpret_health(api_version, kind, observed)
             if health == UNKNOWN:
-                self.events.event(typed_work(work), WARNING, INTERPRET_HEALTH_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, INTERPRET_HEALTH_FAILED,
                                   f"Interpret health of object({kind}/{namespace}/{name}) failed.")
             items[ordinal] = manifest_status(manifest_identifier(ordinal, resource, manifest), status, health)
         await self._write_statuses(request, items, len(manifests))
@@ -226,8 +220,8 @@ class WorkStatusReconciler:
                                                        desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(typed_work(work), WARNING, SYNC_FAILED,
-                              f"Failed to create or update resource({_kobj(namespace, name)}) in member "
+            self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
+                              f"Failed to create or update resource({cache_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             await set_applied_condition(self.client, request, "False", RECREATE_FAILED, text)
             raise
@@ -235,7 +229,7 @@ class WorkStatusReconciler:
             return  # it exists: our cache is behind, its add event is on the way
         log.info("re-created member object deleted behind Karmada's back", cluster=cluster,
                  kind=manifest.get("kind"), namespace=namespace, name=name)
-        self.events.event(typed_work(work), NORMAL, SYNC_SUCCEED,
+        self.events.event(typed(work, WORKS), NORMAL, SYNC_SUCCEED,
                           f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
         await set_applied_condition(self.client, request, "True", RECREATE_SUCCESSFUL, APPLIED_MESSAGE)
 
@@ -258,8 +252,8 @@ class WorkStatusReconciler:
             await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(typed_work(work), WARNING, SYNC_FAILED,
-                              f"Failed to create or update resource({_kobj(namespace, name)}) in member "
+            self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
+                              f"Failed to create or update resource({cache_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             return text
         return ""

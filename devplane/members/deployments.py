@@ -42,13 +42,12 @@ from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_
 from karmada_api.timeutil import now
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
+from ..runtime import ensure_index, typed
 from .replicasets import (
     OWNER_INDEX,
     RecentWrites,
     controller_uid_index,
-    ensure_index,
     owner_request,
-    typed,
 )
 from .rollout import (
     DESIRED_REPLICAS,
@@ -131,7 +130,7 @@ class DeploymentReconciler:
         owned = [copy.deepcopy(rs) for rs in (self.written.latest(objects.key(rs), rs)
                                               for rs in self.replica_sets.by_index(OWNER_INDEX, uid))
                  if rs is not None and not objects.is_deleting(rs)]
-        state = _Sync(copy.deepcopy(typed(cached, "Deployment", "apps/v1")), owned)
+        state = _Sync(copy.deepcopy(typed(cached, DEPLOYMENTS)), owned)
         try:
             return await self._sync(state)
         except RequeueError:

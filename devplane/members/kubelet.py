@@ -37,7 +37,7 @@ from karmada_api.names import fnv32a
 from karmada_api.timeutil import now_text
 from kube_api.resources import NODES, PODS
 
-from .replicasets import ensure_index
+from ..runtime import ensure_index
 
 log = structlog.get_logger(__name__)
 

@@ -76,7 +76,7 @@ from kube_api.tolerations import (
     tolerations_tolerate_taint,
 )
 
-from .replicasets import typed
+from ..runtime import typed
 
 log = structlog.get_logger(__name__)
 
@@ -476,7 +476,7 @@ class PodScheduler:
             self.unschedulable.discard(request)
             self._last_event.pop(key, None)
             return Result()
-        pod = typed(pod, "Pod", "v1")
+        pod = typed(pod, PODS)
         infos = self.cache.node_infos(self.nodes.list())
         decision = schedule(pod, infos)
         if decision.node is not None:

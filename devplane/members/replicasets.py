@@ -35,11 +35,11 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer, IndexFunc
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
-from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
@@ -47,6 +47,7 @@ from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
 from kube_api.resources import PODS, REPLICA_SETS
 
+from ..runtime import ensure_index, typed
 from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
@@ -106,26 +107,11 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
-def typed(obj: MutableObj, kind: str, api_version: str) -> MutableObj:
-    """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
-    if obj.get("kind") and obj.get("apiVersion"):
-        return obj
-    return {**obj, "kind": kind, "apiVersion": api_version}
-
-
 def controller_uid_index(obj: Obj) -> list[str]:
     """Index function: the uid of the object's controller (pods by ReplicaSet, ReplicaSets by Deployment)."""
     reference = controller_ref(obj)
     uid = reference.get("uid") if reference else None
     return [str(uid)] if uid else []
-
-
-def ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    """Add an index unless another of the member's controllers already did (they share informers)."""
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
 
 
 def owner_request(obj: Obj, kind: str) -> list[Request]:
@@ -423,7 +409,7 @@ class ReplicaSetReconciler:
         if rs is None:
             self.expectations.forget(key)
             return Result()
-        rs = typed(rs, "ReplicaSet", "apps/v1")
+        rs = typed(rs, REPLICA_SETS)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):

@@ -63,6 +63,7 @@ from karmada_api.placement import (
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import now_text
 
+from ...runtime import error_text
 from .algorithm import Algorithm, AvailableReplicas
 from .division import (
     AggregateError,
@@ -70,7 +71,6 @@ from .division import (
     UnschedulableError,
     aggregate,
     assignment_of,
-    error_text,
     find_error,
 )
 from .filters import FitError, affinity_index

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from controller_manager import objects
-from controller_manager.client import ApiError
 from controller_manager.objects import Obj
 from karmada_api.names import fnv32a
 from karmada_api.placement import (
@@ -35,6 +34,8 @@ from karmada_api.placement import (
     strategy_type,
 )
 
+from ...runtime import error_text
+
 MAX_INT32 = 2**31 - 1
 
 Assignment = list[tuple[str, int]]
@@ -43,11 +44,6 @@ E = TypeVar("E", bound=BaseException)
 
 # --------------------------------------------------------------------------------------------------
 # Errors
-
-
-def error_text(err: BaseException) -> str:
-    """An error's message as Go prints it: an API error is its Status message."""
-    return err.message if isinstance(err, ApiError) else str(err)
 
 
 class SchedulingError(Exception):
