@@ -47,6 +47,8 @@ from kube_api.quantity import (
     value,
 )
 
+from ..kubeobjects import is_pod_terminated, node_ready
+
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
 DECIMAL_EXPONENT = "DecimalExponent"
@@ -55,7 +57,6 @@ _DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12:
 _BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _BINARY_TEXT = re.compile(r".*[KMGTPE]i")
 _EXPONENT_TEXT = re.compile(r".*[0-9.][eE][+-]?[0-9]+")
-_TERMINATED = ("Succeeded", "Failed")
 
 
 # ----------------------------------------------------------------------------------- quantities
@@ -190,17 +191,6 @@ def _node_name(pod: Obj) -> str:
     return str(objects.spec(pod).get("nodeName") or "")
 
 
-def is_terminated(pod: Obj) -> bool:
-    """Succeeded or Failed: kube-scheduler no longer counts its requests."""
-    return objects.status(pod).get("phase") in _TERMINATED
-
-
-def node_ready(node: Obj) -> bool:
-    """``helper.NodeReady``: the node's ``Ready`` condition is True."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in objects.status(node).get("conditions") or ())
-
-
 def node_summary(nodes: Sequence[Obj]) -> dict[str, int]:
     """``nodeSummary`` (int32 fields with ``omitempty``: zeros are left out)."""
     summary = {"totalNum": len(nodes), "readyNum": sum(1 for node in nodes if node_ready(node))}
@@ -243,7 +233,7 @@ def allocated_resources(pods: Iterable[Obj]) -> dict[str, str]:
     """``getAllocatedResource``: requests of the pods bound to a node and not terminated, plus their count."""
     total, count = ResourceTotal(), 0
     for pod in pods:
-        if _node_name(pod) and not is_terminated(pod):
+        if _node_name(pod) and not is_pod_terminated(pod):
             total.add_pod_request(objects.spec(pod))
             count += 1
     total.add_pods(count)
@@ -314,7 +304,7 @@ def _requests_by_node(pods: Iterable[Obj]) -> dict[str, ResourceTotal]:
     by_node: dict[str, ResourceTotal] = {}
     for pod in pods:
         node = _node_name(pod)
-        if node and not is_terminated(pod):
+        if node and not is_pod_terminated(pod):
             total = by_node.setdefault(node, ResourceTotal())
             total.add_pod_request(objects.spec(pod))
             total.add_pods(1)
@@ -392,9 +382,7 @@ __all__ = [
     "allocating_resources",
     "cluster_allocatable",
     "format_quantity",
-    "is_terminated",
     "node_available",
-    "node_ready",
     "node_summary",
     "quantity_format",
     "resource_summary",

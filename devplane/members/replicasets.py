@@ -47,6 +47,7 @@ from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
 from kube_api.resources import PODS, REPLICA_SETS
 
+from ..kubeobjects import controller_reference, is_pod_terminated
 from ..runtime import ensure_index, typed
 from .controllerref import Claimer, orphan_requests
 
@@ -57,7 +58,6 @@ OWNER_INDEX = "members/by-controller-uid"
 BURST_REPLICAS = 500  # ReplicaSetController's burstReplicas
 EXPECTATIONS_TIMEOUT = 300.0  # controller.ExpectationsTimeout
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
@@ -76,7 +76,7 @@ def _time(text: Any) -> datetime | None:
 
 def is_pod_active(pod: Obj) -> bool:
     """``controller.IsPodActive``: not terminal and not being deleted."""
-    return objects.status(pod).get("phase") not in TERMINAL_PHASES and not objects.is_deleting(pod)
+    return not is_pod_terminated(pod) and not objects.is_deleting(pod)
 
 
 def pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
@@ -122,12 +122,6 @@ def owner_request(obj: Obj, kind: str) -> list[Request]:
     if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
         return []
     return [Request(objects.namespace(obj), str(reference["name"]))]
-
-
-def controller_reference(owner: Obj, kind: str) -> dict[str, Any]:
-    """``metav1.NewControllerRef``: controller and blockOwnerDeletion set."""
-    return {"apiVersion": "apps/v1", "kind": kind, "name": objects.name(owner), "uid": objects.uid(owner),
-            "controller": True, "blockOwnerDeletion": True}
 
 
 # ----------------------------------------------------------------------------- scale-down order
@@ -265,7 +259,7 @@ def new_pod(rs: Obj) -> dict[str, Any]:
     for key in ("labels", "annotations", "finalizers"):
         if template_meta.get(key):
             pod_meta[key] = copy.deepcopy(template_meta[key])
-    pod_meta["ownerReferences"] = [controller_reference(rs, "ReplicaSet")]
+    pod_meta["ownerReferences"] = [controller_reference(rs, REPLICA_SETS)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
             "spec": copy.deepcopy(template.get("spec") or {})}
 
@@ -430,7 +424,7 @@ class ReplicaSetReconciler:
         A failed adoption or release fails the sync (retried with backoff), as in Kubernetes.
         """
         candidates = [pod for pod in self.pods.by_index("namespace", objects.namespace(rs)) if is_pod_active(pod)]
-        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, "ReplicaSet"), PODS)
+        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, REPLICA_SETS), PODS)
         return await claimer.claim(candidates)
 
     async def _write_status(self, rs: MutableObj, active: list[Obj]) -> float | None:

@@ -26,9 +26,10 @@ from typing import Any, TypeVar
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.timeutil import format_time, parse_time
+from kube_api.resources import DEPLOYMENTS
 
+from ..kubeobjects import controller_reference
 from .hashing import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_template_hash
-from .replicasets import controller_reference
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -444,7 +445,7 @@ def new_replica_set(d: Obj, collision_count: int | None) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": f"{meta.get('name')}-{template_hash}", "namespace": meta.get("namespace"),
                          "labels": dict(template_meta["labels"]),
-                         "ownerReferences": [controller_reference(d, "Deployment")]},
+                         "ownerReferences": [controller_reference(d, DEPLOYMENTS)]},
             "spec": spec}
 
 
