@@ -39,6 +39,7 @@ from karmada_api.conditions import find_condition
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.taints import generate_taints_message
 from karmada_api.timeutil import now_text
 from kube_api.resources import NAMESPACES
 
@@ -112,19 +113,6 @@ def taints_for_condition(cluster: Obj, now: str | None = None) -> list[dict[str,
     if status == "True":
         return set_current_cluster_taints(taints, [], [NOT_READY_TAINT, UNREACHABLE_TAINT], now)
     return taints
-
-
-def taints_message(taints: list[dict[str, Any]]) -> str:
-    """``helper.GenerateTaintsMessage``: the text of a ``TaintClusterSucceed`` event."""
-    if not taints:
-        return "cluster now does not have taints"
-    parts = []
-    for taint in taints:
-        if taint.get("value"):
-            parts.append(f"{{Key:{taint.get('key')},Value:{taint.get('value')},Effect:{taint.get('effect')}}}")
-        else:
-            parts.append(f"{{Key:{taint.get('key')},Effect:{taint.get('effect')}}}")
-    return f"cluster now has taints([{','.join(parts)}])"
 
 
 # ----------------------------------------------------------------------------- reconciler
@@ -204,9 +192,9 @@ class ClusterReconciler:
                 self.events.event(typed(cached, CLUSTERS), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
             raise
         if written is not None and latest is not None:
-            log.info("cluster taints updated", cluster=name, taints=taints_message(written))
+            log.info("cluster taints updated", cluster=name, taints=generate_taints_message(written))
             self.events.event(typed(latest, CLUSTERS), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
-                              f"Taint cluster succeed: {taints_message(written)}.")
+                              f"Taint cluster succeed: {generate_taints_message(written)}.")
         return latest
 
     async def _edit_finalizer(self, name: str, *, add: bool) -> None:
@@ -322,5 +310,4 @@ __all__ = [
     "set_current_cluster_taints",
     "setup_cluster_controller",
     "taints_for_condition",
-    "taints_message",
 ]

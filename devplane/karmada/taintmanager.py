@@ -54,7 +54,8 @@ from karmada_api.taints import (
 )
 from kube_api.tolerations import get_matching_tolerations
 
-from ..runtime import ensure_index, typed
+from ..runtime import ensure_index
+from .events import record_eviction_event
 
 log = structlog.get_logger(__name__)
 
@@ -210,25 +211,6 @@ _PACER_KEY = Request("", "\x00pacer")  # the sentinel key the pacer is asked abo
 
 
 # ----------------------------------------------------------------------------- reconcilers
-
-
-def template_reference(binding: Obj) -> MutableObj | None:
-    """The binding's resource template as an event target (``spec.resource``); None without a name."""
-    ref = objects.spec(binding).get("resource") or {}
-    if not ref.get("name"):
-        return None
-    meta = {k: ref[k] for k in ("name", "namespace", "uid") if ref.get(k)}
-    return {"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""), "metadata": meta}
-
-
-def record_eviction_event(events: EventRecorder, binding: MutableObj, resource: Resource, cluster: str, *,
-                          event_type: str, reason: str, outcome: str) -> None:
-    """``EmitClusterEvictionEventFor(Cluster)ResourceBinding``: the same event on the binding and its template."""
-    message = f"Evict from cluster {cluster} {outcome}."
-    events.event(typed(binding, resource), event_type, reason, message)
-    template = template_reference(binding)
-    if template is not None:
-        events.event(template, event_type, reason, message)
 
 
 class ClusterTaintReconciler:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from controller_manager.client import ApiError
+from devplane.karmada.events import template_reference
 from devplane.karmada.scheduler.algorithm import Algorithm, order_candidates, select_best_clusters
 from devplane.karmada.scheduler.controller import (
     RECONCILE_SCHEDULE,
@@ -24,7 +25,6 @@ from devplane.karmada.scheduler.controller import (
     schedule_type,
     scheduled_status,
     status_merge_patch,
-    template_reference,
 )
 from devplane.karmada.scheduler.division import (
     AggregateError,

@@ -18,6 +18,7 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.controller import Controller
 from controller_manager.reconcile import Request, Result
+from devplane.karmada.events import template_reference
 from devplane.karmada.taintmanager import (
     CLUSTER_TAINT_EVICTION_RETRY_FREQUENCY,
     CRB_INDEX_BY_CLUSTER,
@@ -33,7 +34,6 @@ from devplane.karmada.taintmanager import (
     eviction_rate_limiter,
     get_purge_mode,
     need_eviction_with_current_time,
-    template_reference,
 )
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.taints import (
