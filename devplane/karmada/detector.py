@@ -53,7 +53,7 @@ from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 
-from ..runtime import cache_key, ensure_index, typed
+from ..runtime import cache_key, ensure_index, generation_or_deletion_changed, typed
 from .policies import (
     CPP_KIND,
     POLICY_KINDS,
@@ -407,9 +407,7 @@ def _policy_event_predicate(policy_kind: PolicyKind) -> FuncPredicate:
     """Creates and deletes; updates that change the spec, the permanent id or start the deletion."""
 
     def updated(old: Obj, new: Obj) -> bool:
-        return (objects.generation(old) != objects.generation(new)
-                or policy_id(old, policy_kind) != policy_id(new, policy_kind)
-                or objects.is_deleting(old) != objects.is_deleting(new))
+        return generation_or_deletion_changed(old, new) or policy_id(old, policy_kind) != policy_id(new, policy_kind)
 
     return FuncPredicate(on_update=updated)
 

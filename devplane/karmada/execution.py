@@ -25,42 +25,36 @@ on the Work: ``SyncSucceed`` per applied manifest, ``SyncFailed`` with the error
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 import structlog
 
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
-from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import ApiError, retry_on_conflict
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
-from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
-from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.resources import WORKS
 
-from ..runtime import cache_key, error_text, typed
+from ..runtime import aggregate_text, cache_key, error_text, generation_or_deletion_changed, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
-    CLUSTER_PREDICATE,
     SYNC_FAILED,
     SYNC_SUCCEED,
     ConflictError,
-    MemberObjects,
     UnknownKindError,
+    WorkReconciler,
     cluster_accepts_work,
     desired_object,
-    enqueue_cluster_works,
-    in_execution_space,
-    member_objects,
     object_ref,
     set_applied_condition,
-    works_of_cluster,
+    work_controller,
+    work_manifests,
+    work_predicate,
 )
 
 log = structlog.get_logger(__name__)
@@ -74,39 +68,16 @@ class SyncError(Exception):
     """Some manifests could not be applied: retried with backoff."""
 
 
-def aggregate(errors: list[str]) -> str:
-    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: one message, or ``[a, b]``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-
-
 def applied_failed_message(succeeded: int, total: int, errors: list[str]) -> str:
-    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate(errors)}"
+    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate_text(errors)}"
 
 
-def _work_update(old: Obj, new: Obj) -> bool:
-    """Spec changes and deletions: status and finalizer writes (ours included) are not acted on."""
-    return objects.generation(old) != objects.generation(new) or objects.is_deleting(old) != objects.is_deleting(new)
+# Spec changes and deletions: status and finalizer writes (ours included) are not acted on.
+WORK_PREDICATE = work_predicate(generation_or_deletion_changed)
 
 
-WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
-                               on_update=lambda old, new: in_execution_space(new) and _work_update(old, new),
-                               on_delete=lambda _obj: False)
-
-
-def _manifests(work: Obj) -> list[Any]:
-    return list((objects.spec(work).get("workload") or {}).get("manifests") or [])
-
-
-class ExecutionReconciler:
+class ExecutionReconciler(WorkReconciler):
     """Applies one Work's manifests to its member cluster, or cleans them up when it is deleted."""
-
-    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
-                 events: EventRecorder) -> None:
-        self.client = client
-        self.shared = shared
-        self.works = works
-        self.clusters = clusters
-        self.events = events
 
     async def reconcile(self, request: Request) -> Result:
         work = self.works.get(str(request))
@@ -138,7 +109,7 @@ class ExecutionReconciler:
         if ready is None:
             raise SyncError(f"cluster({cluster}) not ready")
         member, client = ready
-        manifests = _manifests(work)
+        manifests = work_manifests(work)
         errors: list[str] = []
         succeeded = 0
         for index, manifest in enumerate(manifests):
@@ -183,7 +154,7 @@ class ExecutionReconciler:
             assert ready is not None
             member, client = ready
             preserve = bool(objects.spec(work).get("preserveResourcesOnDeletion"))
-            for manifest in _manifests(work):
+            for manifest in work_manifests(work):
                 if isinstance(manifest, dict):
                     await self.shared.watcher.delete(member, client, manifest,
                                                      owner=(request.namespace, request.name), preserve=preserve)
@@ -214,14 +185,7 @@ class ExecutionReconciler:
 
 def setup_execution(manager: Manager, registry: MemberRegistry, *, workers: int = 5) -> list[Controller]:
     """The ``execution-controller`` on Works in the execution namespaces."""
-    shared = member_objects(registry)
-    works = manager.informer(WORKS)
-    clusters = manager.informer(CLUSTERS)
-    reconciler = ExecutionReconciler(manager.client, shared, works.store, clusters.store,
-                                     manager.event_recorder(EXECUTION_CONTROLLER))
-    controller = Controller(EXECUTION_CONTROLLER, reconciler, workers=workers)
-    controller.watches(works, predicates=[WORK_PREDICATE])
-    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
-    registry.on_change(enqueue_cluster_works(controller, works.store))
+    controller, _shared = work_controller(manager, registry, EXECUTION_CONTROLLER, ExecutionReconciler,
+                                          WORK_PREDICATE, workers=workers)
     manager.add_controller(controller)
     return [controller]

@@ -29,6 +29,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
@@ -38,10 +39,12 @@ from controller_manager import objects
 from controller_manager.cache import NAMESPACE_INDEX, Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
+from controller_manager.events import EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
-from controller_manager.reconcile import Request
+from controller_manager.reconcile import Request, Result
 from interpreter.retain import retain
 from karmada_api.conditions import set_condition
 from karmada_api.labels import (
@@ -57,7 +60,7 @@ from karmada_api.labels import (
     RESOURCE_TEMPLATE_GENERATION,
 )
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
-from karmada_api.resources import WORKS
+from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
 from ..runtime import cache_key
@@ -544,6 +547,18 @@ def in_execution_space(work: Obj) -> bool:
     return objects.namespace(work).startswith(EXECUTION_SPACE_PREFIX)
 
 
+def work_predicate(updated: Callable[[Obj, Obj], bool]) -> FuncPredicate:
+    """Works in an execution space: created, or updated as ``updated`` says (a deletion shows as an update)."""
+    return FuncPredicate(on_create=in_execution_space,
+                         on_update=lambda old, new: in_execution_space(new) and updated(old, new),
+                         on_delete=lambda _obj: False)
+
+
+def work_manifests(work: Obj) -> list[Any]:
+    """The Work's ``spec.workload.manifests``."""
+    return list((objects.spec(work).get("workload") or {}).get("manifests") or [])
+
+
 def works_of_cluster(works: Indexer) -> Callable[[Obj], list[Request]]:
     """Map a Cluster to the Works in its execution namespace."""
 
@@ -552,6 +567,38 @@ def works_of_cluster(works: Indexer) -> Callable[[Obj], list[Request]]:
         return [Request(namespace, objects.name(w)) for w in works.by_index(NAMESPACE_INDEX, namespace)]
 
     return mapper
+
+
+class WorkReconciler:
+    """What the execution and work-status reconcilers share: the host client, the member objects, the
+    Work and Cluster caches and the controller's event recorder."""
+
+    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
+                 events: EventRecorder) -> None:
+        self.client = client
+        self.shared = shared
+        self.works = works
+        self.clusters = clusters
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result:
+        raise NotImplementedError
+
+
+def work_controller(manager: Manager, registry: MemberRegistry, name: str, reconciler: type[WorkReconciler],
+                    works_predicate: FuncPredicate, *, workers: int) -> tuple[Controller, MemberObjects]:
+    """The controller ``name`` of Works in the execution namespaces, not added to ``manager`` yet: Work
+    events pass ``works_predicate``; a Cluster's Ready change or deletion and a member (re)start
+    requeue the cluster's Works. Also the registry's shared :class:`MemberObjects`."""
+    shared = member_objects(registry)
+    works = manager.informer(WORKS)
+    clusters = manager.informer(CLUSTERS)
+    controller = Controller(name, reconciler(manager.client, shared, works.store, clusters.store,
+                                             manager.event_recorder(name)), workers=workers)
+    controller.watches(works, predicates=[works_predicate])
+    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
+    registry.on_change(enqueue_cluster_works(controller, works.store))
+    return controller, shared
 
 
 def enqueue_cluster_works(controller: Controller, works: Indexer) -> Callable[[str], None]:

@@ -27,42 +27,38 @@ import structlog
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
-from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
-from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from interpreter.health import UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status
 from interpreter.typed import ReflectError
 from karmada_api.conditions import find_condition
 from karmada_api.names import cluster_of_execution_space, execution_space
-from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.resources import WORKS
 
-from ..runtime import cache_key, error_text, typed
+from ..runtime import cache_key, error_text, generation_or_deletion_changed, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
-    CLUSTER_PREDICATE,
     SYNC_FAILED,
     SYNC_SUCCEED,
     WORK_APPLIED,
     ConflictError,
-    MemberObjects,
     UnknownKindError,
+    WorkReconciler,
     api_version_parts,
     cluster_accepts_work,
     desired_object,
-    enqueue_cluster_works,
-    in_execution_space,
-    member_objects,
     object_ref,
     object_version,
     owning_work,
     set_applied_condition,
-    works_of_cluster,
+    work_controller,
+    work_manifests,
+    work_predicate,
 )
 
 log = structlog.get_logger(__name__)
@@ -122,26 +118,14 @@ def _applied_state(work: Obj) -> tuple[Any, Any]:
 
 def _work_update(old: Obj, new: Obj) -> bool:
     """Spec changes, the Applied condition moving, a deletion starting: not our own status writes."""
-    return (objects.generation(old) != objects.generation(new)
-            or objects.is_deleting(old) != objects.is_deleting(new)
-            or _applied_state(old) != _applied_state(new))
+    return generation_or_deletion_changed(old, new) or _applied_state(old) != _applied_state(new)
 
 
-WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
-                               on_update=lambda old, new: in_execution_space(new) and _work_update(old, new),
-                               on_delete=lambda _obj: False)
+WORK_PREDICATE = work_predicate(_work_update)
 
 
-class WorkStatusReconciler:
+class WorkStatusReconciler(WorkReconciler):
     """Reflects one Work's member objects into its ``status.manifestStatuses``."""
-
-    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
-                 events: EventRecorder) -> None:
-        self.client = client
-        self.shared = shared
-        self.works = works
-        self.clusters = clusters
-        self.events = events
 
     async def reconcile(self, request: Request) -> Result:
         work = self.works.get(str(request))
@@ -155,7 +139,7 @@ class WorkStatusReconciler:
         if ready is None or not cluster_accepts_work(self.clusters.get(cluster)):
             return Result(requeue_after=self.shared.retry_delay(cluster))
         member, client = ready
-        manifests = (objects.spec(work).get("workload") or {}).get("manifests") or []
+        manifests = work_manifests(work)
         suspended = bool(objects.spec(work).get("suspendDispatching"))
         items: dict[int, dict[str, Any] | None] = {}  # ordinal → new item; None: drop; absent: keep the old one
         errors: list[str] = []
@@ -240,7 +224,7 @@ class WorkStatusReconciler:
         The manifest is read from the cache again just before: a Work changed meanwhile is the one applied.
         """
         work = self.works.get(str(request))
-        manifests = (objects.spec(work or {}).get("workload") or {}).get("manifests") or []
+        manifests = work_manifests(work or {})
         if work is None or ordinal >= len(manifests) or not isinstance(manifests[ordinal], dict):
             return ""
         manifest = manifests[ordinal]
@@ -306,16 +290,9 @@ def _member_object_handler(controller: Controller) -> Callable[[str, Obj], None]
 
 def setup_work_status(manager: Manager, registry: MemberRegistry, *, workers: int = 5) -> list[Controller]:
     """The ``work-status-controller``, plus the runnable that owns the member informers."""
-    shared = member_objects(registry)
-    works = manager.informer(WORKS)
-    clusters = manager.informer(CLUSTERS)
-    reconciler = WorkStatusReconciler(manager.client, shared, works.store, clusters.store,
-                                      manager.event_recorder(WORK_STATUS_CONTROLLER))
-    controller = Controller(WORK_STATUS_CONTROLLER, reconciler, workers=workers)
-    controller.watches(works, predicates=[WORK_PREDICATE])
-    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
+    controller, shared = work_controller(manager, registry, WORK_STATUS_CONTROLLER, WorkStatusReconciler,
+                                         WORK_PREDICATE, workers=workers)
     shared.informers.add_handler(_member_object_handler(controller))
-    registry.on_change(enqueue_cluster_works(controller, works.store))
     if not shared.runnable_added:
         manager.add_runnable("member-object-informers", shared.informers.run, needs_leader=False)
         shared.runnable_added = True

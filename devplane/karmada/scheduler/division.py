@@ -34,7 +34,7 @@ from karmada_api.placement import (
     strategy_type,
 )
 
-from ...runtime import error_text
+from ...runtime import aggregate_text, error_text
 
 MAX_INT32 = 2**31 - 1
 
@@ -67,8 +67,7 @@ class AggregateError(SchedulingError):
 
     def __init__(self, errors: Sequence[BaseException]) -> None:
         self.errors = list(errors)
-        texts = [error_text(e) for e in self.errors]
-        super().__init__(texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]")
+        super().__init__(aggregate_text([error_text(e) for e in self.errors]))
 
 
 def aggregate(errors: Iterable[BaseException | None]) -> AggregateError | None:
