@@ -2,9 +2,9 @@
 
 Each was written again in several controllers (the Karmada ones and the member ones); they have
 one definition here until the runtime grows its own: an informer index added only once by the
-controllers sharing the informer, a cache key from a namespace and a name, an object typed for an
-event's ``involvedObject``, the usual update filter and the text of an error (or of several) as Go
-prints it.
+controllers sharing the informer, a cache key from a namespace and a name, the number in a
+resourceVersion, an object typed for an event's ``involvedObject``, the usual update filter and
+the text of an error (or of several) as Go prints it.
 """
 
 from __future__ import annotations
@@ -29,6 +29,15 @@ def ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
 def cache_key(namespace: str, name: str) -> str:
     """The informer cache key of an object named ``name`` in ``namespace`` (``name`` alone when cluster-scoped)."""
     return f"{namespace}/{name}" if namespace else name
+
+
+def resource_version_number(obj: Obj) -> int:
+    """``metadata.resourceVersion`` as the integer the dev API server writes (0 when missing or not a
+    number): which of two copies of an object is newer, for the controllers that read their own writes."""
+    try:
+        return int(objects.resource_version(obj) or 0)
+    except ValueError:
+        return 0
 
 
 def typed(obj: Obj, resource: Resource) -> MutableObj:

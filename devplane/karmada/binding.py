@@ -55,7 +55,7 @@ from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
-from ..runtime import cache_key, ensure_index, typed
+from ..runtime import cache_key, ensure_index, resource_version_number, typed
 from .workloads import (
     TEMPLATE_KINDS,
     job_completions,
@@ -157,13 +157,6 @@ def merge_work(existing: Obj, desired: Obj) -> dict[str, Any]:
 def work_cluster(work: Obj) -> str:
     namespace = objects.namespace(work)
     return namespace[len(EXECUTION_SPACE_PREFIX):] if namespace.startswith(EXECUTION_SPACE_PREFIX) else ""
-
-
-def _rv(obj: Obj | None) -> int:
-    try:
-        return int(objects.resource_version(obj or {}) or 0)
-    except ValueError:
-        return 0
 
 
 # ----------------------------------------------------------------------------- indexes
@@ -292,7 +285,7 @@ class BindingReconciler:
         namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
         cached = self.templates[kind.resource].get(cache_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
-        if cached is not None and _rv(cached) >= wanted_rv:
+        if cached is not None and resource_version_number(cached) >= wanted_rv:
             return typed(cached, kind.resource)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
         return typed(fetched, kind.resource) if fetched is not None else None
@@ -339,7 +332,7 @@ class BindingReconciler:
             if merged == existing:
                 return 0
             written = await self.client.update(WORKS, merged)
-            return int(_rv(written) != _rv(existing))
+            return int(resource_version_number(written) != resource_version_number(existing))
 
         return await retry_on_conflict(attempt)
 

@@ -48,7 +48,7 @@ from karmada_api.timeutil import now, parse_time
 from kube_api.resources import PODS, REPLICA_SETS
 
 from ..kubeobjects import controller_reference, is_pod_terminated
-from ..runtime import ensure_index, typed
+from ..runtime import ensure_index, resource_version_number, typed
 from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
@@ -267,13 +267,6 @@ def new_pod(rs: Obj) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- read your writes
 
 
-def _rv(obj: Obj) -> int:
-    try:
-        return int(objects.resource_version(obj) or 0)
-    except ValueError:
-        return 0
-
-
 class RecentWrites:
     """Objects a controller just wrote, used instead of the cache until the cache has caught up.
 
@@ -298,7 +291,8 @@ class RecentWrites:
         written = self._objects.get(key)
         if written is None:
             return cached
-        if cached is None or objects.uid(cached) != objects.uid(written) or _rv(cached) >= _rv(written):
+        if (cached is None or objects.uid(cached) != objects.uid(written)
+                or resource_version_number(cached) >= resource_version_number(written)):
             del self._objects[key]
             return cached
         return written
