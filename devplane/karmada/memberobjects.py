@@ -569,17 +569,16 @@ def works_of_cluster(works: Indexer) -> Callable[[Obj], list[Request]]:
     return mapper
 
 
+@dataclass
 class WorkReconciler:
     """What the execution and work-status reconcilers share: the host client, the member objects, the
     Work and Cluster caches and the controller's event recorder."""
 
-    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
-                 events: EventRecorder) -> None:
-        self.client = client
-        self.shared = shared
-        self.works = works
-        self.clusters = clusters
-        self.events = events
+    client: KubeClient
+    shared: MemberObjects
+    works: Indexer
+    clusters: Indexer
+    events: EventRecorder
 
     async def reconcile(self, request: Request) -> Result:
         raise NotImplementedError
