@@ -1,6 +1,7 @@
-"""Scheduler rules as pure functions: §3.7's helper_test rows (placementChanged, getConditionByError,
-getAffinityIndex), scheduler_test's doSchedule decisions, FitError, the filters, ClusterMatches,
-the algorithm's selection and estimation, and the status the scheduler writes."""
+"""Scheduler rules as pure functions: the rows of Karmada's ``pkg/scheduler/helper_test.go`` at commit
+f8fdd02 (placementChanged, getConditionByError, getAffinityIndex), scheduler_test's doSchedule
+decisions, FitError, the filters, ClusterMatches, the algorithm's selection and estimation, and the
+status the scheduler writes."""
 
 from __future__ import annotations
 
@@ -304,7 +305,7 @@ def test_template_reference() -> None:
         "metadata": {"name": "nginx", "namespace": "default", "uid": "u-1"}}
 
 
-# ----------------------------------------------------------------------------- event intake (§3.1)
+# ----------------------------------------------------------------------------- event intake (event_handler.go)
 
 
 def test_schedulable_needs_label_scheduler_name_and_no_suspension() -> None:
