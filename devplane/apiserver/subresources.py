@@ -35,7 +35,7 @@ async def scale(store: Store, request: web.Request, target: Target) -> web.Respo
             patch = decode_json_body(await read_body(request))
             new_scale = (apply_json_patch(scale, patch) if request.content_type == "application/json-patch+json"
                          else apply_merge_patch(scale, patch))
-        replicas = (new_scale.get("spec") or {}).get("replicas") if isinstance(new_scale, dict) else None
+        replicas = objects.spec(new_scale).get("replicas") if isinstance(new_scale, dict) else None
         if not isinstance(replicas, int) or replicas < 0:
             raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
                 "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",

@@ -261,7 +261,7 @@ def new_pod(rs: Obj) -> dict[str, Any]:
             pod_meta[key] = copy.deepcopy(template_meta[key])
     pod_meta["ownerReferences"] = [controller_reference(rs, REPLICA_SETS)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
-            "spec": copy.deepcopy(template.get("spec") or {})}
+            "spec": copy.deepcopy(objects.spec(template))}
 
 
 # ----------------------------------------------------------------------------- read your writes
