@@ -17,8 +17,9 @@ Three pieces, one set per :class:`~clusteraccess.registry.MemberRegistry` (see :
   registry gets its informers stopped; :meth:`MemberInformers.run` owns every task and stops them
   on shutdown.
 
-Plus the Work helpers both controllers use (Applied condition writes, Cluster readiness, the
-mapping of Clusters and member objects to Works).
+Plus what both controllers share about Works: the reconciler's fields and the controller's wiring
+(:class:`WorkReconciler`, :func:`work_controller`), the Work predicate and manifests, Applied
+condition writes, Cluster readiness, the mapping of Clusters and member objects to Works.
 """
 
 from __future__ import annotations
