@@ -21,13 +21,14 @@ from typing import Any, TextIO
 
 from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from karmada_api.labels import MANAGED_LABEL
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS
 
 from .apiserver.tables import age
 
-MANAGED_LABEL = "karmada.io/managed"
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _TAINT = re.compile(r"^(?P<key>[^=:\s]+?)(=(?P<value>[^:\s]*))?(:(?P<effect>\w+))?(?P<remove>-)?$")
 
@@ -140,16 +141,16 @@ DEPLOY_HEADER = ("NAME", "CLUSTER", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "
 
 
 def deployment_row(cluster: str, deployment: dict[str, Any]) -> tuple[str, ...]:
-    meta, spec, status = (deployment.get(k) or {} for k in ("metadata", "spec", "status"))
-    adoption = "Y" if (meta.get("labels") or {}).get(MANAGED_LABEL) == "true" else "N"
-    return (str(meta.get("name")), cluster, f"{status.get('readyReplicas') or 0}/{spec.get('replicas', 1)}",
+    spec, status = objects.spec(deployment), objects.status(deployment)
+    adoption = "Y" if objects.labels(deployment).get(MANAGED_LABEL) == "true" else "N"
+    return (objects.name(deployment), cluster, f"{status.get('readyReplicas') or 0}/{spec.get('replicas', 1)}",
             str(status.get("updatedReplicas") or 0), str(status.get("availableReplicas") or 0),
-            age(meta.get("creationTimestamp")), adoption)
+            age(objects.creation_timestamp(deployment)), adoption)
 
 
 async def member_client(host: KubeClient, cluster: dict[str, Any]) -> KubeClient:
     """A client for a member, built the way push mode does (apiEndpoint + token Secret)."""
-    name = str(cluster["metadata"]["name"])
+    name = objects.name(cluster)
     settings = MemberSettings.from_cluster(cluster)
     credentials = await read_credentials(host, name, settings)
     return new_member_client(name, settings, credentials, timeout=10.0)
@@ -157,10 +158,10 @@ async def member_client(host: KubeClient, cluster: dict[str, Any]) -> KubeClient
 
 async def deployments_in_members(host: KubeClient, name: str, namespace: str) -> list[tuple[str, dict[str, Any]]]:
     """(cluster, Deployment) for every member cluster that has it, in cluster name order."""
-    clusters = sorted((await host.list(CLUSTERS)).get("items") or [], key=lambda c: c["metadata"]["name"])
+    clusters = sorted((await host.list(CLUSTERS)).get("items") or [], key=objects.name)
     found: list[tuple[str, dict[str, Any]]] = []
     for cluster in clusters:
-        cluster_name = cluster["metadata"]["name"]
+        cluster_name = objects.name(cluster)
         try:
             member = await member_client(host, cluster)
         except (MemberConfigError, ApiError) as exc:

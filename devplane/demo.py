@@ -31,6 +31,7 @@ from typing import Any, TextIO
 import anyio
 import yaml
 
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient
 from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 
@@ -152,8 +153,8 @@ class Session:
     async def ready_replicas(self, name: str, namespace: str = "default") -> dict[str, tuple[int, int]]:
         """cluster → (ready, desired) of the Deployment in each member that has it."""
         found = await deployments_in_members(self.host_client, name, namespace)
-        return {cluster: (int((d.get("status") or {}).get("readyReplicas") or 0), int((d.get("spec") or {})
-                          .get("replicas", 1))) for cluster, d in found}
+        return {cluster: (int(objects.status(d).get("readyReplicas") or 0), int(objects.spec(d).get("replicas", 1)))
+                for cluster, d in found}
 
     async def wait_distribution(self, name: str, want: dict[str, int], description: str) -> None:
         """Until the Deployment runs exactly ``want`` ready replicas per member (and nowhere else)."""
@@ -317,18 +318,18 @@ async def _hold(description: str, check: Callable[[], Awaitable[bool]], *, secon
 
 async def _distribution_is(s: Session, name: str, want: dict[str, int]) -> bool:
     binding = await s.binding(f"{name}-deployment")
-    clusters = {c["name"]: int(c.get("replicas") or 0) for c in (binding.get("spec") or {}).get("clusters") or []}
+    clusters = {c["name"]: int(c.get("replicas") or 0) for c in objects.spec(binding).get("clusters") or []}
     return clusters == want
 
 
 async def _no_eviction_tasks(s: Session, binding_name: str) -> bool:
     binding = await s.binding(binding_name)
-    return not (binding.get("spec") or {}).get("gracefulEvictionTasks")
+    return not objects.spec(binding).get("gracefulEvictionTasks")
 
 
 async def _rebalancer_successful(s: Session, name: str) -> bool:
     rebalancer = await s.host_client.get(WORKLOAD_REBALANCERS, name)
-    status = rebalancer.get("status") or {}
+    status = objects.status(rebalancer)
     results = [w.get("result") for w in status.get("observedWorkloads") or []]
     return bool(status.get("finishTime")) and results == ["Successful"]
 
@@ -360,7 +361,7 @@ async def _member_pods(s: Session, member: str, selector: str) -> list[dict[str,
 
 async def _pending_unschedulable(s: Session, member: str, selector: str) -> bool:
     for pod in await _member_pods(s, member, selector):
-        status = pod.get("status") or {}
+        status = objects.status(pod)
         conditions = status.get("conditions") or []
         if status.get("phase") == "Pending" and any(
                 c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"

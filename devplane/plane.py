@@ -31,6 +31,7 @@ import structlog
 from kubernetes_asyncio import client as k8s
 
 from clusteraccess.registry import MemberRegistry
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
@@ -41,7 +42,7 @@ from .apiserver.authn import MASTERS, UserInfo
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import DEFAULT_MEMBERS, MemberShape
 from .karmada.binding import setup_binding_controllers
-from .karmada.cluster import setup_cluster_controller
+from .karmada.cluster import TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready, setup_cluster_controller
 from .karmada.clusterstatus import setup_cluster_status
 from .karmada.detector import setup_detector
 from .karmada.execution import setup_execution
@@ -56,7 +57,6 @@ log = structlog.get_logger(__name__)
 
 HOST_CONTEXT = "karmada-apiserver"
 CLUSTER_SECRET_NAMESPACE = "karmada-cluster"
-CONDITION_TAINTS = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")
 ADMIN_USER = UserInfo("karmada-admin", "karmada-admin", (MASTERS,))
 
 
@@ -214,11 +214,9 @@ class DevPlane:
             listed = await host.list(CLUSTERS)
             done = set()
             for cluster in listed.get("items") or []:
-                conditions = (cluster.get("status") or {}).get("conditions") or []
-                taints = (cluster.get("spec") or {}).get("taints") or []
-                if (any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-                        and not any(t.get("key") in CONDITION_TAINTS for t in taints)):
-                    done.add(cluster["metadata"]["name"])
+                taints = objects.spec(cluster).get("taints") or []
+                if is_ready(cluster) and not any(t.get("key") in (TAINT_NOT_READY, TAINT_UNREACHABLE) for t in taints):
+                    done.add(objects.name(cluster))
             return names <= done
 
         async with asyncio.timeout(timeout):
@@ -315,8 +313,8 @@ async def register_member(host: KubeClient, name: str, endpoint: str) -> None:
 
     async def refresh() -> None:
         cluster = await host.get(CLUSTERS, name)
-        if (cluster.get("spec") or {}).get("apiEndpoint") != endpoint:
-            cluster["spec"] = {**(cluster.get("spec") or {}), **spec}
+        if objects.spec(cluster).get("apiEndpoint") != endpoint:
+            cluster["spec"] = {**objects.spec(cluster), **spec}
             await host.update(CLUSTERS, cluster)
 
     await retry_on_conflict(refresh)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from controller_manager import objects
+
 from . import errors
 from .auth import RequestGuard
 from .authn import ANONYMOUS_USER, UserInfo
@@ -110,7 +112,7 @@ def answer(kind: str, review: dict[str, Any], user: UserInfo, authorizer: RBACAu
     """The review with its ``status`` filled in; ``authorizer`` None is AlwaysAllow."""
     spec = review.get("spec") if isinstance(review.get("spec"), dict) else {}
     assert isinstance(spec, dict)
-    out: dict[str, Any] = {"kind": kind, "apiVersion": f"{GROUP}/v1", "metadata": review.get("metadata") or {},
+    out: dict[str, Any] = {"kind": kind, "apiVersion": f"{GROUP}/v1", "metadata": objects.metadata(review),
                            "spec": spec}
     if kind == "SelfSubjectRulesReview":
         namespace = str(spec.get("namespace") or "")

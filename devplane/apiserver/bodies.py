@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from controller_manager import objects
+
 from . import errors, protobuf
 from .codec import decode_json, go_json_type_name
 from .resources import Registry, ResourceType
@@ -96,8 +98,7 @@ def check_kind(registry: Registry, rtype: ResourceType, obj: dict[str, Any]) -> 
         if version != rtype.version and registry.get(group, version, rtype.plural) is None:
             raise mismatch
         if kind != rtype.kind:
-            name = str((obj.get("metadata") or {}).get("name") or "")
-            raise errors.invalid(rtype.kind, rtype.group, name, [errors.Cause(
+            raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), [errors.Cause(
                 "FieldValueInvalid", f'Invalid value: "{kind}": must be {rtype.kind}', "kind")])
     obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
 

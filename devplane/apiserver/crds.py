@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from controller_manager import objects
+
 from .errors import Cause
 from .resources import ResourceType
 from .schema import StructuralSchema
@@ -65,7 +67,7 @@ def validate_crd(crd: dict[str, Any]) -> list[Cause]:
     elif sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
         causes.append(Cause("FieldValueInvalid", "Invalid value: must have exactly one version marked as "
                             "storage version", "spec.versions"))
-    name = (crd.get("metadata") or {}).get("name")
+    name = objects.metadata(crd).get("name")
     if group and plural and name != f"{plural}.{group}":
         causes.append(Cause("FieldValueInvalid", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
                             "metadata.name"))
@@ -102,7 +104,7 @@ def types_for_crd(crd: dict[str, Any]) -> list[ResourceType]:
             schema=StructuralSchema(schema_doc) if schema_doc else None,
             openapi_schema=schema_doc if isinstance(schema_doc, dict) else None,
             printer_columns=list(version.get("additionalPrinterColumns") or []),
-            crd_name=crd["metadata"]["name"],
+            crd_name=objects.name(crd),
         ))
     return types
 

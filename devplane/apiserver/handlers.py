@@ -19,6 +19,8 @@ import structlog
 import yaml
 from aiohttp import web
 
+from controller_manager import objects
+
 from . import access_review, discovery, errors, openapi, protobuf
 from .auth import RequestGuard
 from .bodies import check_kind, decode_json_body, decode_object, read_body
@@ -332,7 +334,7 @@ class Api:
         if rtype.group:
             details["group"] = rtype.group
         details["kind"] = rtype.plural
-        details["uid"] = stored.obj["metadata"].get("uid", "")
+        details["uid"] = objects.uid(stored.obj)
         return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "details": details})
 

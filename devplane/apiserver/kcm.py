@@ -11,6 +11,8 @@ import asyncio
 
 import structlog
 
+from controller_manager import objects
+
 from . import errors
 from .resources import ResourceType
 from .store import NAMESPACE_KEY, DeleteOptions, Store
@@ -31,19 +33,19 @@ class GarbageCollector:
         store.write_listeners.append(self._on_written)
 
     def _on_removed(self, _rtype: ResourceType, stored: Stored) -> None:
-        uid = stored.obj["metadata"].get("uid")
+        uid = objects.uid(stored.obj)
         if uid:
             for key, ns, name in self._store.dependents_of(uid):
                 self._queue.put_nowait(f"{key}\x00{ns}\x00{name}")
-        for ref in stored.obj["metadata"].get("ownerReferences") or []:
+        for ref in objects.owner_references(stored.obj):
             owner = self._store.locate_uid(ref.get("uid", ""))
             if owner is not None:
                 self._queue.put_nowait("\x00".join(owner))
 
     def _on_written(self, _rtype: ResourceType, stored: Stored) -> None:
-        meta = stored.obj["metadata"]
-        if meta.get("ownerReferences") or "foregroundDeletion" in (meta.get("finalizers") or []):
-            key = self._store.locate_uid(meta.get("uid", ""))
+        obj = stored.obj
+        if objects.owner_references(obj) or "foregroundDeletion" in objects.finalizers(obj):
+            key = self._store.locate_uid(objects.uid(obj))
             if key is not None:
                 self._queue.put_nowait("\x00".join(key))
 
@@ -64,9 +66,9 @@ class GarbageCollector:
         stored = self._store.lookup(rtype, ns, name)
         if stored is None:
             return
-        meta = stored.obj["metadata"]
-        uid = meta.get("uid", "")
-        if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
+        obj = stored.obj
+        uid = objects.uid(obj)
+        if objects.is_deleting(obj) and "foregroundDeletion" in objects.finalizers(obj):
             dependents = self._store.dependents_of(uid)
             for dkey, dns, dname in dependents:
                 dtypes = self._store.registry.by_storage_key(dkey)
@@ -75,8 +77,8 @@ class GarbageCollector:
             if not self._store.dependents_of(uid):
                 self._store.remove_finalizer(rtype, ns, name, "foregroundDeletion")
             return
-        owners = [r.get("uid", "") for r in meta.get("ownerReferences") or []]
-        if owners and not meta.get("deletionTimestamp") and \
+        owners = [r.get("uid", "") for r in objects.owner_references(obj)]
+        if owners and not objects.is_deleting(obj) and \
                 not any(self._store.exists_uid(owner) for owner in owners):
             log.info("garbage collecting dependent", resource=key, namespace=ns, name=name)
             self._store.delete(rtype, ns, name, DeleteOptions())
@@ -91,7 +93,7 @@ class NamespaceController:
         store.write_listeners.append(self._on_written)
 
     def _on_written(self, rtype: ResourceType, stored: Stored) -> None:
-        if rtype.storage_key == NAMESPACE_KEY and stored.obj["metadata"].get("deletionTimestamp"):
+        if rtype.storage_key == NAMESPACE_KEY and objects.is_deleting(stored.obj):
             self._queue.put_nowait(stored.name)
 
     async def run(self) -> None:
@@ -105,7 +107,7 @@ class NamespaceController:
         ns_type = store.registry.get("", "v1", "namespaces")
         assert ns_type is not None
         ns = store.lookup(ns_type, "", namespace)
-        if ns is None or not ns.obj["metadata"].get("deletionTimestamp"):
+        if ns is None or not objects.is_deleting(ns.obj):
             return True
         namespaced = [(key, rtypes[0]) for key in store.storage_keys()
                       if (rtypes := store.registry.by_storage_key(key)) and rtypes[0].namespaced]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller_manager import objects
+
 from . import defaults, errors, services
 from .codec import now_rfc3339
 from .resources import ResourceType
@@ -138,7 +140,7 @@ def check_data_size(rtype: ResourceType, _old: dict[str, Any] | None, new: dict[
             if isinstance(v, str):  # base64 values count as the bytes they decode to
                 total += len(v) * 3 // 4 - (len(v) - len(v.rstrip("="))) if base64 else len(v.encode("utf-8"))
     if total > MAX_DATA_SIZE:
-        raise errors.invalid(rtype.kind, rtype.group, str(new["metadata"].get("name") or ""), [errors.Cause(
+        raise errors.invalid(rtype.kind, rtype.group, objects.name(new), [errors.Cause(
             "FieldValueTooLong", f"Too long: must have at most {MAX_DATA_SIZE} bytes", "[]")])
 
 

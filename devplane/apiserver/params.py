@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from controller_manager import objects
+
 from . import errors
 from .resources import ResourceType
 from .selectors import FieldSelector, LabelSelector, field_values
@@ -51,6 +53,6 @@ def query_selectors(request: web.Request, rtype: ResourceType) -> tuple[LabelSel
 
 def matches(stored: Stored, labels: LabelSelector, fields: FieldSelector) -> bool:
     """Whether a stored object passes both selectors."""
-    if not labels.empty() and not labels.matches(stored.obj["metadata"].get("labels")):
+    if not labels.empty() and not labels.matches(objects.labels(stored.obj)):
         return False
     return fields.empty() or fields.matches(field_values(stored.obj, fields.keys))

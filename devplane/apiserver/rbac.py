@@ -18,6 +18,8 @@ from typing import Any
 
 import structlog
 
+from controller_manager import objects
+
 from .authn import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, MASTERS
 from .errors import aggregate_messages
 from .resources import ResourceType
@@ -144,10 +146,9 @@ class PolicySnapshot:
             self.cluster_roles[name] = compiled
 
     def add_binding(self, obj: dict[str, Any]) -> None:
-        meta = obj.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
+        namespace = objects.namespace(obj)
         ref = obj.get("roleRef") or {}
-        binding = Binding(str(meta.get("name") or ""), namespace, str(ref.get("kind") or ""),
+        binding = Binding(objects.name(obj), namespace, str(ref.get("kind") or ""),
                           str(ref.get("name") or ""))
         seen: set[tuple[str, str]] = set()
         for subject in obj.get("subjects") or []:

@@ -22,6 +22,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from controller_manager import objects
+
 from . import kinds
 from .auth import AuthorizationDecision, RequestGuard, validate_authorization_mode
 from .authn import TokenAuthenticator, UserInfo, load_token_file
@@ -250,12 +252,12 @@ class ApiServer:
     def _seed_rbac_policy(self) -> None:
         """kube's bootstrap ClusterRoles and bindings (discovery, health, cluster-admin), when missing."""
         store = self.store
-        for plural, objects in (("clusterroles", bootstrap_cluster_roles()),
-                                ("clusterrolebindings", bootstrap_cluster_role_bindings())):
+        for plural, seeds in (("clusterroles", bootstrap_cluster_roles()),
+                              ("clusterrolebindings", bootstrap_cluster_role_bindings())):
             rtype = store.registry.get(RBAC_GROUP, "v1", plural)
             assert rtype is not None
-            for obj in objects:
-                if store.lookup(rtype, "", obj["metadata"]["name"]) is None:
+            for obj in seeds:
+                if store.lookup(rtype, "", objects.name(obj)) is None:
                     store.create(rtype, "", obj)
 
     def _bootstrap(self) -> None:
@@ -271,5 +273,5 @@ class ApiServer:
         crd_type = store.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         assert crd_type is not None
         for crd in packaged_crds():
-            if store.lookup(crd_type, "", crd["metadata"]["name"]) is None:
+            if store.lookup(crd_type, "", objects.name(crd)) is None:
                 store.create(crd_type, "", crd)

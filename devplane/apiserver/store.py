@@ -22,6 +22,7 @@ import structlog
 
 from controller_manager import objects
 
+from ..kubeobjects import is_pod_terminated
 from . import errors
 from .codec import decode_json, encode_json, now_rfc3339
 from .crds import established_status, types_for_crd, validate_crd
@@ -593,7 +594,7 @@ class Store:
             return 0
         if not objects.spec(obj).get("nodeName"):
             return 0
-        if objects.status(obj).get("phase") in ("Succeeded", "Failed"):
+        if is_pod_terminated(obj):
             return 0
         if options.grace_period is not None:
             return max(options.grace_period, 0)

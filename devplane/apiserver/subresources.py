@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from controller_manager import objects
+
 from . import errors
 from .bodies import decode_json_body, read_body
 from .codec import decode_json
@@ -33,12 +35,12 @@ async def scale(store: Store, request: web.Request, target: Target) -> web.Respo
             patch = decode_json_body(await read_body(request))
             new_scale = (apply_json_patch(scale, patch) if request.content_type == "application/json-patch+json"
                          else apply_merge_patch(scale, patch))
-        replicas = (new_scale.get("spec") or {}).get("replicas") if isinstance(new_scale, dict) else None
+        replicas = objects.spec(new_scale).get("replicas") if isinstance(new_scale, dict) else None
         if not isinstance(replicas, int) or replicas < 0:
             raise errors.invalid("Scale", "autoscaling", target.name, [errors.Cause(
                 "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
                 "spec.replicas")])
-        given_rv = (new_scale.get("metadata") or {}).get("resourceVersion")
+        given_rv = objects.metadata(new_scale).get("resourceVersion")
         if given_rv and str(given_rv) != str(current.rv):
             raise errors.conflict(rtype.plural, rtype.group, target.name)
         obj = decode_json(current.raw)
@@ -51,14 +53,14 @@ async def scale(store: Store, request: web.Request, target: Target) -> web.Respo
 
 
 def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj["metadata"]
-    selector = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    meta = objects.metadata(obj)
+    selector = (objects.spec(obj).get("selector") or {}).get("matchLabels") or {}
     return {
         "kind": "Scale", "apiVersion": "autoscaling/v1",
         "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                      if k in meta},
-        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
-        "status": {"replicas": (obj.get("status") or {}).get("replicas", 0),
+        "spec": {"replicas": objects.spec(obj).get("replicas", 0)},
+        "status": {"replicas": objects.status(obj).get("replicas", 0),
                    "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))},
     }
 

@@ -551,5 +551,5 @@ def to_table(rtype: ResourceType, items: list[dict[str, Any]], list_meta: dict[s
              "priority": c.priority} for c in columns],
         "rows": [{"cells": [c.cell(o) for c in columns],
                   "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-                             "metadata": o.get("metadata", {})}} for o in items],
+                             "metadata": objects.metadata(o)}} for o in items],
     }

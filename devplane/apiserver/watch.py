@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from controller_manager import objects
+
 from .codec import encode_json
 from .errors import expired
 from .selectors import FieldSelector, LabelSelector, field_values
@@ -28,13 +30,11 @@ class Stored:
 
     @property
     def namespace(self) -> str:
-        ns: str = self.obj["metadata"].get("namespace", "")
-        return ns
+        return objects.namespace(self.obj)
 
     @property
     def name(self) -> str:
-        name: str = self.obj["metadata"]["name"]
-        return name
+        return objects.name(self.obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +70,7 @@ class Watcher:
     def matches(self, stored: Stored) -> bool:
         if self.namespace and stored.namespace != self.namespace:
             return False
-        meta = stored.obj["metadata"]
-        if not self.labels.empty() and not self.labels.matches(meta.get("labels")):
+        if not self.labels.empty() and not self.labels.matches(objects.labels(stored.obj)):
             return False
         return self.fields.empty() or self.fields.matches(field_values(stored.obj, self.fields.keys))
 

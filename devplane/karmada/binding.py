@@ -34,29 +34,33 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer, IndexFunc
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
-from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_index
-from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
+from karmada_api.labels import (
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CRB_NAME_ANNOTATION,
+    EXECUTION_CONTROLLER_FINALIZER,
+    MANAGED_LABEL,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+)
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
+from ..runtime import cache_key, ensure_index, resource_version_number, typed
 from .workloads import (
-    MANAGED_LABEL,
     TEMPLATE_KINDS,
-    binding_annotations,
     job_completions,
     kind_for,
     render_manifest,
-    typed,
 )
 
 log = structlog.get_logger(__name__)
@@ -64,10 +68,7 @@ log = structlog.get_logger(__name__)
 SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
 CLEANUP_WORK_FAILED = "CleanupWorkFailed"
-CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
 PURGE_MODE_DIRECTLY = "Directly"
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
-"""Set on every Work it renders (``ensureWork``'s workMeta); the execution controller only removes it."""
 
 
 WORK_INDEX_BY_BINDING = "binding-controller-work-by-binding"
@@ -124,7 +125,7 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
                                completions=completions.get(name) if completions is not None else None)
     id_key = kind_of(binding).id_label
     id_value = str(objects.labels(binding).get(id_key) or "")
-    annotations = binding_annotations(binding)
+    annotations = kind_of(binding).work_annotations(binding)
     annotations[CONFLICT_RESOLUTION_ANNOTATION] = conflict_resolution(template, spec)
     work_spec: dict[str, Any] = {"workload": {"manifests": [manifest]}}
     if spec.get("preserveResourcesOnDeletion") is not None:
@@ -135,7 +136,7 @@ def desired_work(template: Obj, binding: Obj, cluster: dict[str, Any],
             "metadata": {"name": work_name(str(template.get("kind")), objects.name(template),
                                            objects.namespace(template)),
                          "namespace": execution_space(name),
-                         "finalizers": [EXECUTION_FINALIZER],
+                         "finalizers": [EXECUTION_CONTROLLER_FINALIZER],  # ensureWork's workMeta
                          "labels": {id_key: id_value, MANAGED_LABEL: "true"},
                          "annotations": annotations},
             "spec": work_spec}
@@ -158,13 +159,6 @@ def work_cluster(work: Obj) -> str:
     return namespace[len(EXECUTION_SPACE_PREFIX):] if namespace.startswith(EXECUTION_SPACE_PREFIX) else ""
 
 
-def _rv(obj: Obj | None) -> int:
-    try:
-        return int(objects.resource_version(obj or {}) or 0)
-    except ValueError:
-        return 0
-
-
 # ----------------------------------------------------------------------------- indexes
 
 
@@ -185,13 +179,6 @@ def binding_ref(kind: BindingKind, request: Request) -> str:
 def binding_clusters(binding: Obj) -> list[str]:
     """Index: every cluster a binding may hold a Work in (to react to its execution namespace appearing)."""
     return sorted(retained_clusters(objects.spec(binding)))
-
-
-def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
 
 
 def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
@@ -241,7 +228,7 @@ class BindingReconciler:
         cached = self.bindings.get(str(request))
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
-        binding = _typed_binding(cached, self.kind)
+        binding = typed(cached, self.kind.resource)
         if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
@@ -296,12 +283,12 @@ class BindingReconciler:
             self.events.event(binding, WARNING, SYNC_WORK_FAILED, message)
             raise TerminalError(message)
         namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
-        cached = self.templates[kind.resource].get(f"{namespace}/{name}" if namespace else name)
+        cached = self.templates[kind.resource].get(cache_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
-        if cached is not None and _rv(cached) >= wanted_rv:
-            return typed(cached, kind)
+        if cached is not None and resource_version_number(cached) >= wanted_rv:
+            return typed(cached, kind.resource)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
-        return typed(fetched, kind) if fetched is not None else None
+        return typed(fetched, kind.resource) if fetched is not None else None
 
     # ------------------------------------------------------------- works
 
@@ -321,18 +308,16 @@ class BindingReconciler:
                 raise SyncError(f"failed to sync work for cluster {name}: {exc}") from exc
         return written
 
-    async def _ensure_work(self, desired: dict[str, Any]) -> int:
-        meta = desired["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
+    async def _ensure_work(self, desired: MutableObj) -> int:
         first = True
 
         async def attempt() -> int:
             nonlocal first
             if first:
                 first = False
-                existing = self.works.get(key)
+                existing = self.works.get(objects.key(desired))
             else:
-                existing = await self.client.get_or_none(WORKS, meta["name"], meta["namespace"])
+                existing = await self.client.get_or_none(WORKS, objects.name(desired), objects.namespace(desired))
             if existing is None:
                 try:
                     await self.client.create(WORKS, desired)
@@ -347,7 +332,7 @@ class BindingReconciler:
             if merged == existing:
                 return 0
             written = await self.client.update(WORKS, merged)
-            return int(_rv(written) != _rv(existing))
+            return int(resource_version_number(written) != resource_version_number(existing))
 
         return await retry_on_conflict(attempt)
 
@@ -384,12 +369,6 @@ class BindingReconciler:
 
 
 
-def _typed_binding(binding: Obj, kind: BindingKind) -> dict[str, Any]:
-    """The binding with ``apiVersion`` and ``kind``, which an event's involvedObject needs."""
-    return {**binding, "apiVersion": binding.get("apiVersion") or kind.resource.api_version,
-            "kind": binding.get("kind") or kind.resource.kind}
-
-
 # ----------------------------------------------------------------------------- wiring
 
 
@@ -423,9 +402,9 @@ def cluster_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
 def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
     bindings = manager.informer(kind.resource)
     works = manager.informer(WORKS)
-    _ensure_index(works, kind.work_index, work_index(kind.id_label))
-    _ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
-    _ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
+    ensure_index(works, kind.work_index, work_index(kind.id_label))
+    ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
+    ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
     templates = {k.resource: manager.informer(k.resource) for k in TEMPLATE_KINDS}
     clusters = manager.informer(CLUSTERS)
     reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,

@@ -36,16 +36,19 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.conditions import find_condition
+from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.taints import generate_taints_message
 from karmada_api.timeutil import now_text
 from kube_api.resources import NAMESPACES
+
+from ..runtime import typed
 
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "cluster-controller"
 CLUSTER_CONTROLLER_FINALIZER = "karmada.io/cluster-controller"
-EXECUTION_CONTROLLER_FINALIZER = "karmada.io/execution-controller"
 KARMADA_SYSTEM_LABEL = "karmada.io/system"
 KARMADA_SYSTEM_LABEL_VALUE = "true"
 CONDITION_READY = "Ready"
@@ -112,26 +115,6 @@ def taints_for_condition(cluster: Obj, now: str | None = None) -> list[dict[str,
     return taints
 
 
-def taints_message(taints: list[dict[str, Any]]) -> str:
-    """``helper.GenerateTaintsMessage``: the text of a ``TaintClusterSucceed`` event."""
-    if not taints:
-        return "cluster now does not have taints"
-    parts = []
-    for taint in taints:
-        if taint.get("value"):
-            parts.append(f"{{Key:{taint.get('key')},Value:{taint.get('value')},Effect:{taint.get('effect')}}}")
-        else:
-            parts.append(f"{{Key:{taint.get('key')},Effect:{taint.get('effect')}}}")
-    return f"cluster now has taints([{','.join(parts)}])"
-
-
-def _typed(obj: MutableObj) -> MutableObj:
-    """The Cluster with kind and apiVersion, which an event's involvedObject needs."""
-    if obj.get("kind") and obj.get("apiVersion"):
-        return obj
-    return {**obj, "kind": CLUSTERS.kind, "apiVersion": CLUSTERS.api_version}
-
-
 # ----------------------------------------------------------------------------- reconciler
 
 
@@ -168,7 +151,7 @@ class ClusterReconciler:
             return
         except ApiError as exc:
             if not exc.is_not_found:
-                self.events.event(_typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+                self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
                 raise
         try:
             await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
@@ -176,10 +159,10 @@ class ClusterReconciler:
         except ApiError as exc:
             if exc.is_already_exists:
                 return
-            self.events.event(_typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
             raise
         log.info("created execution space", cluster=name, namespace=namespace)
-        self.events.event(_typed(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(typed(cluster, CLUSTERS), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
                           f"Created execution space({namespace}) for cluster({name}).")
 
     async def _taint_by_condition(self, name: str) -> MutableObj | None:
@@ -206,12 +189,12 @@ class ClusterReconciler:
         except ApiError as exc:
             cached = self.clusters.get(name)
             if cached is not None:
-                self.events.event(_typed(cached), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
+                self.events.event(typed(cached, CLUSTERS), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
             raise
         if written is not None and latest is not None:
-            log.info("cluster taints updated", cluster=name, taints=taints_message(written))
-            self.events.event(_typed(latest), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
-                              f"Taint cluster succeed: {taints_message(written)}.")
+            log.info("cluster taints updated", cluster=name, taints=generate_taints_message(written))
+            self.events.event(typed(latest, CLUSTERS), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
+                              f"Taint cluster succeed: {generate_taints_message(written)}.")
         return latest
 
     async def _edit_finalizer(self, name: str, *, add: bool) -> None:
@@ -244,9 +227,9 @@ class ClusterReconciler:
         try:
             await self._remove_execution_space(cluster, namespace)
         except ApiError as exc:
-            self.events.event(_typed(cluster), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
             raise
-        self.events.event(_typed(cluster), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(typed(cluster, CLUSTERS), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
                           f"Removed execution space for cluster({name}).")
         try:
             await self.client.get(NAMESPACES, namespace)
@@ -265,7 +248,7 @@ class ClusterReconciler:
         Karmada deletes no Work itself; it only drops their execution finalizer when a Pull cluster
         is not ready (no agent will ever clean up).
         """
-        if objects.spec(cluster).get("syncMode") == "Pull" and not _is_ready(cluster):
+        if objects.spec(cluster).get("syncMode") == "Pull" and not is_ready(cluster):
             try:
                 works = (await self.client.list(WORKS, namespace)).get("items") or []
             except ApiError as exc:
@@ -296,7 +279,8 @@ class ClusterReconciler:
         await retry_on_conflict(attempt)
 
 
-def _is_ready(cluster: Obj) -> bool:
+def is_ready(cluster: Obj) -> bool:
+    """The Cluster's ``Ready`` condition is True."""
     ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
     return ready is not None and ready.get("status") == "True"
 
@@ -326,5 +310,4 @@ __all__ = [
     "set_current_cluster_taints",
     "setup_cluster_controller",
     "taints_for_condition",
-    "taints_message",
 ]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -42,10 +41,12 @@ from prometheus_client import Gauge, Histogram
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
+from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result
 from estimator.caches import NEED_CAPACITY
@@ -53,14 +54,13 @@ from karmada_api.conditions import find_condition, set_condition
 from karmada_api.resources import CLUSTERS
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 
-from .cluster import CLUSTER_CONTROLLER_FINALIZER
+from .cluster import CLUSTER_CONTROLLER_FINALIZER, CONDITION_READY, is_ready
 from .modeling import node_summary, resource_summary
 
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "cluster-status-controller"
 
-CONDITION_READY = "Ready"
 CONDITION_COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
 CLUSTER_READY = "ClusterReady"
 CLUSTER_HEALTHY = "cluster is healthy and ready to accept workloads"
@@ -189,7 +189,7 @@ class ReadyThresholds:
 
 def is_push_cluster(cluster: Obj) -> bool:
     """The controller-manager syncs Push clusters with a Secret; Pull ones belong to karmada-agent."""
-    spec = cluster.get("spec") or {}
+    spec = objects.spec(cluster)
     return spec.get("syncMode") == "Push" and bool(spec.get("secretRef"))
 
 
@@ -273,10 +273,9 @@ def _amount(resources: Mapping[str, Any] | None, name: str) -> float:
 
 def record_cluster_status(cluster: Obj) -> None:
     """``metrics.RecordClusterStatus``: the readiness, node and resource gauges of one cluster."""
-    name = str((cluster.get("metadata") or {}).get("name") or "")
-    status = cluster.get("status") or {}
-    ready = find_condition(status.get("conditions"), CONDITION_READY)
-    READY_STATE.labels(name).set(1.0 if ready is not None and ready.get("status") == "True" else 0.0)
+    name = objects.name(cluster)
+    status = objects.status(cluster)
+    READY_STATE.labels(name).set(1.0 if is_ready(cluster) else 0.0)
     nodes = status.get("nodeSummary")
     if nodes is not None:
         NODE_NUMBER.labels(name).set(int(nodes.get("totalNum") or 0))
@@ -331,7 +330,7 @@ class ClusterStatusReconciler:
             return Result()
         if not is_push_cluster(cluster):
             return Result()
-        if CLUSTER_CONTROLLER_FINALIZER not in ((cluster.get("metadata") or {}).get("finalizers") or []):
+        if CLUSTER_CONTROLLER_FINALIZER not in objects.finalizers(cluster):
             # Karmada requeues with backoff; a finalizer-only update does not pass the generation
             # predicate, so a fixed short retry keeps the first status from waiting on a long backoff.
             log.debug("waiting for the cluster controller's finalizer", cluster=name)
@@ -346,7 +345,7 @@ class ClusterStatusReconciler:
         return Result(requeue_after=after)
 
     async def _sync(self, cluster: Obj) -> _Outcome:
-        name = str(cluster["metadata"]["name"])
+        name = objects.name(cluster)
         member = self.registry.get(name)
         if member is None or member.closed:
             return _Outcome(requeue_after=NOT_SYNCED_RETRY)  # the registry has not started it yet
@@ -358,7 +357,7 @@ class ClusterStatusReconciler:
                                 f"failed to create a ClusterClient: {member.error}")
             return _Outcome(await self._write(name, None, [failed]))
         online, healthy = await probe_health(client)
-        conditions = (cluster.get("status") or {}).get("conditions")
+        conditions = objects.status(cluster).get("conditions")
         ready = self.thresholds.adjust(name, conditions, ready_condition(online, healthy))
         if not online and ready["status"] != "True":
             return _Outcome(await self._write(name, None, [ready]))
@@ -378,7 +377,7 @@ class ClusterStatusReconciler:
         nodes, pods = member.cache("nodes").list(), member.cache("pods").list()
         fields: dict[str, Any] = {"kubernetesVersion": version, "apiEnablements": enablements}
         if self.modeling:
-            models = (cluster.get("spec") or {}).get("resourceModels")
+            models = objects.spec(cluster).get("resourceModels")
             fields["nodeSummary"] = node_summary(nodes)
             fields["resourceSummary"] = resource_summary(nodes, pods, models)
         return fields, api_enablements_condition(len(enablements), complete)
@@ -389,8 +388,8 @@ class ClusterStatusReconciler:
             latest = await self.client.get_or_none(CLUSTERS, name)
             if latest is None:
                 return None
-            old = latest.get("status") or {}
-            status = copy.deepcopy(old)
+            old = objects.status(latest)
+            status = objects.deep_copy(old)
             for key, value in (fields or {}).items():
                 if value is None or value in ("", []):
                     status.pop(key, None)

@@ -39,18 +39,21 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import IndexFunc, Obj
+from controller_manager import objects
+from controller_manager.cache import IndexFunc
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 
+from ..runtime import cache_key, ensure_index, generation_or_deletion_changed, typed
 from .policies import (
     CPP_KIND,
     POLICY_KINDS,
@@ -66,7 +69,7 @@ from .policies import (
     selector_priority,
 )
 from .policybinding import build_binding, merge_binding
-from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for, typed
+from .workloads import TEMPLATE_KINDS, TemplateKind, kind_by_key, kind_for
 
 log = structlog.get_logger(__name__)
 
@@ -91,13 +94,9 @@ class ApplyError(Exception):
     """A policy that cannot be applied as it is (retried with backoff, reported as ApplyPolicyFailed)."""
 
 
-def _deleting(obj: Obj) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def controller_owner_uid(obj: Obj) -> str | None:
     """The uid of the object's controller (the template a binding belongs to), None without one."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in objects.owner_references(obj):
         if ref.get("controller"):
             return str(ref.get("uid") or "")
     return None
@@ -117,7 +116,7 @@ def specification_changed(old: Obj, new: Obj) -> bool:
 
     def strip(obj: Obj) -> tuple[dict[str, Any], dict[str, Any]]:
         body = {k: v for k, v in obj.items() if k not in ("status", "metadata")}
-        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in ("resourceVersion", "managedFields")}
+        meta = {k: v for k, v in objects.metadata(obj).items() if k not in ("resourceVersion", "managedFields")}
         return body, meta
 
     return strip(old) != strip(new)
@@ -128,8 +127,7 @@ def specification_changed(old: Obj, new: Obj) -> bool:
 
 def template_request(kind: TemplateKind, obj: Obj) -> Request:
     """A template's key: its namespace and ``<plural.group>/<name>`` (names never contain '/')."""
-    meta = obj.get("metadata") or {}
-    return Request(str(meta.get("namespace") or ""), f"{kind.resource.key}/{meta.get('name')}")
+    return Request(objects.namespace(obj), f"{kind.resource.key}/{objects.name(obj)}")
 
 
 def parse_template_request(request: Request) -> tuple[TemplateKind, str] | None:
@@ -138,23 +136,12 @@ def parse_template_request(request: Request) -> tuple[TemplateKind, str] | None:
     return (kind, name) if kind is not None and name else None
 
 
-def _cache_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
-
-
 def _label_index(label: str) -> IndexFunc:
     def index(obj: Obj) -> list[str]:
-        value = ((obj.get("metadata") or {}).get("labels") or {}).get(label)
+        value = objects.labels(obj).get(label)
         return [value] if value else []
 
     return index
-
-
-def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
 
 
 # ----------------------------------------------------------------------------- the detector
@@ -170,12 +157,12 @@ class Detector:
         for kind in TEMPLATE_KINDS:
             informer = manager.informer(kind.resource)
             for policy_kind in POLICY_KINDS:
-                _ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
+                ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
             self.templates[kind.resource.key] = informer
         self.policies: dict[str, SharedInformer] = {}
         for policy_kind in POLICY_KINDS:
             informer = manager.informer(policy_kind.resource)
-            _ensure_index(informer, _POLICY_ID_INDEX, _label_index(policy_kind.id_label))
+            ensure_index(informer, _POLICY_ID_INDEX, _label_index(policy_kind.id_label))
             self.policies[policy_kind.id_label] = informer
         self.bindings = {True: manager.informer(RESOURCE_BINDINGS), False: manager.informer(CLUSTER_RESOURCE_BINDINGS)}
 
@@ -183,7 +170,7 @@ class Detector:
 
     def template_predicate(self) -> FuncPredicate:
         def wanted(obj: Obj) -> bool:
-            return not ignored_namespace(str((obj.get("metadata") or {}).get("namespace") or ""))
+            return not ignored_namespace(objects.namespace(obj))
 
         return FuncPredicate(on_create=wanted,
                              on_update=lambda old, new: wanted(new) and specification_changed(old, new),
@@ -212,7 +199,7 @@ class Detector:
                 namespace = str(selector.get("namespace") or "")
                 candidates = store.by_index("namespace", namespace) if namespace and kind.namespaced else store.list()
                 for obj in candidates:
-                    if selector_priority(typed(obj, kind), selector) > PRIORITY_MISMATCH:
+                    if selector_priority(typed(obj, kind.resource), selector) > PRIORITY_MISMATCH:
                         requests.add(template_request(kind, obj))
             return sorted(requests)
 
@@ -222,29 +209,28 @@ class Detector:
 
     def _policy_by_id(self, policy_kind: PolicyKind, claimed: str, namespace: str) -> Obj | None:
         for policy in self.policies[policy_kind.id_label].store.by_index(_POLICY_ID_INDEX, claimed):
-            if policy_kind.cluster or (policy.get("metadata") or {}).get("namespace") == namespace:
+            if policy_kind.cluster or objects.namespace(policy) == namespace:
                 return policy
         return None
 
     def select_policy(self, template: Obj) -> tuple[PolicyKind, Obj] | None:
         """The claiming policy while it exists and selects the template, else the best match (PP before CPP)."""
-        meta = template.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        labels = meta.get("labels") or {}
+        namespace = objects.namespace(template)
+        labels = objects.labels(template)
         for policy_kind in POLICY_KINDS:
             claimed = labels.get(policy_kind.id_label)
             if not claimed or (not policy_kind.cluster and not namespace):
                 continue
             policy = self._policy_by_id(policy_kind, str(claimed), namespace)
-            if policy is not None and not _deleting(policy) and policy_match_priority(template, policy):
+            if policy is not None and not objects.is_deleting(policy) and policy_match_priority(template, policy):
                 return policy_kind, policy
         if namespace:
             candidates = [p for p in self.policies[PP_KIND.id_label].store.by_index("namespace", namespace)
-                          if not _deleting(p)]
+                          if not objects.is_deleting(p)]
             best = highest_priority_policy(candidates, template)
             if best is not None:
                 return PP_KIND, best
-        candidates = [p for p in self.policies[CPP_KIND.id_label].store.list() if not _deleting(p)]
+        candidates = [p for p in self.policies[CPP_KIND.id_label].store.list() if not objects.is_deleting(p)]
         best = highest_priority_policy(candidates, template)
         return (CPP_KIND, best) if best is not None else None
 
@@ -255,10 +241,10 @@ class Detector:
         if parsed is None or ignored_namespace(request.namespace):
             return Result()
         kind, name = parsed
-        cached = self.templates[kind.resource.key].store.get(_cache_key(request.namespace, name))
-        if cached is None or _deleting(cached):
+        cached = self.templates[kind.resource.key].store.get(cache_key(request.namespace, name))
+        if cached is None or objects.is_deleting(cached):
             return Result()  # the binding goes with its template (ownerReference)
-        template = typed(cached, kind)
+        template = typed(cached, kind.resource)
         choice = self.select_policy(template)
         if choice is None:
             await self._release(template)
@@ -279,26 +265,26 @@ class Detector:
             self.events.event(claimed, NORMAL, APPLY_POLICY_SUCCEED, f"Apply {policy_kind.describe(policy)} succeed")
         return Result()
 
-    async def _claim(self, template: dict[str, Any], kind: TemplateKind, policy_kind: PolicyKind,
-                     policy: Obj) -> dict[str, Any] | None:
+    async def _claim(self, template: MutableObj, kind: TemplateKind, policy_kind: PolicyKind,
+                     policy: Obj) -> MutableObj | None:
         """``ClaimPolicyForObject``: mark the template as the policy's; returns the template as stored."""
         other = other_kind(policy_kind)
         patch = claim_delta(template, policy_kind.claim_labels(policy), policy_kind.claim_annotations(policy),
                              (other.id_label,), other.annotation_keys)
         if patch is None:
             return template
-        meta = template["metadata"]
         try:
-            patched = await self.client.patch(kind.resource, meta["name"], patch, namespace=meta.get("namespace") or "")
+            patched = await self.client.patch(kind.resource, objects.name(template), patch,
+                                              namespace=objects.namespace(template))
         except ApiError as exc:
             if exc.is_not_found:
                 return None
             raise
-        return typed(patched, kind)
+        return typed(patched, kind.resource)
 
     async def _schedule_priority(self, policy: Obj) -> int | None:
         """The binding's ``schedulePriority.priority`` from the policy's PriorityClass reference."""
-        reference = (policy.get("spec") or {}).get("schedulePriority")
+        reference = objects.spec(policy).get("schedulePriority")
         if not reference:
             return None
         source, name = reference.get("priorityClassSource"), str(reference.get("priorityClassName") or "")
@@ -319,20 +305,20 @@ class Detector:
         """Create or update the binding (conflict retry); whether it was written."""
         desired = build_binding(template, kind, policy, policy_kind,
                                 schedule_priority=await self._schedule_priority(policy))
-        meta = desired["metadata"]
-        namespaced = "namespace" in meta
+        name, namespace = objects.name(desired), objects.namespace(desired)
+        namespaced = bool(namespace)
         resource = RESOURCE_BINDINGS if namespaced else CLUSTER_RESOURCE_BINDINGS
         id_label = RB_PERMANENT_ID if namespaced else CRB_PERMANENT_ID
-        template_uid = (template.get("metadata") or {}).get("uid")
+        template_uid = objects.uid(template)
         first = True
 
         async def attempt() -> bool:
             nonlocal first
             if first:
                 first = False
-                existing = self.bindings[namespaced].store.get(_cache_key(meta.get("namespace", ""), meta["name"]))
+                existing = self.bindings[namespaced].store.get(objects.key(desired))
             else:
-                existing = await self.client.get_or_none(resource, meta["name"], meta.get("namespace", ""))
+                existing = await self.client.get_or_none(resource, name, namespace)
             if existing is None:
                 body = copy.deepcopy(desired)
                 body["metadata"]["labels"][id_label] = str(uuid.uuid4())
@@ -342,18 +328,18 @@ class Detector:
                     if exc.is_already_exists:  # our cache was behind: read it and update instead
                         raise ApiError(409, "Conflict", str(exc)) from exc
                     raise
-                log.info("binding created", binding=meta["name"], namespace=meta.get("namespace", ""))
+                log.info("binding created", binding=name, namespace=namespace)
                 return True
             owner = controller_owner_uid(existing)
             if owner is not None and owner != template_uid:
                 raise ApplyError(OWNER_MISMATCH)
             merged = merge_binding(existing, desired, policy_kind)
-            if not (merged["metadata"].get("labels") or {}).get(id_label):
+            if not objects.labels(merged).get(id_label):
                 merged["metadata"]["labels"][id_label] = str(uuid.uuid4())
             if merged == existing:
                 return False
             written = await self.client.update(resource, merged)
-            return bool(written["metadata"].get("resourceVersion") != existing["metadata"].get("resourceVersion"))
+            return objects.resource_version(written) != objects.resource_version(existing)
 
         return await retry_on_conflict(attempt)
 
@@ -363,14 +349,13 @@ class Detector:
 
         The binding goes first so that a failure leaves the template claimed and this is retried.
         """
-        meta = template.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        namespace, name = objects.namespace(template), objects.name(template)
         all_labels = [k.id_label for k in POLICY_KINDS]
         all_annotations = [a for k in POLICY_KINDS for a in k.annotation_keys]
         resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
         bname = binding_name(str(template.get("kind")), name)
-        binding = self.bindings[bool(namespace)].store.get(_cache_key(namespace, bname))
-        if binding is not None and not _deleting(binding):
+        binding = self.bindings[bool(namespace)].store.get(cache_key(namespace, bname))
+        if binding is not None and not objects.is_deleting(binding):
             patch = claim_delta(binding, {}, {}, all_labels, all_annotations)
             if patch is not None:
                 try:
@@ -401,7 +386,7 @@ class PolicyWebhook:
 
     async def reconcile(self, request: Request) -> Result:
         cached = self.store.get(str(request))
-        if cached is None or _deleting(cached) or policy_id(cached, self.policy_kind):
+        if cached is None or objects.is_deleting(cached) or policy_id(cached, self.policy_kind):
             return Result()
         policy = copy.deepcopy(dict(cached))
         policy["metadata"]["labels"] = {**(policy["metadata"].get("labels") or {}),
@@ -422,10 +407,7 @@ def _policy_event_predicate(policy_kind: PolicyKind) -> FuncPredicate:
     """Creates and deletes; updates that change the spec, the permanent id or start the deletion."""
 
     def updated(old: Obj, new: Obj) -> bool:
-        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        return bool(old_meta.get("generation") != new_meta.get("generation")
-                    or policy_id(old, policy_kind) != policy_id(new, policy_kind)
-                    or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp")))
+        return generation_or_deletion_changed(old, new) or policy_id(old, policy_kind) != policy_id(new, policy_kind)
 
     return FuncPredicate(on_update=updated)
 

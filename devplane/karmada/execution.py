@@ -25,46 +25,41 @@ on the Work: ``SyncSucceed`` per applied manifest, ``SyncFailed`` with the error
 
 from __future__ import annotations
 
-from typing import Any
-
 import aiohttp
 import structlog
 
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Indexer, Obj
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager import objects
+from controller_manager.client import ApiError, retry_on_conflict
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
-from controller_manager.predicate import FuncPredicate
+from controller_manager.objects import Obj
 from controller_manager.reconcile import Request, Result
+from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
-from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.resources import WORKS
 
+from ..runtime import aggregate_text, cache_key, error_text, generation_or_deletion_changed, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
-    CLUSTER_PREDICATE,
     SYNC_FAILED,
     SYNC_SUCCEED,
     ConflictError,
-    MemberObjects,
     UnknownKindError,
+    WorkReconciler,
     cluster_accepts_work,
     desired_object,
-    enqueue_cluster_works,
-    error_text,
-    in_execution_space,
-    member_objects,
     object_ref,
     set_applied_condition,
-    typed_work,
-    works_of_cluster,
+    work_controller,
+    work_manifests,
+    work_predicate,
 )
 
 log = structlog.get_logger(__name__)
 
 EXECUTION_CONTROLLER = "execution-controller"
-EXECUTION_FINALIZER = "karmada.io/execution-controller"
 APPLIED_SUCCESSFUL = "AppliedSuccessful"
 APPLIED_FAILED = "AppliedFailed"
 
@@ -73,41 +68,16 @@ class SyncError(Exception):
     """Some manifests could not be applied: retried with backoff."""
 
 
-def aggregate(errors: list[str]) -> str:
-    """apimachinery's ``utilerrors.NewAggregate(errs).Error()``: one message, or ``[a, b]``."""
-    return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-
-
 def applied_failed_message(succeeded: int, total: int, errors: list[str]) -> str:
-    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate(errors)}"
+    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate_text(errors)}"
 
 
-def _work_update(old: Obj, new: Obj) -> bool:
-    """Spec changes and deletions: status and finalizer writes (ours included) are not acted on."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    return (old_meta.get("generation") != new_meta.get("generation")
-            or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp")))
+# Spec changes and deletions: status and finalizer writes (ours included) are not acted on.
+WORK_PREDICATE = work_predicate(generation_or_deletion_changed)
 
 
-WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
-                               on_update=lambda old, new: in_execution_space(new) and _work_update(old, new),
-                               on_delete=lambda _obj: False)
-
-
-def _manifests(work: Obj) -> list[Any]:
-    return list(((work.get("spec") or {}).get("workload") or {}).get("manifests") or [])
-
-
-class ExecutionReconciler:
+class ExecutionReconciler(WorkReconciler):
     """Applies one Work's manifests to its member cluster, or cleans them up when it is deleted."""
-
-    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
-                 events: EventRecorder) -> None:
-        self.client = client
-        self.shared = shared
-        self.works = works
-        self.clusters = clusters
-        self.events = events
 
     async def reconcile(self, request: Request) -> Result:
         work = self.works.get(str(request))
@@ -119,7 +89,7 @@ class ExecutionReconciler:
             return Result()
         cluster_obj = self.clusters.get(cluster)
         usable = cluster_accepts_work(cluster_obj) and self.shared.ready_member(cluster) is not None
-        if (work.get("metadata") or {}).get("deletionTimestamp"):
+        if objects.is_deleting(work):
             return await self._finalize(request, work, cluster, cluster_obj, usable)
         if not usable:
             log.debug("member not ready, Work not synced", work=str(request), cluster=cluster)
@@ -127,7 +97,7 @@ class ExecutionReconciler:
         latest = await self._latest(request)
         if latest is None:
             return Result()  # gone, or being deleted: the deletion event brings it back
-        if (latest.get("spec") or {}).get("suspendDispatching"):
+        if objects.spec(latest).get("suspendDispatching"):
             return Result()
         await self._sync(request, latest, cluster)
         return Result()
@@ -139,7 +109,7 @@ class ExecutionReconciler:
         if ready is None:
             raise SyncError(f"cluster({cluster}) not ready")
         member, client = ready
-        manifests = _manifests(work)
+        manifests = work_manifests(work)
         errors: list[str] = []
         succeeded = 0
         for index, manifest in enumerate(manifests):
@@ -147,18 +117,18 @@ class ExecutionReconciler:
                 errors.append(f"failed to unmarshal manifest {index}: not a JSON object")
                 continue
             _api_version, _kind, namespace, name = object_ref(manifest)
-            kobj = f"{namespace}/{name}" if namespace else name
+            kobj = cache_key(namespace, name)
             try:
                 await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace,
                                                                                request.name))
             except (ApiError, UnknownKindError, ConflictError, aiohttp.ClientError, TimeoutError, OSError) as exc:
                 text = error_text(exc) or type(exc).__name__
                 log.warning("failed to apply manifest", work=str(request), cluster=cluster, resource=kobj, error=text)
-                self.events.event(typed_work(work), WARNING, SYNC_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
                                   f"Failed to create or update resource({kobj}) in member cluster({cluster}): {text}")
                 errors.append(text)
                 continue
-            self.events.event(typed_work(work), NORMAL, SYNC_SUCCEED,
+            self.events.event(typed(work, WORKS), NORMAL, SYNC_SUCCEED,
                               f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
             succeeded += 1
         if errors:
@@ -172,7 +142,7 @@ class ExecutionReconciler:
     async def _latest(self, request: Request) -> Obj | None:
         """The Work as stored now; None when gone or being deleted (the deletion event brings it back)."""
         latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
-        if latest is None or (latest.get("metadata") or {}).get("deletionTimestamp"):
+        if latest is None or objects.is_deleting(latest):
             return None
         return latest
 
@@ -183,12 +153,12 @@ class ExecutionReconciler:
             ready = self.shared.ready_member(cluster)
             assert ready is not None
             member, client = ready
-            preserve = bool((work.get("spec") or {}).get("preserveResourcesOnDeletion"))
-            for manifest in _manifests(work):
+            preserve = bool(objects.spec(work).get("preserveResourcesOnDeletion"))
+            for manifest in work_manifests(work):
                 if isinstance(manifest, dict):
                     await self.shared.watcher.delete(member, client, manifest,
                                                      owner=(request.namespace, request.name), preserve=preserve)
-        elif cluster_obj is not None and not (cluster_obj.get("metadata") or {}).get("deletionTimestamp"):
+        elif cluster_obj is not None and not objects.is_deleting(cluster_obj):
             # Karmada keeps the Work until the member can be cleaned up, unless the cluster itself is going.
             return Result(requeue_after=self.shared.retry_delay(cluster))
         await self._remove_finalizer(request)
@@ -199,13 +169,13 @@ class ExecutionReconciler:
             latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
             if latest is None:
                 return
-            meta = latest.get("metadata") or {}
-            finalizers = list(meta.get("finalizers") or [])
-            if EXECUTION_FINALIZER not in finalizers:
+            finalizers = objects.finalizers(latest)
+            if EXECUTION_CONTROLLER_FINALIZER not in finalizers:
                 return
-            remaining = [f for f in finalizers if f != EXECUTION_FINALIZER]
+            remaining = [f for f in finalizers if f != EXECUTION_CONTROLLER_FINALIZER]
             try:
-                await self.client.update(WORKS, {**latest, "metadata": {**meta, "finalizers": remaining}})
+                await self.client.update(WORKS, {**latest, "metadata": {**objects.metadata(latest),
+                                                                         "finalizers": remaining}})
             except ApiError as exc:
                 if not exc.is_not_found:
                     raise
@@ -215,14 +185,7 @@ class ExecutionReconciler:
 
 def setup_execution(manager: Manager, registry: MemberRegistry, *, workers: int = 5) -> list[Controller]:
     """The ``execution-controller`` on Works in the execution namespaces."""
-    shared = member_objects(registry)
-    works = manager.informer(WORKS)
-    clusters = manager.informer(CLUSTERS)
-    reconciler = ExecutionReconciler(manager.client, shared, works.store, clusters.store,
-                                     manager.event_recorder(EXECUTION_CONTROLLER))
-    controller = Controller(EXECUTION_CONTROLLER, reconciler, workers=workers)
-    controller.watches(works, predicates=[WORK_PREDICATE])
-    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
-    registry.on_change(enqueue_cluster_works(controller, works.store))
+    controller, _shared = work_controller(manager, registry, EXECUTION_CONTROLLER, ExecutionReconciler,
+                                          WORK_PREDICATE, workers=workers)
     manager.add_controller(controller)
     return [controller]

@@ -36,7 +36,7 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 from karmada_api.timeutil import format_time, parse_time
 
-from .taintmanager import record_eviction_event
+from .events import record_eviction_event
 
 log = structlog.get_logger(__name__)
 

@@ -17,8 +17,9 @@ Three pieces, one set per :class:`~clusteraccess.registry.MemberRegistry` (see :
   registry gets its informers stopped; :meth:`MemberInformers.run` owns every task and stops them
   on shutdown.
 
-Plus the Work helpers both controllers use (Applied condition writes, Cluster readiness, the
-mapping of Clusters and member objects to Works).
+Plus what both controllers share about Works: the reconciler's fields and the controller's wiring
+(:class:`WorkReconciler`, :func:`work_controller`), the Work predicate and manifests, Applied
+condition writes, Cluster readiness, the mapping of Clusters and member objects to Works.
 """
 
 from __future__ import annotations
@@ -29,22 +30,42 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import NAMESPACE_INDEX, Indexer, Obj
+from controller_manager import objects
+from controller_manager.cache import NAMESPACE_INDEX, Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
+from controller_manager.events import EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
-from controller_manager.reconcile import Request
+from controller_manager.reconcile import Request, Result
 from interpreter.retain import retain
 from karmada_api.conditions import set_condition
+from karmada_api.labels import (
+    CONFLICT_RESOLUTION_ANNOTATION,
+    CPP_PERMANENT_ID,
+    CRB_NAME_ANNOTATION,
+    CRB_PERMANENT_ID,
+    MANAGED_LABEL,
+    PP_PERMANENT_ID,
+    RB_NAME_ANNOTATION,
+    RB_NAMESPACE_ANNOTATION,
+    RB_PERMANENT_ID,
+    RESOURCE_TEMPLATE_GENERATION,
+)
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
-from karmada_api.resources import WORKS
+from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
+
+from ..runtime import cache_key
+from .policies import CPP_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION
 
 log = structlog.get_logger(__name__)
 
@@ -52,19 +73,14 @@ log = structlog.get_logger(__name__)
 # Annotations the execution controller puts on member objects (pkg/apis/work/v1alpha2).
 WORK_NAME_ANNOTATION = "work.karmada.io/name"
 WORK_NAMESPACE_ANNOTATION = "work.karmada.io/namespace"
-# On a manifest: how to treat an existing member object Karmada does not manage ("overwrite"/"abort").
-CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
-MANAGED_LABEL = "karmada.io/managed"
 
 # What Karmada strips from a member object it leaves behind (preserveResourcesOnDeletion).
-KARMADA_LABELS = (MANAGED_LABEL, "resourcebinding.karmada.io/permanent-id",
-                  "clusterresourcebinding.karmada.io/permanent-id", "work.karmada.io/permanent-id",
-                  "propagationpolicy.karmada.io/permanent-id", "clusterpropagationpolicy.karmada.io/permanent-id")
-KARMADA_ANNOTATIONS = (WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, "resourcetemplate.karmada.io/generation",
-                       "resourcetemplate.karmada.io/uid", "resourcebinding.karmada.io/name",
-                       "resourcebinding.karmada.io/namespace", "clusterresourcebinding.karmada.io/name",
-                       "propagationpolicy.karmada.io/name", "propagationpolicy.karmada.io/namespace",
-                       "clusterpropagationpolicy.karmada.io/name", CONFLICT_RESOLUTION_ANNOTATION)
+KARMADA_LABELS = (MANAGED_LABEL, RB_PERMANENT_ID, CRB_PERMANENT_ID, "work.karmada.io/permanent-id",
+                  PP_PERMANENT_ID, CPP_PERMANENT_ID)
+KARMADA_ANNOTATIONS = (WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, RESOURCE_TEMPLATE_GENERATION,
+                       "resourcetemplate.karmada.io/uid", RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION,
+                       CRB_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION, CPP_NAME_ANNOTATION,
+                       CONFLICT_RESOLUTION_ANNOTATION)
 
 WORK_APPLIED = "Applied"
 APPLIED_MESSAGE = "Manifest has been successfully applied"
@@ -97,13 +113,8 @@ def api_version_parts(api_version: str) -> tuple[str, str]:
 
 def object_ref(manifest: Obj) -> tuple[str, str, str, str]:
     """(apiVersion, kind, namespace, name) of a manifest."""
-    meta = manifest.get("metadata") or {}
     return (str(manifest.get("apiVersion") or ""), str(manifest.get("kind") or ""),
-            str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def cache_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
+            objects.namespace(manifest), objects.name(manifest))
 
 
 # ----------------------------------------------------------------------------- discovery
@@ -163,22 +174,21 @@ async def _discover(client: KubeClient, api_version: str) -> dict[str, Resource]
 
 def object_version(obj: Obj) -> str:
     """What Karmada records of an object it wrote: ``gen:<generation>``, or ``rv:<resourceVersion>``."""
-    meta = obj.get("metadata") or {}
-    generation = meta.get("generation")
+    generation = objects.metadata(obj).get("generation")
     if generation:
         return f"gen:{generation}"
-    return f"rv:{meta.get('resourceVersion') or ''}"
+    return f"rv:{objects.resource_version(obj)}"
 
 
-def retain_cluster_fields(desired: Obj, observed: Obj) -> Obj:
+def retain_cluster_fields(desired: Obj, observed: Obj) -> MutableObj:
     """The object to PUT: ``desired`` plus what belongs to the member (Karmada's retainClusterFields).
 
     The member's resourceVersion (so the PUT is conditional), finalizers, ownerReferences and
     status; its labels and annotations merged under the desired ones; kind-specific fields set by
     member controllers. ``desired`` is not modified.
     """
-    out = copy.deepcopy(desired)
-    meta, seen = out.setdefault("metadata", {}), observed.get("metadata") or {}
+    out = objects.deep_copy(desired)
+    meta, seen = out.setdefault("metadata", {}), objects.metadata(observed)
     meta["resourceVersion"] = seen.get("resourceVersion")
     for key in ("finalizers", "ownerReferences"):
         if seen.get(key):
@@ -203,11 +213,9 @@ def allow_update(desired: Obj, observed: Obj) -> bool:
     only through that annotation, so: ``abort`` refuses, ``overwrite`` or nothing applies (an object
     already claimed by this Work is adopted either way).
     """
-    if (((desired.get("metadata") or {}).get("labels") or {}).get(MANAGED_LABEL) == "true"
-            and ((observed.get("metadata") or {}).get("labels") or {}).get(MANAGED_LABEL) == "true"):
+    if objects.labels(desired).get(MANAGED_LABEL) == "true" and objects.labels(observed).get(MANAGED_LABEL) == "true":
         return True
-    desired_annotations = (desired.get("metadata") or {}).get("annotations") or {}
-    observed_annotations = (observed.get("metadata") or {}).get("annotations") or {}
+    desired_annotations, observed_annotations = objects.annotations(desired), objects.annotations(observed)
     if (observed_annotations.get(WORK_NAME_ANNOTATION) == desired_annotations.get(WORK_NAME_ANNOTATION)
             and observed_annotations.get(WORK_NAMESPACE_ANNOTATION)
             == desired_annotations.get(WORK_NAMESPACE_ANNOTATION)):
@@ -215,14 +223,13 @@ def allow_update(desired: Obj, observed: Obj) -> bool:
     return str(desired_annotations.get(CONFLICT_RESOLUTION_ANNOTATION) or "").lower() != "abort"
 
 
-def strip_karmada_metadata(obj: Obj) -> Obj | None:
+def strip_karmada_metadata(obj: Obj) -> MutableObj | None:
     """A copy of ``obj`` without Karmada's labels and annotations, or None when it carries none."""
-    meta = obj.get("metadata") or {}
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in KARMADA_LABELS}
-    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in KARMADA_ANNOTATIONS}
-    if labels == (meta.get("labels") or {}) and annotations == (meta.get("annotations") or {}):
+    labels = {k: v for k, v in objects.labels(obj).items() if k not in KARMADA_LABELS}
+    annotations = {k: v for k, v in objects.annotations(obj).items() if k not in KARMADA_ANNOTATIONS}
+    if labels == objects.labels(obj) and annotations == objects.annotations(obj):
         return None
-    out = copy.deepcopy(obj)
+    out = objects.deep_copy(obj)
     out["metadata"]["labels"] = labels
     out["metadata"]["annotations"] = annotations
     return out
@@ -240,8 +247,7 @@ class ObjectWatcher:
         return self._versions.get(member, {}).get((resource.key, cache_key(namespace, name)))
 
     def _record(self, member: MemberCluster, resource: Resource, obj: Obj) -> None:
-        meta = obj.get("metadata") or {}
-        key = (resource.key, cache_key(str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        key = (resource.key, objects.key(obj))
         self._versions.setdefault(member, {})[key] = object_version(obj)
 
     def _forget(self, member: MemberCluster, resource: Resource, namespace: str, name: str) -> None:
@@ -292,7 +298,7 @@ class ObjectWatcher:
 
     async def _create(self, client: KubeClient, resource: Resource, desired: Obj, namespace: str) -> Obj | None:
         """POST; None when it already exists (lost a race)."""
-        body = copy.deepcopy(desired)
+        body = objects.deep_copy(desired)
         for key in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
             body.get("metadata", {}).pop(key, None)
         body.pop("status", None)
@@ -335,7 +341,7 @@ class ObjectWatcher:
                     self._forget(member, resource, namespace, name)
                     return
                 raise
-            annotations = (observed.get("metadata") or {}).get("annotations") or {}
+            annotations = objects.annotations(observed)
             if (annotations.get(WORK_NAMESPACE_ANNOTATION), annotations.get(WORK_NAME_ANNOTATION)) != owner:
                 log.info("member object not managed by this Work, left in place", cluster=member.name, kind=kind,
                          namespace=namespace, name=name)
@@ -346,8 +352,7 @@ class ObjectWatcher:
                     if released is not None:
                         await client.update(resource, released)
                 else:
-                    uid = str((observed.get("metadata") or {}).get("uid") or "")
-                    await client.delete(resource, name, namespace, uid=uid, propagation="Background")
+                    await client.delete(resource, name, namespace, uid=objects.uid(observed), propagation="Background")
             except ApiError as exc:
                 if exc.is_not_found:
                     self._forget(member, resource, namespace, name)
@@ -500,9 +505,9 @@ def member_objects(registry: MemberRegistry) -> MemberObjects:
 # ----------------------------------------------------------------------------- helpers for both controllers
 
 
-def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> Obj:
+def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> MutableObj:
     """The member object a Work's manifest asks for: the manifest plus the annotations naming the Work."""
-    desired = copy.deepcopy(manifest)
+    desired = objects.deep_copy(manifest)
     meta = desired.setdefault("metadata", {})
     meta["annotations"] = {**(meta.get("annotations") or {}), WORK_NAMESPACE_ANNOTATION: work_namespace,
                            WORK_NAME_ANNOTATION: work_name}
@@ -511,14 +516,14 @@ def desired_object(manifest: Obj, work_namespace: str, work_name: str) -> Obj:
 
 def owning_work(obj: Obj) -> tuple[str, str] | None:
     """(namespace, name) of the Work a member object was applied from, from its annotations."""
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = objects.annotations(obj)
     namespace, name = annotations.get(WORK_NAMESPACE_ANNOTATION), annotations.get(WORK_NAME_ANNOTATION)
     return (str(namespace), str(name)) if namespace and name else None
 
 
 def ready_condition(cluster: Obj) -> str | None:
     """The status of the Cluster's Ready condition, or None when it has none yet."""
-    for condition in (cluster.get("status") or {}).get("conditions") or []:
+    for condition in objects.status(cluster).get("conditions") or []:
         if isinstance(condition, dict) and condition.get("type") == "Ready":
             return str(condition.get("status") or "")
     return None
@@ -532,9 +537,7 @@ def cluster_accepts_work(cluster: Obj | None) -> bool:
 
 
 def _cluster_update(old: Obj, new: Obj) -> bool:
-    return (ready_condition(old) != ready_condition(new)
-            or bool((old.get("metadata") or {}).get("deletionTimestamp"))
-            != bool((new.get("metadata") or {}).get("deletionTimestamp")))
+    return ready_condition(old) != ready_condition(new) or objects.is_deleting(old) != objects.is_deleting(new)
 
 
 # Cluster events worth a look at its Works: created, Ready changed, deletion started, deleted.
@@ -542,17 +545,60 @@ CLUSTER_PREDICATE = FuncPredicate(on_update=_cluster_update)
 
 
 def in_execution_space(work: Obj) -> bool:
-    return str((work.get("metadata") or {}).get("namespace") or "").startswith(EXECUTION_SPACE_PREFIX)
+    return objects.namespace(work).startswith(EXECUTION_SPACE_PREFIX)
+
+
+def work_predicate(updated: Callable[[Obj, Obj], bool]) -> FuncPredicate:
+    """Works in an execution space: created, or updated as ``updated`` says (a deletion shows as an update)."""
+    return FuncPredicate(on_create=in_execution_space,
+                         on_update=lambda old, new: in_execution_space(new) and updated(old, new),
+                         on_delete=lambda _obj: False)
+
+
+def work_manifests(work: Obj) -> list[Any]:
+    """The Work's ``spec.workload.manifests``."""
+    return list((objects.spec(work).get("workload") or {}).get("manifests") or [])
 
 
 def works_of_cluster(works: Indexer) -> Callable[[Obj], list[Request]]:
     """Map a Cluster to the Works in its execution namespace."""
 
     def mapper(cluster: Obj) -> list[Request]:
-        namespace = execution_space(str((cluster.get("metadata") or {}).get("name") or ""))
-        return [Request(namespace, str(w["metadata"]["name"])) for w in works.by_index(NAMESPACE_INDEX, namespace)]
+        namespace = execution_space(objects.name(cluster))
+        return [Request(namespace, objects.name(w)) for w in works.by_index(NAMESPACE_INDEX, namespace)]
 
     return mapper
+
+
+@dataclass
+class WorkReconciler:
+    """What the execution and work-status reconcilers share: the host client, the member objects, the
+    Work and Cluster caches and the controller's event recorder."""
+
+    client: KubeClient
+    shared: MemberObjects
+    works: Indexer
+    clusters: Indexer
+    events: EventRecorder
+
+    async def reconcile(self, request: Request) -> Result:
+        raise NotImplementedError
+
+
+def work_controller(manager: Manager, registry: MemberRegistry, name: str, reconciler: type[WorkReconciler],
+                    works_predicate: FuncPredicate, *, workers: int) -> tuple[Controller, MemberObjects]:
+    """The controller ``name`` of Works in the execution namespaces, not added to ``manager`` yet: Work
+    events pass ``works_predicate``; a Cluster's Ready change or deletion and a member (re)start
+    requeue the cluster's Works. Also the registry's shared :class:`MemberObjects`."""
+    shared = member_objects(registry)
+    works = manager.informer(WORKS)
+    clusters = manager.informer(CLUSTERS)
+    controller = Controller(name, reconciler(manager.client, shared, works.store, clusters.store,
+                                             manager.event_recorder(name)), workers=workers)
+    controller.watches(works, predicates=[works_predicate])
+    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
+    registry.on_change(enqueue_cluster_works(controller, works.store))
+    return controller, shared
 
 
 def enqueue_cluster_works(controller: Controller, works: Indexer) -> Callable[[str], None]:
@@ -566,17 +612,6 @@ def enqueue_cluster_works(controller: Controller, works: Indexer) -> Callable[[s
     return enqueue
 
 
-def typed_work(work: Obj) -> Obj:
-    """The Work with kind and apiVersion, which an event's involvedObject needs (list items lack them)."""
-    if work.get("kind") and work.get("apiVersion"):
-        return work
-    return {**work, "kind": WORKS.kind, "apiVersion": WORKS.api_version}
-
-
-def error_text(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, ApiError) and exc.message else str(exc)
-
-
 async def set_applied_condition(client: KubeClient, request: Request, status: str, reason: str,
                                 message: str) -> None:
     """The Work's Applied condition (status subresource, conflict retry), written only when it changes."""
@@ -586,7 +621,7 @@ async def set_applied_condition(client: KubeClient, request: Request, status: st
         latest = await client.get_or_none(WORKS, request.name, request.namespace)
         if latest is None:
             return
-        old = latest.get("status") or {}
+        old = objects.status(latest)
         conditions = set_condition(old.get("conditions") or [], condition)
         if conditions == (old.get("conditions") or []):
             return

@@ -40,6 +40,8 @@ from kube_api.quantity import (
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
     RESOURCE_PODS,
+    format_binary,
+    format_decimal,
     is_hugepage_resource_name,
     is_scalar_resource_name,
     milli_value,
@@ -47,15 +49,14 @@ from kube_api.quantity import (
     value,
 )
 
+from ..kubeobjects import is_pod_terminated, node_ready
+
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"
 DECIMAL_EXPONENT = "DecimalExponent"
 
-_DECIMAL_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-_BINARY_SUFFIX = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _BINARY_TEXT = re.compile(r".*[KMGTPE]i")
 _EXPONENT_TEXT = re.compile(r".*[0-9.][eE][+-]?[0-9]+")
-_TERMINATED = ("Succeeded", "Failed")
 
 
 # ----------------------------------------------------------------------------------- quantities
@@ -75,33 +76,24 @@ def quantity_format(quantity: object) -> str:
 def format_quantity(amount: Fraction | int, fmt: str = DECIMAL_SI) -> str:
     """``Quantity.String()``: the canonical text of ``amount`` in format ``fmt``.
 
-    BinarySI falls back to DecimalSI below 1024 or for a fraction (as apimachinery does, to avoid
-    rounding); decimal forms strip trailing zeros and keep the exponent a multiple of 3.
+    DecimalSI and BinarySI are :func:`kube_api.quantity.format_decimal` and
+    :func:`~kube_api.quantity.format_binary` (BinarySI falls back to DecimalSI for a fraction, as
+    apimachinery does to avoid rounding); DecimalExponent writes the same canonical mantissa with an
+    ``e<exponent>`` suffix.
     """
     amount = Fraction(amount)
-    if amount == 0:
-        return "0"
-    sign = "-" if amount < 0 else ""
-    magnitude = -amount if amount < 0 else amount
-    if fmt == BINARY_SI and magnitude >= 1024 and magnitude.denominator == 1:
-        number, exponent = magnitude.numerator, 0
-        while exponent < len(_BINARY_SUFFIX) - 1 and number % 1024 == 0:
-            number //= 1024
-            exponent += 1
-        return f"{sign}{number}{_BINARY_SUFFIX[exponent]}"
-    mantissa = math.ceil(magnitude * 10**9)  # quantities are nano-precise; round up like ParseQuantity
-    exponent = -9
-    while mantissa % 10 == 0:
-        mantissa //= 10
-        exponent += 1
+    if fmt == BINARY_SI and amount.denominator == 1:
+        return format_binary(amount.numerator)
+    sign, magnitude = ("-", -amount) if amount < 0 else ("", amount)
+    nanos = math.ceil(magnitude * 10**9)  # quantities are nano-precise; round up like ParseQuantity
+    if fmt != DECIMAL_EXPONENT:
+        return sign + format_decimal(nanos, -9)
+    mantissa, exponent = nanos, -9
+    while mantissa and mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
     while exponent % 3:
-        mantissa *= 10
-        exponent -= 1
-    if fmt == DECIMAL_EXPONENT:
-        suffix = f"e{exponent}" if exponent else ""
-    else:
-        suffix = _DECIMAL_SUFFIX.get(exponent, f"e{exponent}")
-    return f"{sign}{mantissa}{suffix}"
+        mantissa, exponent = mantissa * 10, exponent - 1
+    return f"{sign}{mantissa}e{exponent}" if exponent and mantissa else f"{sign}{mantissa}"
 
 
 def _parse(quantity: object) -> Fraction | None:
@@ -190,17 +182,6 @@ def _node_name(pod: Obj) -> str:
     return str(objects.spec(pod).get("nodeName") or "")
 
 
-def is_terminated(pod: Obj) -> bool:
-    """Succeeded or Failed: kube-scheduler no longer counts its requests."""
-    return objects.status(pod).get("phase") in _TERMINATED
-
-
-def node_ready(node: Obj) -> bool:
-    """``helper.NodeReady``: the node's ``Ready`` condition is True."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in objects.status(node).get("conditions") or ())
-
-
 def node_summary(nodes: Sequence[Obj]) -> dict[str, int]:
     """``nodeSummary`` (int32 fields with ``omitempty``: zeros are left out)."""
     summary = {"totalNum": len(nodes), "readyNum": sum(1 for node in nodes if node_ready(node))}
@@ -243,7 +224,7 @@ def allocated_resources(pods: Iterable[Obj]) -> dict[str, str]:
     """``getAllocatedResource``: requests of the pods bound to a node and not terminated, plus their count."""
     total, count = ResourceTotal(), 0
     for pod in pods:
-        if _node_name(pod) and not is_terminated(pod):
+        if _node_name(pod) and not is_pod_terminated(pod):
             total.add_pod_request(objects.spec(pod))
             count += 1
     total.add_pods(count)
@@ -314,7 +295,7 @@ def _requests_by_node(pods: Iterable[Obj]) -> dict[str, ResourceTotal]:
     by_node: dict[str, ResourceTotal] = {}
     for pod in pods:
         node = _node_name(pod)
-        if node and not is_terminated(pod):
+        if node and not is_pod_terminated(pod):
             total = by_node.setdefault(node, ResourceTotal())
             total.add_pod_request(objects.spec(pod))
             total.add_pods(1)
@@ -392,9 +373,7 @@ __all__ = [
     "allocating_resources",
     "cluster_allocatable",
     "format_quantity",
-    "is_terminated",
     "node_available",
-    "node_ready",
     "node_summary",
     "quantity_format",
     "resource_summary",

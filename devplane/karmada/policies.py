@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from controller_manager.cache import Obj
+from controller_manager import objects
 from controller_manager.client import Resource
+from controller_manager.objects import Obj
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
 from kube_api.selectors import compile_label_selector
@@ -56,10 +57,9 @@ class PolicyKind:
         return {self.id_label: policy_id(policy, self)}
 
     def claim_annotations(self, policy: Obj) -> dict[str, str]:
-        meta = policy.get("metadata") or {}
-        annotations = {self.name_annotation: str(meta.get("name") or "")}
+        annotations = {self.name_annotation: objects.name(policy)}
         if self.namespace_annotation:
-            annotations[self.namespace_annotation] = str(meta.get("namespace") or "")
+            annotations[self.namespace_annotation] = objects.namespace(policy)
         return annotations
 
     @property
@@ -67,10 +67,9 @@ class PolicyKind:
         return (self.name_annotation,) + ((self.namespace_annotation,) if self.namespace_annotation else ())
 
     def describe(self, policy: Obj) -> str:
-        meta = policy.get("metadata") or {}
         if self.cluster:
-            return f"cluster policy({meta.get('name')})"
-        return f"policy({meta.get('namespace')}/{meta.get('name')})"
+            return f"cluster policy({objects.name(policy)})"
+        return f"policy({objects.namespace(policy)}/{objects.name(policy)})"
 
 
 PP_KIND = PolicyKind(PROPAGATION_POLICIES, PP_PERMANENT_ID, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION,
@@ -87,7 +86,7 @@ def other_kind(kind: PolicyKind) -> PolicyKind:
 
 def policy_id(policy: Obj, kind: PolicyKind) -> str:
     """The policy's permanent id (set by the policy webhook), "" while it has none."""
-    return str(((policy.get("metadata") or {}).get("labels") or {}).get(kind.id_label) or "")
+    return str(objects.labels(policy).get(kind.id_label) or "")
 
 
 def _merge_patch_metadata(labels: dict[str, str | None], annotations: dict[str, str | None]) -> dict[str, Any]:
@@ -102,8 +101,7 @@ def _merge_patch_metadata(labels: dict[str, str | None], annotations: dict[str, 
 def claim_delta(obj: Obj, want_labels: dict[str, str], want_annotations: dict[str, str],
                 drop_labels: Iterable[str], drop_annotations: Iterable[str]) -> dict[str, Any] | None:
     """A merge patch setting ``want_*`` and removing ``drop_*`` from the metadata, or None if nothing differs."""
-    meta = obj.get("metadata") or {}
-    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    labels, annotations = objects.labels(obj), objects.annotations(obj)
     label_patch: dict[str, str | None] = {k: v for k, v in want_labels.items() if labels.get(k) != v}
     label_patch.update({k: None for k in drop_labels if k in labels})
     annotation_patch: dict[str, str | None] = {k: v for k, v in want_annotations.items() if annotations.get(k) != v}
@@ -123,7 +121,7 @@ def selector_priority(template: Obj, selector: Obj) -> int:
     decides alone (a labelSelector next to it is ignored, as in Karmada); else a labelSelector must
     match; else everything of that kind matches.
     """
-    meta = template.get("metadata") or {}
+    meta = objects.metadata(template)
     if (template.get("apiVersion") != selector.get("apiVersion") or template.get("kind") != selector.get("kind")
             or (selector.get("namespace") and meta.get("namespace") != selector.get("namespace"))):
         return PRIORITY_MISMATCH
@@ -132,7 +130,7 @@ def selector_priority(template: Obj, selector: Obj) -> int:
     if selector.get("labelSelector") is None:
         return PRIORITY_MATCH_ALL
     try:
-        matches = compile_label_selector(selector["labelSelector"])(meta.get("labels") or {})
+        matches = compile_label_selector(selector["labelSelector"])(objects.labels(template))
     except (ValueError, AttributeError, TypeError):
         return PRIORITY_MISMATCH
     return PRIORITY_MATCH_LABEL_SELECTOR if matches else PRIORITY_MISMATCH
@@ -140,10 +138,9 @@ def selector_priority(template: Obj, selector: Obj) -> int:
 
 def defaulted_selectors(policy: Obj) -> list[dict[str, Any]]:
     """The policy's resourceSelectors with the webhook's default: a PP selector's empty namespace is the PP's."""
-    meta = policy.get("metadata") or {}
-    namespace = meta.get("namespace") or ""
+    namespace = objects.namespace(policy)
     selectors = []
-    for selector in (policy.get("spec") or {}).get("resourceSelectors") or []:
+    for selector in objects.spec(policy).get("resourceSelectors") or []:
         if not isinstance(selector, dict):
             continue
         selectors.append({**selector, "namespace": namespace} if namespace and not selector.get("namespace")
@@ -157,7 +154,7 @@ def policy_match_priority(template: Obj, policy: Obj) -> int:
 
 
 def explicit_priority(policy: Obj) -> int:
-    value = (policy.get("spec") or {}).get("priority")
+    value = objects.spec(policy).get("priority")
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
@@ -181,6 +178,6 @@ def highest_priority_policy(policies: Iterable[Obj], template: Obj) -> Obj | Non
             if implicit > best_implicit:
                 best, best_implicit = policy, implicit
             elif implicit == best_implicit and (
-                    best is None or str(policy["metadata"]["name"]) < str(best["metadata"]["name"])):
+                    best is None or objects.name(policy) < objects.name(best)):
                 best = policy
     return best

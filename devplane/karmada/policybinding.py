@@ -17,11 +17,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller_manager.cache import Obj
+from controller_manager import objects
+from controller_manager.objects import Obj
 from interpreter.replicas import get_replicas
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.names import binding_name
 
+from ..kubeobjects import controller_reference
 from .policies import PolicyKind, other_kind
 from .workloads import TemplateKind
 
@@ -75,13 +77,6 @@ def merge_suspension(binding_suspension: Obj | None, policy_suspension: Obj | No
     return result or None
 
 
-def owner_reference(template: Obj) -> dict[str, Any]:
-    """``metav1.NewControllerRef(template)``: the GC deletes the binding with its template."""
-    meta = template.get("metadata") or {}
-    return {"apiVersion": template.get("apiVersion"), "kind": template.get("kind"), "name": meta.get("name"),
-            "uid": meta.get("uid"), "controller": True, "blockOwnerDeletion": True}
-
-
 def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: PolicyKind, *,
                   schedule_priority: int | None = None) -> dict[str, Any]:
     """``BuildResourceBinding`` / ``BuildClusterResourceBinding``: the binding the detector wants.
@@ -89,9 +84,9 @@ def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: P
     Namespaced templates get a ResourceBinding (whatever the policy kind), cluster-scoped ones a
     ClusterResourceBinding. The binding's own permanent id is added at creation, not here.
     """
-    meta = template.get("metadata") or {}
+    meta = objects.metadata(template)
     namespaced = bool(meta.get("namespace"))
-    policy_spec = policy.get("spec") or {}
+    policy_spec = objects.spec(policy)
     resource = {"apiVersion": template.get("apiVersion"), "kind": template.get("kind")}
     if namespaced:
         resource["namespace"] = meta["namespace"]
@@ -122,7 +117,7 @@ def build_binding(template: Obj, kind: TemplateKind, policy: Obj, policy_kind: P
     binding_meta: dict[str, Any] = {"name": binding_name(str(template.get("kind")), str(meta.get("name"))),
                                     "labels": policy_kind.claim_labels(policy),
                                     "annotations": policy_kind.claim_annotations(policy),
-                                    "ownerReferences": [owner_reference(template)],
+                                    "ownerReferences": [controller_reference(template, kind.resource)],
                                     "finalizers": [binding_kind.finalizer]}
     if namespaced:
         binding_meta["namespace"] = meta["namespace"]

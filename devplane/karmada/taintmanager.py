@@ -31,11 +31,10 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer, IndexFunc
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import WARNING, EventRecorder
-from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
@@ -54,6 +53,9 @@ from karmada_api.taints import (
     target_contains,
 )
 from kube_api.tolerations import get_matching_tolerations
+
+from ..runtime import ensure_index
+from .events import record_eviction_event
 
 log = structlog.get_logger(__name__)
 
@@ -211,31 +213,6 @@ _PACER_KEY = Request("", "\x00pacer")  # the sentinel key the pacer is asked abo
 # ----------------------------------------------------------------------------- reconcilers
 
 
-def _typed(obj: MutableObj, resource: Resource) -> MutableObj:
-    if obj.get("kind") and obj.get("apiVersion"):
-        return obj
-    return {**obj, "kind": resource.kind, "apiVersion": resource.api_version}
-
-
-def template_reference(binding: Obj) -> MutableObj | None:
-    """The binding's resource template as an event target (``spec.resource``); None without a name."""
-    ref = objects.spec(binding).get("resource") or {}
-    if not ref.get("name"):
-        return None
-    meta = {k: ref[k] for k in ("name", "namespace", "uid") if ref.get(k)}
-    return {"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""), "metadata": meta}
-
-
-def record_eviction_event(events: EventRecorder, binding: MutableObj, resource: Resource, cluster: str, *,
-                          event_type: str, reason: str, outcome: str) -> None:
-    """``EmitClusterEvictionEventFor(Cluster)ResourceBinding``: the same event on the binding and its template."""
-    message = f"Evict from cluster {cluster} {outcome}."
-    events.event(_typed(binding, resource), event_type, reason, message)
-    template = template_reference(binding)
-    if template is not None:
-        events.event(template, event_type, reason, message)
-
-
 class ClusterTaintReconciler:
     """``taint-manager``: queue the bindings on a NoExecute-tainted cluster, and look again every 10 s."""
 
@@ -340,13 +317,6 @@ class BindingEvictionReconciler:
 # ----------------------------------------------------------------------------- wiring
 
 
-def _ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
-
-
 def setup_taint_manager(manager: Manager, *, enable_no_execute_taint_eviction: bool = True,
                         purge_mode: str = "Gracefully", resource_eviction_rate: float = 0.5) -> list[Controller]:
     """Register ``taint-manager`` and its two eviction queues (``binding-eviction``, ``cluster-binding-eviction``).
@@ -361,8 +331,8 @@ def setup_taint_manager(manager: Manager, *, enable_no_execute_taint_eviction: b
     clusters = manager.informer(CLUSTERS)
     rbs = manager.informer(RESOURCE_BINDINGS)
     crbs = manager.informer(CLUSTER_RESOURCE_BINDINGS)
-    _ensure_index(rbs, RB_INDEX_BY_CLUSTER, bindings_by_cluster)
-    _ensure_index(crbs, CRB_INDEX_BY_CLUSTER, bindings_by_cluster)
+    ensure_index(rbs, RB_INDEX_BY_CLUSTER, bindings_by_cluster)
+    ensure_index(crbs, CRB_INDEX_BY_CLUSTER, bindings_by_cluster)
     events = manager.event_recorder(TAINT_MANAGER_NAME)
 
     def stopping() -> bool:

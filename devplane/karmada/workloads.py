@@ -11,29 +11,23 @@ placement is Divided.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller_manager import objects
 from controller_manager.client import Resource
+from controller_manager.objects import MutableObj, Obj
 from interpreter.prune import remove_irrelevant_fields
 from interpreter.revisereplica import apply_replica, revise_replica
 from karmada_api.bindings import kind_of
-from karmada_api.labels import (
-    CRB_PERMANENT_ID,
-    RB_PERMANENT_ID,
-    RESOURCE_TEMPLATE_GENERATION,
-)
-from karmada_api.names import fnv32a
+from karmada_api.labels import MANAGED_LABEL, RESOURCE_TEMPLATE_GENERATION
+from karmada_api.placement import DIVIDED, replica_scheduling_type
 from kube_api import resources as kube
 
-Obj = Mapping[str, Any]
+from .scheduler.division import spread_replicas_by_target_clusters
 
-MANAGED_LABEL = "karmada.io/managed"
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 COMPLETIONS_FIELD = "completions"
-DIVIDED = "Divided"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,94 +72,43 @@ def kind_by_key(key: str) -> TemplateKind | None:
     return _BY_KEY.get(key)
 
 
-def typed(template: Obj, kind: TemplateKind) -> dict[str, Any]:
-    """The template with ``apiVersion`` and ``kind`` (list and watch items may lack them)."""
-    obj = dict(template)
-    obj.setdefault("apiVersion", kind.api_version)
-    obj.setdefault("kind", kind.kind)
-    return obj
-
-
 # ----------------------------------------------------------------------------- replica division
 
 
-def webster(seats: int, votes: Iterable[tuple[str, int]], uid: str = "") -> dict[str, int]:
-    """Sainte-Laguë apportionment of ``seats`` by ``votes`` with Karmada's UID tie-break
-    (``pkg/util/helper/webstermethod.go``)."""
-    parties = {name: [weight, 0] for name, weight in votes}
-    descending = bool(uid) and fnv32a(uid.encode()) & 1 == 1
-
-    def better(a: str, b: str) -> bool:
-        (va, sa), (vb, sb) = parties[a], parties[b]
-        pa, pb = va / (2 * sa + 1), vb / (2 * sb + 1)
-        if pa != pb:
-            return pa > pb
-        if sa != sb:
-            return sa < sb
-        return a > b if descending else a < b
-
-    for _ in range(seats if parties else 0):
-        best: str | None = None
-        for name in parties:
-            if best is None or better(name, best):
-                best = name
-        assert best is not None
-        parties[best][1] += 1
-    return {name: seats_won for name, (_, seats_won) in parties.items()}
-
-
 def spread_by_target_clusters(total: int, clusters: list[dict[str, Any]], uid: str = "") -> dict[str, int]:
-    """``SpreadReplicasByTargetClusters``: ``total`` divided in proportion to each cluster's replicas."""
+    """``SpreadReplicasByTargetClusters`` (:func:`.division.spread_replicas_by_target_clusters`) over
+    ``spec.clusters`` entries, their replicas the weights: each cluster's share by name, 0 for every
+    cluster when none has replicas (where Karmada's Dispenser leaves its result empty)."""
     weights = [(str(c.get("name")), int(c.get("replicas") or 0)) for c in clusters]
-    if sum(w for _, w in weights) == 0:
-        return {name: 0 for name, _ in weights}
-    return webster(total, weights, uid)
-
-
-def is_divided(placement: Obj | None) -> bool:
-    """``Placement.ReplicaSchedulingType() == Divided`` (no replicaScheduling means Duplicated)."""
-    scheduling = (placement or {}).get("replicaScheduling")
-    return isinstance(scheduling, dict) and scheduling.get("replicaSchedulingType") == DIVIDED
+    shares = dict(spread_replicas_by_target_clusters(total, weights, uid=uid))
+    return {name: shares.get(name, 0) for name, _ in weights}
 
 
 # ----------------------------------------------------------------------------- manifests
 
 
-def binding_identity(binding: Obj) -> tuple[str, str]:
-    """(permanent-id label key, its value) of a ResourceBinding or ClusterResourceBinding."""
-    meta = binding.get("metadata") or {}
-    key = RB_PERMANENT_ID if meta.get("namespace") else CRB_PERMANENT_ID
-    return key, str((meta.get("labels") or {}).get(key) or "")
-
-
-def binding_annotations(binding: Obj) -> dict[str, str]:
-    """The annotations pointing a Work (and its manifest) back to its binding."""
-    return kind_of(binding).work_annotations(binding)
-
-
 def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,
-                    completions: int | None = None) -> dict[str, Any]:
+                    completions: int | None = None) -> MutableObj:
     """The manifest of the Work for one cluster (the Work contract).
 
     ``replicas`` is the cluster's share (``spec.clusters[].replicas``), applied when the binding's
     ``spec.replicas > 0``; ``completions`` the Job's divided completions, when they were divided.
     """
-    manifest = copy.deepcopy(dict(template))
+    manifest = objects.deep_copy(template)
     meta = manifest.setdefault("metadata", {})
     generation = meta.get("generation")
     remove_irrelevant_fields(manifest)
     labels = dict(meta.get("labels") or {})
-    id_key, id_value = binding_identity(binding)
+    binding_kind = kind_of(binding)
     labels[MANAGED_LABEL] = "true"
-    labels[id_key] = id_value
+    labels[binding_kind.id_label] = str(objects.labels(binding).get(binding_kind.id_label) or "")
     meta["labels"] = labels
     annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED_ANNOTATION}
     if isinstance(generation, int) and generation > 0:
         annotations[RESOURCE_TEMPLATE_GENERATION] = str(generation)
-    annotations.update(binding_annotations(binding))
+    annotations.update(binding_kind.work_annotations(binding))
     meta["annotations"] = annotations
-    spec = binding.get("spec") or {}
-    if int(spec.get("replicas") or 0) > 0 and replicas is not None:
+    if int(objects.spec(binding).get("replicas") or 0) > 0 and replicas is not None:
         revise_replica(manifest, replicas)
     if completions is not None:
         apply_replica(manifest, completions, COMPLETIONS_FIELD)
@@ -176,10 +119,9 @@ def render_manifest(template: Obj, binding: Obj, replicas: int | None, *,
 
 def job_completions(template: Obj, binding: Obj, clusters: list[dict[str, Any]]) -> dict[str, int] | None:
     """Each cluster's share of a Divided Job's ``spec.completions`` (None: not divided)."""
-    spec = binding.get("spec") or {}
-    completions = (template.get("spec") or {}).get(COMPLETIONS_FIELD)
-    if (template.get("kind") != "Job" or int(spec.get("replicas") or 0) <= 0 or not is_divided(spec.get("placement"))
-            or not isinstance(completions, int)):
+    spec = objects.spec(binding)
+    completions = objects.spec(template).get(COMPLETIONS_FIELD)
+    if (template.get("kind") != "Job" or int(spec.get("replicas") or 0) <= 0
+            or replica_scheduling_type(spec.get("placement")) != DIVIDED or not isinstance(completions, int)):
         return None
-    uid = str((template.get("metadata") or {}).get("uid") or "")
-    return spread_by_target_clusters(completions, clusters, uid)
+    return spread_by_target_clusters(completions, clusters, objects.uid(template))

@@ -26,43 +26,39 @@ import structlog
 
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Indexer, Obj
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
-from controller_manager.predicate import FuncPredicate
+from controller_manager.objects import Obj
 from controller_manager.reconcile import Request, Result
 from interpreter.health import UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status
 from interpreter.typed import ReflectError
 from karmada_api.conditions import find_condition
 from karmada_api.names import cluster_of_execution_space, execution_space
-from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.resources import WORKS
 
+from ..runtime import cache_key, error_text, generation_or_deletion_changed, typed
 from .memberobjects import (
     APPLIED_MESSAGE,
-    CLUSTER_PREDICATE,
     SYNC_FAILED,
     SYNC_SUCCEED,
     WORK_APPLIED,
     ConflictError,
-    MemberObjects,
     UnknownKindError,
+    WorkReconciler,
     api_version_parts,
-    cache_key,
     cluster_accepts_work,
     desired_object,
-    enqueue_cluster_works,
-    error_text,
-    in_execution_space,
-    member_objects,
     object_ref,
     object_version,
     owning_work,
     set_applied_condition,
-    typed_work,
-    works_of_cluster,
+    work_controller,
+    work_manifests,
+    work_predicate,
 )
 
 log = structlog.get_logger(__name__)
@@ -107,50 +103,33 @@ def manifest_status(identifier: dict[str, Any], status: dict[str, Any] | None, h
 # ============================================================================= controller
 
 
-def _kobj(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}" if namespace else name
-
-
 def reflect_allowed(work: Obj) -> bool:
     """Applied True (IsResourceApplied), or a failed re-creation still to be retried."""
-    applied = find_condition((work.get("status") or {}).get("conditions"), WORK_APPLIED)
+    applied = find_condition(objects.status(work).get("conditions"), WORK_APPLIED)
     if applied is None:
         return False
     return applied.get("status") == "True" or applied.get("reason") == RECREATE_FAILED
 
 
 def _applied_state(work: Obj) -> tuple[Any, Any]:
-    applied = find_condition((work.get("status") or {}).get("conditions"), WORK_APPLIED) or {}
+    applied = find_condition(objects.status(work).get("conditions"), WORK_APPLIED) or {}
     return applied.get("status"), applied.get("reason")
 
 
 def _work_update(old: Obj, new: Obj) -> bool:
     """Spec changes, the Applied condition moving, a deletion starting: not our own status writes."""
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-    return (old_meta.get("generation") != new_meta.get("generation")
-            or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
-            or _applied_state(old) != _applied_state(new))
+    return generation_or_deletion_changed(old, new) or _applied_state(old) != _applied_state(new)
 
 
-WORK_PREDICATE = FuncPredicate(on_create=in_execution_space,
-                               on_update=lambda old, new: in_execution_space(new) and _work_update(old, new),
-                               on_delete=lambda _obj: False)
+WORK_PREDICATE = work_predicate(_work_update)
 
 
-class WorkStatusReconciler:
+class WorkStatusReconciler(WorkReconciler):
     """Reflects one Work's member objects into its ``status.manifestStatuses``."""
-
-    def __init__(self, client: KubeClient, shared: MemberObjects, works: Indexer, clusters: Indexer,
-                 events: EventRecorder) -> None:
-        self.client = client
-        self.shared = shared
-        self.works = works
-        self.clusters = clusters
-        self.events = events
 
     async def reconcile(self, request: Request) -> Result:
         work = self.works.get(str(request))
-        if work is None or (work.get("metadata") or {}).get("deletionTimestamp") or not reflect_allowed(work):
+        if work is None or objects.is_deleting(work) or not reflect_allowed(work):
             return Result()
         try:
             cluster = cluster_of_execution_space(request.namespace)
@@ -160,8 +139,8 @@ class WorkStatusReconciler:
         if ready is None or not cluster_accepts_work(self.clusters.get(cluster)):
             return Result(requeue_after=self.shared.retry_delay(cluster))
         member, client = ready
-        manifests = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
-        suspended = bool((work.get("spec") or {}).get("suspendDispatching"))
+        manifests = work_manifests(work)
+        suspended = bool(objects.spec(work).get("suspendDispatching"))
         items: dict[int, dict[str, Any] | None] = {}  # ordinal → new item; None: drop; absent: keep the old one
         errors: list[str] = []
         pending = False
@@ -197,13 +176,13 @@ class WorkStatusReconciler:
             try:
                 status = reflect_status(api_version, kind, observed)
             except ReflectError as exc:
-                self.events.event(typed_work(work), WARNING, REFLECT_STATUS_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, REFLECT_STATUS_FAILED,
                                   f"Reflect status for object({kind}/{namespace}/{name}) failed, err: {exc}.")
                 errors.append(str(exc))
                 continue
             health = interpret_health(api_version, kind, observed)
             if health == UNKNOWN:
-                self.events.event(typed_work(work), WARNING, INTERPRET_HEALTH_FAILED,
+                self.events.event(typed(work, WORKS), WARNING, INTERPRET_HEALTH_FAILED,
                                   f"Interpret health of object({kind}/{namespace}/{name}) failed.")
             items[ordinal] = manifest_status(manifest_identifier(ordinal, resource, manifest), status, health)
         await self._write_statuses(request, items, len(manifests))
@@ -216,8 +195,7 @@ class WorkStatusReconciler:
     async def _recreate(self, request: Request, work: Obj, member: MemberCluster, client: KubeClient,
                         manifest: Obj) -> None:
         """The member object is gone while its Work is not: create it again (handleDeleteEvent)."""
-        labels = (work.get("metadata") or {}).get("labels") or {}
-        if labels.get(PROPAGATION_INSTRUCTION) == "suppressed":
+        if objects.labels(work).get(PROPAGATION_INSTRUCTION) == "suppressed":
             return
         cluster = member.name
         _api_version, _kind, namespace, name = object_ref(manifest)
@@ -226,8 +204,8 @@ class WorkStatusReconciler:
                                                        desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(typed_work(work), WARNING, SYNC_FAILED,
-                              f"Failed to create or update resource({_kobj(namespace, name)}) in member "
+            self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
+                              f"Failed to create or update resource({cache_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             await set_applied_condition(self.client, request, "False", RECREATE_FAILED, text)
             raise
@@ -235,7 +213,7 @@ class WorkStatusReconciler:
             return  # it exists: our cache is behind, its add event is on the way
         log.info("re-created member object deleted behind Karmada's back", cluster=cluster,
                  kind=manifest.get("kind"), namespace=namespace, name=name)
-        self.events.event(typed_work(work), NORMAL, SYNC_SUCCEED,
+        self.events.event(typed(work, WORKS), NORMAL, SYNC_SUCCEED,
                           f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
         await set_applied_condition(self.client, request, "True", RECREATE_SUCCESSFUL, APPLIED_MESSAGE)
 
@@ -246,7 +224,7 @@ class WorkStatusReconciler:
         The manifest is read from the cache again just before: a Work changed meanwhile is the one applied.
         """
         work = self.works.get(str(request))
-        manifests = (((work or {}).get("spec") or {}).get("workload") or {}).get("manifests") or []
+        manifests = work_manifests(work or {})
         if work is None or ordinal >= len(manifests) or not isinstance(manifests[ordinal], dict):
             return ""
         manifest = manifests[ordinal]
@@ -258,8 +236,8 @@ class WorkStatusReconciler:
             await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(typed_work(work), WARNING, SYNC_FAILED,
-                              f"Failed to create or update resource({_kobj(namespace, name)}) in member "
+            self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
+                              f"Failed to create or update resource({cache_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             return text
         return ""
@@ -273,9 +251,9 @@ class WorkStatusReconciler:
             latest = await self.client.get_or_none(WORKS, request.name, request.namespace)
             if latest is None:
                 return
-            if (latest.get("metadata") or {}).get("deletionTimestamp"):
+            if objects.is_deleting(latest):
                 return
-            status = latest.get("status") or {}
+            status = objects.status(latest)
             current = [s for s in status.get("manifestStatuses") or [] if isinstance(s, dict)]
             old_by_ordinal = {int((s.get("identifier") or {}).get("ordinal") or 0): s for s in current}
             wanted: list[dict[str, Any]] = []
@@ -312,16 +290,9 @@ def _member_object_handler(controller: Controller) -> Callable[[str, Obj], None]
 
 def setup_work_status(manager: Manager, registry: MemberRegistry, *, workers: int = 5) -> list[Controller]:
     """The ``work-status-controller``, plus the runnable that owns the member informers."""
-    shared = member_objects(registry)
-    works = manager.informer(WORKS)
-    clusters = manager.informer(CLUSTERS)
-    reconciler = WorkStatusReconciler(manager.client, shared, works.store, clusters.store,
-                                      manager.event_recorder(WORK_STATUS_CONTROLLER))
-    controller = Controller(WORK_STATUS_CONTROLLER, reconciler, workers=workers)
-    controller.watches(works, predicates=[WORK_PREDICATE])
-    controller.watches(clusters, map_func=works_of_cluster(works.store), predicates=[CLUSTER_PREDICATE])
+    controller, shared = work_controller(manager, registry, WORK_STATUS_CONTROLLER, WorkStatusReconciler,
+                                         WORK_PREDICATE, workers=workers)
     shared.informers.add_handler(_member_object_handler(controller))
-    registry.on_change(enqueue_cluster_works(controller, works.store))
     if not shared.runnable_added:
         manager.add_runnable("member-object-informers", shared.informers.run, needs_leader=False)
         shared.runnable_added = True

@@ -30,23 +30,24 @@ from typing import Any
 
 import structlog
 
-from controller_manager.cache import Indexer, Obj, object_key
+from controller_manager import objects
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.objects import MutableObj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
 from karmada_api.timeutil import now
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
+from ..runtime import ensure_index, typed
 from .replicasets import (
     OWNER_INDEX,
     RecentWrites,
     controller_uid_index,
-    ensure_index,
     owner_request,
-    typed,
 )
 from .rollout import (
     DESIRED_REPLICAS,
@@ -72,7 +73,6 @@ from .rollout import (
     max_revision,
     max_surge,
     max_unavailable,
-    meta_of,
     new_condition,
     new_replica_set,
     new_rs_new_replicas,
@@ -86,9 +86,7 @@ from .rollout import (
     set_new_replica_set_annotations,
     set_replicas_annotations,
     set_revision,
-    spec_of,
     spec_total,
-    status_of,
     status_total,
 )
 
@@ -128,11 +126,11 @@ class DeploymentReconciler:
         cached = self.written.latest(str(request), self.deployments.get(str(request)))
         if cached is None:
             return Result()
-        uid = str(meta_of(cached).get("uid") or "")
-        owned = [copy.deepcopy(rs) for rs in (self.written.latest(object_key(rs), rs)
+        uid = objects.uid(cached)
+        owned = [copy.deepcopy(rs) for rs in (self.written.latest(objects.key(rs), rs)
                                               for rs in self.replica_sets.by_index(OWNER_INDEX, uid))
-                 if rs is not None and not meta_of(rs).get("deletionTimestamp")]
-        state = _Sync(copy.deepcopy(typed(cached, "Deployment", "apps/v1")), owned)
+                 if rs is not None and not objects.is_deleting(rs)]
+        state = _Sync(copy.deepcopy(typed(cached, DEPLOYMENTS)), owned)
         try:
             return await self._sync(state)
         except RequeueError:
@@ -146,21 +144,21 @@ class DeploymentReconciler:
 
     async def _sync(self, state: _Sync) -> Result:
         d = state.d
-        if meta_of(d).get("deletionTimestamp"):
+        if objects.is_deleting(d):
             new_rs, old = await self._new_and_old(state, create=False)
             await self._write_status(state, calculate_status(self._all(new_rs, old), new_rs, d, now()))
             return Result()
         await self._check_paused_conditions(state)
-        if spec_of(d).get("paused") or is_scaling_event(d, state.replica_sets):
+        if objects.spec(d).get("paused") or is_scaling_event(d, state.replica_sets):
             await self._sync_scale(state)
             return Result()
-        strategy = (spec_of(d).get("strategy") or {}).get("type") or ROLLING_UPDATE
+        strategy = (objects.spec(d).get("strategy") or {}).get("type") or ROLLING_UPDATE
         if strategy == RECREATE:
             return await self._rollout_recreate(state)
         return await self._rollout_rolling(state)
 
     @staticmethod
-    def _all(new_rs: Obj | None, old: list[Obj]) -> list[Obj]:
+    def _all(new_rs: MutableObj | None, old: list[MutableObj]) -> list[MutableObj]:
         return [*old, new_rs] if new_rs is not None else list(old)
 
     # ------------------------------------------------------------------ writes
@@ -168,19 +166,17 @@ class DeploymentReconciler:
     async def _flush(self, state: _Sync) -> None:
         """Write the Deployment's revision annotation and status if they changed in this sync."""
         d, written = state.d, state.written
-        revision = (meta_of(d).get("annotations") or {}).get(REVISION)
-        if revision is not None and (meta_of(written).get("annotations") or {}).get(REVISION) != revision:
-            meta = meta_of(d)
-            patched = await self.client.patch(DEPLOYMENTS, str(meta.get("name")),
+        revision = objects.annotations(d).get(REVISION)
+        if revision is not None and objects.annotations(written).get(REVISION) != revision:
+            patched = await self.client.patch(DEPLOYMENTS, objects.name(d),
                                               {"metadata": {"annotations": {REVISION: revision}}},
-                                              namespace=str(meta.get("namespace") or ""))
-            if meta_of(patched).get("generation") != meta.get("generation") \
-                    or meta_of(patched).get("uid") != meta.get("uid"):
+                                              namespace=objects.namespace(d))
+            if objects.generation(patched) != objects.generation(d) or objects.uid(patched) != objects.uid(d):
                 raise RequeueError("the Deployment changed during the sync")
             d["metadata"] = patched["metadata"]
             state.written = patched
             self.written.remember(patched)
-        if status_of(d) != status_of(state.written):
+        if objects.status(d) != objects.status(state.written):
             updated = await self.client.update_status(DEPLOYMENTS, d)
             d["metadata"] = updated["metadata"]
             state.written = updated
@@ -208,7 +204,7 @@ class DeploymentReconciler:
             return False
         direction = "up" if old_size < size else "down"
         self.events.event(d, NORMAL, "ScalingReplicaSet",
-                          f"Scaled {direction} replica set {meta_of(rs).get('name')} from {old_size} to {size}")
+                          f"Scaled {direction} replica set {objects.name(rs)} from {old_size} to {size}")
         return True
 
     # ------------------------------------------------------------------ new ReplicaSet
@@ -231,8 +227,8 @@ class DeploymentReconciler:
         d = state.d
         changed = copy.deepcopy(new_rs)
         annotations_updated = set_new_replica_set_annotations(d, changed, new_revision, exists=True)
-        min_ready = spec_of(d).get("minReadySeconds") or 0
-        if annotations_updated or (spec_of(new_rs).get("minReadySeconds") or 0) != min_ready:
+        min_ready = objects.spec(d).get("minReadySeconds") or 0
+        if annotations_updated or (objects.spec(new_rs).get("minReadySeconds") or 0) != min_ready:
             if min_ready:
                 changed["spec"]["minReadySeconds"] = min_ready
             else:
@@ -241,20 +237,20 @@ class DeploymentReconciler:
             self.written.remember(updated)
             new_rs.clear()
             new_rs.update(updated)
-        set_revision(d, (meta_of(new_rs).get("annotations") or {}).get(REVISION))
-        if has_progress_deadline(d) and get_condition(status_of(d), PROGRESSING) is None:
+        set_revision(d, objects.annotations(new_rs).get(REVISION))
+        if has_progress_deadline(d) and get_condition(objects.status(d), PROGRESSING) is None:
             set_condition(d.setdefault("status", {}), new_condition(
-                PROGRESSING, "True", FOUND_NEW_RS, f'Found new replica set "{meta_of(new_rs).get("name")}"', now()))
+                PROGRESSING, "True", FOUND_NEW_RS, f'Found new replica set "{objects.name(new_rs)}"', now()))
         await self._flush(state)
 
     async def _create_new(self, state: _Sync, old: list[dict[str, Any]], new_revision: int) -> dict[str, Any]:
         d = state.d
-        collision_count = status_of(d).get("collisionCount")
+        collision_count = objects.status(d).get("collisionCount")
         rs = new_replica_set(d, collision_count)
         size = new_rs_new_replicas(d, [*old, rs], rs)
         rs["spec"]["replicas"] = size
         set_new_replica_set_annotations(d, rs, new_revision, exists=False)
-        name = str(meta_of(rs)["name"])
+        name = objects.name(rs)
         try:
             created = await self.client.create(REPLICA_SETS, rs)
             exists = False
@@ -267,10 +263,10 @@ class DeploymentReconciler:
                     await self._flush(state)
                 self.events.event(d, WARNING, FAILED_RS_CREATE, message)
                 raise
-            created = await self.client.get(REPLICA_SETS, name, str(meta_of(d).get("namespace") or ""))
+            created = await self.client.get(REPLICA_SETS, name, objects.namespace(d))
             reference = controller_ref(created)
-            if reference is None or reference.get("uid") != meta_of(d).get("uid") or not equal_ignore_hash(
-                    spec_of(d).get("template"), spec_of(created).get("template")):
+            if reference is None or reference.get("uid") != objects.uid(d) or not equal_ignore_hash(
+                    objects.spec(d).get("template"), objects.spec(created).get("template")):
                 d.setdefault("status", {})["collisionCount"] = int(collision_count or 0) + 1
                 await self._flush(state)
                 raise RequeueError(f"hash collision on replica set {name}") from exc
@@ -292,7 +288,7 @@ class DeploymentReconciler:
         d = state.d
         new_rs, old = await self._new_and_old(state, create=False)
         await self._scale_all(state, new_rs, old)
-        if spec_of(d).get("paused"):
+        if objects.spec(d).get("paused"):
             await self._cleanup(state, old)
         await self._write_status(state, calculate_status(self._all(new_rs, old), new_rs, d, now()))
 
@@ -312,7 +308,7 @@ class DeploymentReconciler:
                 await self._scale(state, target, desired)
             return
         if new_rs is not None and replicas_of(new_rs) == desired and annotation_int(new_rs, DESIRED_REPLICAS) \
-                == desired and int(status_of(new_rs).get("availableReplicas") or 0) == desired:
+                == desired and int(objects.status(new_rs).get("availableReplicas") or 0) == desired:
             for rs in old:
                 if is_active(rs):
                     await self._scale(state, rs, 0)
@@ -326,11 +322,11 @@ class DeploymentReconciler:
         d = state.d
         if not has_progress_deadline(d):
             return
-        condition = get_condition(status_of(d), PROGRESSING)
+        condition = get_condition(objects.status(d), PROGRESSING)
         if condition is not None and condition.get("reason") == TIMED_OUT:
             return
         paused_exists = condition is not None and condition.get("reason") == PAUSED
-        paused = bool(spec_of(d).get("paused"))
+        paused = bool(objects.spec(d).get("paused"))
         if paused and not paused_exists:
             set_condition(d.setdefault("status", {}),
                           new_condition(PROGRESSING, "Unknown", PAUSED, "Deployment is paused", now()))
@@ -350,11 +346,11 @@ class DeploymentReconciler:
         all_rss = self._all(new_rs, old)
         if not await self._reconcile_new(state, all_rss, new_rs) \
                 and not await self._reconcile_old(state, all_rss, old, new_rs) \
-                and deployment_complete(d, status_of(d)):
+                and deployment_complete(d, objects.status(d)):
             await self._cleanup(state, old)
         return await self._sync_rollout_status(state, all_rss, new_rs)
 
-    async def _reconcile_new(self, state: _Sync, all_rss: list[Obj], new_rs: dict[str, Any]) -> bool:
+    async def _reconcile_new(self, state: _Sync, all_rss: list[MutableObj], new_rs: dict[str, Any]) -> bool:
         desired = replicas_of(state.d)
         if replicas_of(new_rs) == desired:
             return False
@@ -362,13 +358,13 @@ class DeploymentReconciler:
             return await self._scale(state, new_rs, desired)
         return await self._scale(state, new_rs, new_rs_new_replicas(state.d, all_rss, new_rs))
 
-    async def _reconcile_old(self, state: _Sync, all_rss: list[Obj], old: list[dict[str, Any]],
+    async def _reconcile_old(self, state: _Sync, all_rss: list[MutableObj], old: list[dict[str, Any]],
                              new_rs: dict[str, Any]) -> bool:
         d = state.d
         if spec_total(old) == 0:
             return False
         min_available = replicas_of(d) - max_unavailable(d)
-        new_unavailable = replicas_of(new_rs) - int(status_of(new_rs).get("availableReplicas") or 0)
+        new_unavailable = replicas_of(new_rs) - int(objects.status(new_rs).get("availableReplicas") or 0)
         max_scaled_down = spec_total(all_rss) - min_available - new_unavailable
         if max_scaled_down <= 0:
             return False
@@ -376,7 +372,7 @@ class DeploymentReconciler:
         for rs in creation_order(old):  # cleanupUnhealthyReplicas
             if scaled >= max_scaled_down:
                 break
-            size, available = replicas_of(rs), int(status_of(rs).get("availableReplicas") or 0)
+            size, available = replicas_of(rs), int(objects.status(rs).get("availableReplicas") or 0)
             if size in (0, available):
                 continue
             count = min(max_scaled_down - scaled, size - available)
@@ -409,30 +405,28 @@ class DeploymentReconciler:
             new_rs, old = await self._new_and_old(state, create=True)
             assert new_rs is not None
         await self._scale(state, new_rs, replicas_of(d))
-        if deployment_complete(d, status_of(d)):
+        if deployment_complete(d, objects.status(d)):
             await self._cleanup(state, old)
         return await self._sync_rollout_status(state, self._all(new_rs, old), new_rs)
 
     async def _cleanup(self, state: _Sync, old: list[dict[str, Any]]) -> None:
         """``cleanupDeployment``: delete the oldest idle ReplicaSets beyond ``revisionHistoryLimit``."""
-        limit = spec_of(state.d).get("revisionHistoryLimit")
+        limit = objects.spec(state.d).get("revisionHistoryLimit")
         if limit is None:
             return
-        cleanable = sorted((rs for rs in old if not meta_of(rs).get("deletionTimestamp")),
+        cleanable = sorted((rs for rs in old if not objects.is_deleting(rs)),
                            key=lambda rs: (revision_of(rs), *creation_key(rs)))
         for rs in cleanable[:max(len(cleanable) - int(limit), 0)]:
-            if int(status_of(rs).get("replicas") or 0) or replicas_of(rs) \
-                    or int(meta_of(rs).get("generation") or 0) > int(status_of(rs).get("observedGeneration") or 0):
+            if int(objects.status(rs).get("replicas") or 0) or replicas_of(rs) \
+                    or objects.generation(rs) > int(objects.status(rs).get("observedGeneration") or 0):
                 continue
-            meta = meta_of(rs)
             try:
-                await self.client.delete(REPLICA_SETS, str(meta.get("name")), str(meta.get("namespace") or ""),
-                                         uid=str(meta.get("uid") or ""))
+                await self.client.delete(REPLICA_SETS, objects.name(rs), objects.namespace(rs), uid=objects.uid(rs))
             except ApiError as exc:
                 if not exc.is_not_found:
                     raise
 
-    async def _sync_rollout_status(self, state: _Sync, all_rss: list[Obj], new_rs: Obj | None) -> Result:
+    async def _sync_rollout_status(self, state: _Sync, all_rss: list[MutableObj], new_rs: MutableObj | None) -> Result:
         status, recheck = rollout_status(state.d, all_rss, new_rs, now())
         await self._write_status(state, status)
         return Result(requeue_after=recheck) if recheck else Result()

@@ -37,22 +37,17 @@ from karmada_api.names import fnv32a
 from karmada_api.timeutil import now_text
 from kube_api.resources import NODES, PODS
 
-from .replicasets import ensure_index
+from ..kubeobjects import is_pod_terminated, node_ready
+from ..runtime import ensure_index
 
 log = structlog.get_logger(__name__)
 
 COMPONENT = "kubelet"
 NODE_INDEX = "members/pods-by-node"
 POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 # ----------------------------------------------------------------------------- pure status
-
-
-def node_ready(node: Obj) -> bool:
-    conditions = objects.status(node).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def host_ip(node: Obj) -> str:
@@ -181,7 +176,7 @@ class Kubelet:
             await self._force_delete(pod)
             self._ips.pop(key, None)
             return Result()
-        if objects.status(pod).get("phase") in TERMINAL_PHASES:
+        if is_pod_terminated(pod):
             return Result()
         moment = now_text()
         desired = running_status(pod, host=host_ip(node), pod_ip=self._pod_ip(key, pod, node), moment=moment)

@@ -76,7 +76,8 @@ from kube_api.tolerations import (
     tolerations_tolerate_taint,
 )
 
-from .replicasets import typed
+from ..kubeobjects import is_pod_terminated
+from ..runtime import typed
 
 log = structlog.get_logger(__name__)
 
@@ -87,7 +88,6 @@ EVENT_REPEAT_SECONDS = 300.0  # a FailedScheduling event again at most this ofte
 
 POD_SCHEDULED = "PodScheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 ERR_NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -365,7 +365,7 @@ def is_bound(pod: Obj) -> bool:
 
 def occupies_node(pod: Obj) -> bool:
     """Bound and not terminal: the pod's requests count on its node (even while it is being deleted)."""
-    return is_bound(pod) and objects.status(pod).get("phase") not in TERMINAL_PHASES
+    return is_bound(pod) and not is_pod_terminated(pod)
 
 
 def wants_scheduling(pod: Obj) -> bool:
@@ -374,7 +374,7 @@ def wants_scheduling(pod: Obj) -> bool:
     return (not spec.get("nodeName") and (spec.get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
             and not spec.get("schedulingGates")
             and not objects.is_deleting(pod)
-            and objects.status(pod).get("phase") not in TERMINAL_PHASES)
+            and not is_pod_terminated(pod))
 
 
 def _uid(pod: Obj) -> str:
@@ -476,7 +476,7 @@ class PodScheduler:
             self.unschedulable.discard(request)
             self._last_event.pop(key, None)
             return Result()
-        pod = typed(pod, "Pod", "v1")
+        pod = typed(pod, PODS)
         infos = self.cache.node_infos(self.nodes.list())
         decision = schedule(pod, infos)
         if decision.node is not None:

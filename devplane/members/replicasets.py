@@ -35,11 +35,11 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer, IndexFunc
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
-from controller_manager.informer import FuncHandler, SharedInformer
+from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
@@ -47,6 +47,8 @@ from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
 from kube_api.resources import PODS, REPLICA_SETS
 
+from ..kubeobjects import controller_reference, is_pod_terminated
+from ..runtime import ensure_index, resource_version_number, typed
 from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
@@ -56,7 +58,6 @@ OWNER_INDEX = "members/by-controller-uid"
 BURST_REPLICAS = 500  # ReplicaSetController's burstReplicas
 EXPECTATIONS_TIMEOUT = 300.0  # controller.ExpectationsTimeout
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
@@ -75,7 +76,7 @@ def _time(text: Any) -> datetime | None:
 
 def is_pod_active(pod: Obj) -> bool:
     """``controller.IsPodActive``: not terminal and not being deleted."""
-    return objects.status(pod).get("phase") not in TERMINAL_PHASES and not objects.is_deleting(pod)
+    return not is_pod_terminated(pod) and not objects.is_deleting(pod)
 
 
 def pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
@@ -106,26 +107,11 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
-def typed(obj: MutableObj, kind: str, api_version: str) -> MutableObj:
-    """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
-    if obj.get("kind") and obj.get("apiVersion"):
-        return obj
-    return {**obj, "kind": kind, "apiVersion": api_version}
-
-
 def controller_uid_index(obj: Obj) -> list[str]:
     """Index function: the uid of the object's controller (pods by ReplicaSet, ReplicaSets by Deployment)."""
     reference = controller_ref(obj)
     uid = reference.get("uid") if reference else None
     return [str(uid)] if uid else []
-
-
-def ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    """Add an index unless another of the member's controllers already did (they share informers)."""
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
 
 
 def owner_request(obj: Obj, kind: str) -> list[Request]:
@@ -136,12 +122,6 @@ def owner_request(obj: Obj, kind: str) -> list[Request]:
     if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
         return []
     return [Request(objects.namespace(obj), str(reference["name"]))]
-
-
-def controller_reference(owner: Obj, kind: str) -> dict[str, Any]:
-    """``metav1.NewControllerRef``: controller and blockOwnerDeletion set."""
-    return {"apiVersion": "apps/v1", "kind": kind, "name": objects.name(owner), "uid": objects.uid(owner),
-            "controller": True, "blockOwnerDeletion": True}
 
 
 # ----------------------------------------------------------------------------- scale-down order
@@ -279,19 +259,12 @@ def new_pod(rs: Obj) -> dict[str, Any]:
     for key in ("labels", "annotations", "finalizers"):
         if template_meta.get(key):
             pod_meta[key] = copy.deepcopy(template_meta[key])
-    pod_meta["ownerReferences"] = [controller_reference(rs, "ReplicaSet")]
+    pod_meta["ownerReferences"] = [controller_reference(rs, REPLICA_SETS)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
-            "spec": copy.deepcopy(template.get("spec") or {})}
+            "spec": copy.deepcopy(objects.spec(template))}
 
 
 # ----------------------------------------------------------------------------- read your writes
-
-
-def _rv(obj: Obj) -> int:
-    try:
-        return int(objects.resource_version(obj) or 0)
-    except ValueError:
-        return 0
 
 
 class RecentWrites:
@@ -318,7 +291,8 @@ class RecentWrites:
         written = self._objects.get(key)
         if written is None:
             return cached
-        if cached is None or objects.uid(cached) != objects.uid(written) or _rv(cached) >= _rv(written):
+        if (cached is None or objects.uid(cached) != objects.uid(written)
+                or resource_version_number(cached) >= resource_version_number(written)):
             del self._objects[key]
             return cached
         return written
@@ -423,7 +397,7 @@ class ReplicaSetReconciler:
         if rs is None:
             self.expectations.forget(key)
             return Result()
-        rs = typed(rs, "ReplicaSet", "apps/v1")
+        rs = typed(rs, REPLICA_SETS)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):
@@ -444,7 +418,7 @@ class ReplicaSetReconciler:
         A failed adoption or release fails the sync (retried with backoff), as in Kubernetes.
         """
         candidates = [pod for pod in self.pods.by_index("namespace", objects.namespace(rs)) if is_pod_active(pod)]
-        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, "ReplicaSet"), PODS)
+        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, REPLICA_SETS), PODS)
         return await claimer.claim(candidates)
 
     async def _write_status(self, rs: MutableObj, active: list[Obj]) -> float | None:

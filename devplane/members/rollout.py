@@ -19,15 +19,17 @@ Objects are JSON dicts as the API server returns them; functions that change one
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
-from controller_manager.cache import Obj
+from controller_manager import objects
+from controller_manager.objects import Obj
 from karmada_api.timeutil import format_time, parse_time
+from kube_api.resources import DEPLOYMENTS
 
+from ..kubeobjects import controller_reference
 from .hashing import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_template_hash
-from .replicasets import controller_reference
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -55,28 +57,16 @@ RECREATE = "Recreate"
 ROLLING_UPDATE = "RollingUpdate"
 MAX_INT32 = 2**31 - 1
 
+R = TypeVar("R", bound=Obj)
+"""A ReplicaSet as the caller holds it (read-only or a copy it changes), handed back as such."""
+
 
 # ----------------------------------------------------------------------------- fields
 
 
-def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The object's spec, empty when absent."""
-    return obj.get("spec") or {}
-
-
-def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The object's metadata, empty when absent."""
-    return obj.get("metadata") or {}
-
-
-def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The object's status, empty when absent."""
-    return obj.get("status") or {}
-
-
-def replicas_of(obj: Mapping[str, Any]) -> int:
+def replicas_of(obj: Obj) -> int:
     """``*spec.replicas`` (the API server defaults it to 1)."""
-    value = spec_of(obj).get("replicas")
+    value = objects.spec(obj).get("replicas")
     return 1 if value is None else int(value)
 
 
@@ -103,22 +93,22 @@ def resolve_fenceposts(max_surge: Any, max_unavailable: Any, desired: int) -> tu
     return surge, unavailable
 
 
-def rolling_update(d: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def rolling_update(d: Obj) -> Obj | None:
     """``spec.strategy.rollingUpdate`` with the API server's 25%/25% default; None for ``Recreate``."""
-    strategy = spec_of(d).get("strategy") or {}
+    strategy = objects.spec(d).get("strategy") or {}
     if (strategy.get("type") or ROLLING_UPDATE) != ROLLING_UPDATE:
         return None
     return strategy.get("rollingUpdate") or {"maxSurge": "25%", "maxUnavailable": "25%"}
 
 
-def max_surge(d: Mapping[str, Any]) -> int:
+def max_surge(d: Obj) -> int:
     rolling = rolling_update(d)
     if rolling is None:
         return 0
     return resolve_fenceposts(rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas_of(d))[0]
 
 
-def max_unavailable(d: Mapping[str, Any]) -> int:
+def max_unavailable(d: Obj) -> int:
     rolling = rolling_update(d)
     desired = replicas_of(d)
     if rolling is None or desired == 0:
@@ -127,33 +117,33 @@ def max_unavailable(d: Mapping[str, Any]) -> int:
     return min(unavailable, desired)
 
 
-def revision_of(rs: Mapping[str, Any]) -> int:
+def revision_of(rs: Obj) -> int:
     try:
-        return int((meta_of(rs).get("annotations") or {}).get(REVISION) or 0)
+        return int(objects.annotations(rs).get(REVISION) or 0)
     except ValueError:
         return 0
 
 
-def max_revision(replica_sets: Iterable[Mapping[str, Any]]) -> int:
+def max_revision(replica_sets: Iterable[Obj]) -> int:
     return max((revision_of(rs) for rs in replica_sets), default=0)
 
 
-def is_active(rs: Mapping[str, Any] | None) -> bool:
+def is_active(rs: Obj | None) -> bool:
     return rs is not None and replicas_of(rs) > 0
 
 
-def spec_total(replica_sets: Iterable[Mapping[str, Any] | None]) -> int:
+def spec_total(replica_sets: Iterable[Obj | None]) -> int:
     """``GetReplicaCountForReplicaSets``: sum of spec.replicas."""
     return sum(replicas_of(rs) for rs in replica_sets if rs is not None)
 
 
-def status_total(replica_sets: Iterable[Mapping[str, Any] | None], key: str) -> int:
+def status_total(replica_sets: Iterable[Obj | None], key: str) -> int:
     """The sum of a status counter (``replicas``, ``availableReplicas``...) over the ReplicaSets."""
-    return sum(int(status_of(rs).get(key) or 0) for rs in replica_sets if rs is not None)
+    return sum(int(objects.status(rs).get(key) or 0) for rs in replica_sets if rs is not None)
 
 
-def new_rs_new_replicas(d: Mapping[str, Any], all_rss: Iterable[Mapping[str, Any] | None],
-                        new_rs: Mapping[str, Any]) -> int:
+def new_rs_new_replicas(d: Obj, all_rss: Iterable[Obj | None],
+                        new_rs: Obj) -> int:
     """``NewRSNewReplicas``: how far the new ReplicaSet may grow now."""
     desired = replicas_of(d)
     rolling = rolling_update(d)
@@ -169,9 +159,9 @@ def new_rs_new_replicas(d: Mapping[str, Any], all_rss: Iterable[Mapping[str, Any
     return replicas_of(new_rs) + scale_up
 
 
-def annotation_int(rs: Mapping[str, Any], key: str) -> int | None:
+def annotation_int(rs: Obj, key: str) -> int | None:
     """An integer annotation (``desired-replicas``, ``max-replicas``), None when absent or not a number."""
-    raw = (meta_of(rs).get("annotations") or {}).get(key)
+    raw = objects.annotations(rs).get(key)
     try:
         return int(raw) if raw is not None else None
     except ValueError:
@@ -183,7 +173,7 @@ def _go_round(value: float) -> int:
     return int(value + 0.5) if value >= 0 else -int(-value + 0.5)
 
 
-def replica_set_proportion(rs: Mapping[str, Any], d: Mapping[str, Any], to_add: int, added: int) -> int:
+def replica_set_proportion(rs: Obj, d: Obj, to_add: int, added: int) -> int:
     """``GetReplicaSetProportion`` for proportional scaling during a rollout."""
     size = replicas_of(rs)
     if size == 0 or to_add in (0, added):
@@ -194,13 +184,13 @@ def replica_set_proportion(rs: Mapping[str, Any], d: Mapping[str, Any], to_add: 
     else:
         before = annotation_int(rs, MAX_REPLICAS) or 0
         if before == 0:
-            before = int(status_of(d).get("replicas") or 0)
+            before = int(objects.status(d).get("replicas") or 0)
         fraction = 0 if before == 0 else _go_round(size * desired / before) - size
     allowed = to_add - added
     return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
 
 
-def is_scaling_event(d: Mapping[str, Any], replica_sets: Iterable[Mapping[str, Any]]) -> bool:
+def is_scaling_event(d: Obj, replica_sets: Iterable[Obj]) -> bool:
     """``isScalingEvent``: an active ReplicaSet's ``desired-replicas`` differs from ``spec.replicas``."""
     desired = replicas_of(d)
     for rs in replica_sets:
@@ -212,12 +202,12 @@ def is_scaling_event(d: Mapping[str, Any], replica_sets: Iterable[Mapping[str, A
     return False
 
 
-def creation_key(rs: Mapping[str, Any]) -> tuple[str, str]:
+def creation_key(rs: Obj) -> tuple[str, str]:
     """Sort key: creation time, then name (``ReplicaSetsByCreationTimestamp``)."""
-    return str(meta_of(rs).get("creationTimestamp") or ""), str(meta_of(rs).get("name") or "")
+    return objects.creation_timestamp(rs), objects.name(rs)
 
 
-def proportional_sizes(d: Mapping[str, Any], active: list[Obj]) -> list[tuple[Obj, int]]:
+def proportional_sizes(d: Obj, active: list[R]) -> list[tuple[R, int]]:
     """``scale()`` for a rolling Deployment with several active ReplicaSets: (rs, new size), largest first."""
     desired = replicas_of(d)
     allowed = desired + max_surge(d) if desired > 0 else 0
@@ -253,7 +243,7 @@ def new_condition(ctype: str, status: str, reason: str, message: str, moment: da
             "reason": reason, "message": message}
 
 
-def get_condition(status: Mapping[str, Any], ctype: str) -> Mapping[str, Any] | None:
+def get_condition(status: Obj, ctype: str) -> Obj | None:
     return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
 
 
@@ -277,13 +267,13 @@ def remove_condition(status: dict[str, Any], ctype: str) -> None:
         status.pop("conditions", None)
 
 
-def calculate_status(all_rss: list[Obj], new_rs: Obj | None, d: Mapping[str, Any],
+def calculate_status(all_rss: Sequence[Obj], new_rs: Obj | None, d: Obj,
                      moment: datetime) -> dict[str, Any]:
     """``calculateStatus``: counters from the ReplicaSets (zeros omitted) and the Available condition."""
     available = status_total(all_rss, "availableReplicas")
     unavailable = max(spec_total(all_rss) - available, 0)
     counters = {
-        "observedGeneration": int(meta_of(d).get("generation") or 0),
+        "observedGeneration": objects.generation(d),
         "replicas": status_total(all_rss, "replicas"),
         "updatedReplicas": status_total([new_rs], "replicas"),
         "readyReplicas": status_total(all_rss, "readyReplicas"),
@@ -291,11 +281,11 @@ def calculate_status(all_rss: list[Obj], new_rs: Obj | None, d: Mapping[str, Any
         "unavailableReplicas": unavailable,
     }
     status: dict[str, Any] = {k: v for k, v in counters.items() if v}
-    conditions = status_of(d).get("conditions")
+    conditions = objects.status(d).get("conditions")
     if conditions:
         status["conditions"] = [dict(c) for c in conditions]
-    if status_of(d).get("collisionCount") is not None:
-        status["collisionCount"] = status_of(d)["collisionCount"]
+    if objects.status(d).get("collisionCount") is not None:
+        status["collisionCount"] = objects.status(d)["collisionCount"]
     if available >= replicas_of(d) - max_unavailable(d):
         set_condition(status, new_condition(AVAILABLE, "True", MIN_AVAILABLE, "Deployment has minimum availability.",
                                             moment))
@@ -305,22 +295,22 @@ def calculate_status(all_rss: list[Obj], new_rs: Obj | None, d: Mapping[str, Any
     return status
 
 
-def has_progress_deadline(d: Mapping[str, Any]) -> bool:
-    deadline = spec_of(d).get("progressDeadlineSeconds")
+def has_progress_deadline(d: Obj) -> bool:
+    deadline = objects.spec(d).get("progressDeadlineSeconds")
     return deadline is not None and int(deadline) != MAX_INT32
 
 
-def deployment_complete(d: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+def deployment_complete(d: Obj, status: Obj) -> bool:
     desired = replicas_of(d)
     return (int(status.get("updatedReplicas") or 0) == desired and int(status.get("replicas") or 0) == desired
             and int(status.get("availableReplicas") or 0) == desired
-            and int(status.get("observedGeneration") or 0) >= int(meta_of(d).get("generation") or 0))
+            and int(status.get("observedGeneration") or 0) >= objects.generation(d))
 
 
-def deployment_progressing(d: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
-    old = status_of(d)
+def deployment_progressing(d: Obj, status: Obj) -> bool:
+    old = objects.status(d)
 
-    def count(source: Mapping[str, Any], key: str) -> int:
+    def count(source: Obj, key: str) -> int:
         return int(source.get(key) or 0)
 
     return (count(status, "updatedReplicas") > count(old, "updatedReplicas")
@@ -330,15 +320,15 @@ def deployment_progressing(d: Mapping[str, Any], status: Mapping[str, Any]) -> b
             or count(status, "availableReplicas") > count(old, "availableReplicas"))
 
 
-def _deadline_from(condition: Mapping[str, Any], d: Mapping[str, Any]) -> datetime | None:
+def _deadline_from(condition: Obj, d: Obj) -> datetime | None:
     try:
         updated = parse_time(str(condition.get("lastUpdateTime") or ""))
     except ValueError:
         return None
-    return updated + timedelta(seconds=int(spec_of(d).get("progressDeadlineSeconds") or 0))
+    return updated + timedelta(seconds=int(objects.spec(d).get("progressDeadlineSeconds") or 0))
 
 
-def deployment_timed_out(d: Mapping[str, Any], status: Mapping[str, Any], moment: datetime) -> bool:
+def deployment_timed_out(d: Obj, status: Obj, moment: datetime) -> bool:
     if not has_progress_deadline(d):
         return False
     condition = get_condition(status, PROGRESSING)
@@ -350,17 +340,17 @@ def deployment_timed_out(d: Mapping[str, Any], status: Mapping[str, Any], moment
     return deadline is not None and deadline < moment
 
 
-def rollout_status(d: Mapping[str, Any], all_rss: list[Obj], new_rs: Obj | None,
+def rollout_status(d: Obj, all_rss: Sequence[Obj], new_rs: Obj | None,
                    moment: datetime) -> tuple[dict[str, Any], float]:
     """``syncRolloutStatus``: the new status and, when the rollout may get stuck, when to look again."""
     status = calculate_status(all_rss, new_rs, d, moment)
     if not has_progress_deadline(d):
         remove_condition(status, PROGRESSING)
-    current = get_condition(status_of(d), PROGRESSING)
+    current = get_condition(objects.status(d), PROGRESSING)
     complete = (status.get("replicas", 0) == status.get("updatedReplicas", 0) and current is not None
                 and current.get("reason") == NEW_RS_AVAILABLE)
-    name = meta_of(new_rs).get("name") if new_rs is not None else None
-    subject = f'ReplicaSet "{name}"' if name else f'Deployment "{meta_of(d).get("name")}"'
+    name = objects.name(new_rs) if new_rs is not None else ""
+    subject = f'ReplicaSet "{name}"' if name else f'Deployment "{objects.name(d)}"'
     if has_progress_deadline(d) and not complete:
         if deployment_complete(d, status):
             set_condition(status, new_condition(PROGRESSING, "True", NEW_RS_AVAILABLE,
@@ -378,7 +368,7 @@ def rollout_status(d: Mapping[str, Any], all_rss: list[Obj], new_rs: Obj | None,
     return status, _recheck_after(d, status, moment)
 
 
-def _recheck_after(d: Mapping[str, Any], status: Mapping[str, Any], moment: datetime) -> float:
+def _recheck_after(d: Obj, status: Obj, moment: datetime) -> float:
     """``requeueStuckDeployment``: seconds until the progress deadline is worth checking, 0 if never."""
     condition = get_condition(status, PROGRESSING)
     if not has_progress_deadline(d) or condition is None or deployment_complete(d, status) \
@@ -403,17 +393,17 @@ def set_replicas_annotations(rs: dict[str, Any], desired: int, max_replicas: int
     return changed
 
 
-def replicas_annotations_need_update(rs: Mapping[str, Any], desired: int, max_replicas: int) -> bool:
-    annotations = meta_of(rs).get("annotations") or {}
+def replicas_annotations_need_update(rs: Obj, desired: int, max_replicas: int) -> bool:
+    annotations = objects.annotations(rs)
     return annotations.get(DESIRED_REPLICAS) != str(desired) or annotations.get(MAX_REPLICAS) != str(max_replicas)
 
 
-def set_new_replica_set_annotations(d: Mapping[str, Any], rs: dict[str, Any], new_revision: int, *,
+def set_new_replica_set_annotations(d: Obj, rs: dict[str, Any], new_revision: int, *,
                                     exists: bool) -> bool:
     """``SetNewReplicaSetAnnotations``: copy the Deployment's annotations, bump revision (keeping history)."""
     annotations = rs["metadata"].setdefault("annotations", {})
     changed = False
-    for key, value in (meta_of(d).get("annotations") or {}).items():
+    for key, value in objects.annotations(d).items():
         if key in _NOT_COPIED or annotations.get(key) == value:
             continue
         annotations[key] = value
@@ -439,27 +429,27 @@ def set_new_replica_set_annotations(d: Mapping[str, Any], rs: dict[str, Any], ne
     return changed
 
 
-def new_replica_set(d: Mapping[str, Any], collision_count: int | None) -> dict[str, Any]:
+def new_replica_set(d: Obj, collision_count: int | None) -> dict[str, Any]:
     """The new ReplicaSet of the Deployment's template (replicas and annotations still to be set)."""
-    meta = meta_of(d)
-    template = copy.deepcopy(spec_of(d).get("template") or {})
-    template_hash = pod_template_hash(spec_of(d).get("template"), collision_count)
+    meta = objects.metadata(d)
+    template = copy.deepcopy(objects.spec(d).get("template") or {})
+    template_hash = pod_template_hash(objects.spec(d).get("template"), collision_count)
     template_meta = template.setdefault("metadata", {})
     hash_label = {DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY: template_hash}
     template_meta["labels"] = {**(template_meta.get("labels") or {}), **hash_label}
-    selector = copy.deepcopy(spec_of(d).get("selector") or {})
+    selector = copy.deepcopy(objects.spec(d).get("selector") or {})
     selector["matchLabels"] = {**(selector.get("matchLabels") or {}), **hash_label}
     spec: dict[str, Any] = {"replicas": 0, "selector": selector, "template": template}
-    if spec_of(d).get("minReadySeconds"):
-        spec["minReadySeconds"] = spec_of(d)["minReadySeconds"]
+    if objects.spec(d).get("minReadySeconds"):
+        spec["minReadySeconds"] = objects.spec(d)["minReadySeconds"]
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": f"{meta.get('name')}-{template_hash}", "namespace": meta.get("namespace"),
                          "labels": dict(template_meta["labels"]),
-                         "ownerReferences": [controller_reference(d, "Deployment")]},
+                         "ownerReferences": [controller_reference(d, DEPLOYMENTS)]},
             "spec": spec}
 
 
-def creation_order(replica_sets: Iterable[Obj]) -> list[Obj]:
+def creation_order(replica_sets: Iterable[R]) -> list[R]:
     """Oldest first (``ReplicaSetsByCreationTimestamp``)."""
     return sorted(replica_sets, key=creation_key)
 

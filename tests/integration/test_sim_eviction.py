@@ -1,4 +1,4 @@
-"""NoExecute taint eviction and graceful eviction against a real dev API server (spec §4).
+"""NoExecute taint eviction and graceful eviction against a real dev API server.
 
 The host serves Karmada's CRDs and Cluster natively (it stamps ``timeAdded`` on NoExecute
 taints, as Karmada's aggregated server does). Bindings carry the applied-placement annotation

@@ -19,14 +19,15 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from clusteraccess.registry import MemberRegistry
-from controller_manager.cache import Obj
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.objects import Obj
 from devplane.apiserver.server import ApiServer
-from devplane.karmada.execution import EXECUTION_FINALIZER, setup_execution
+from devplane.karmada.execution import setup_execution
 from devplane.karmada.workstatus import setup_work_status
 from karmada_api.conditions import find_condition
+from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER as EXECUTION_FINALIZER
 from karmada_api.names import execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS, SERVICES

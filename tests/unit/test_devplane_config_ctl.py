@@ -77,7 +77,7 @@ def test_bad_up_flags_exit_2_before_anything_starts(tmp_path: Path, argv: list[s
 
 
 def _cluster_of(shape_index: int) -> dict[str, object]:
-    """A Cluster as the cluster-status controller would publish it for an empty member (grades by §1.5)."""
+    """A Cluster as the cluster-status controller would publish it for an empty member (default resource models)."""
     member = DEFAULT_MEMBERS[shape_index]
     nodes = [n.node_object() for n in member.nodes]
     models = default_resource_models()

@@ -1,4 +1,4 @@
-"""Graceful eviction rules: the §4.4 rows (``pkg/controllers/gracefuleviction/evictiontask_test.go``).
+"""Graceful eviction rules: the rows of Karmada's ``pkg/controllers/gracefuleviction/evictiontask_test.go``.
 
 ``assessSingleTask``, ``assessEvictionTasks`` and ``nextRetry`` (default timeout 20 min in the
 ``nextRetry`` rows), plus the watch predicate and the scheduler-observed check.

@@ -1,5 +1,7 @@
-"""Replica division: every row of karmada-behaviour.md §3.7's division, assignment, Webster and
-Dispenser tables (the overflow-affinity rows of ``common_test.go`` are not simulated)."""
+"""Replica division: every row of Karmada's division, assignment, Webster and Dispenser tests
+(commit f8fdd02: ``pkg/scheduler/core/division_algorithm_test.go``, ``assignment_test.go``,
+``pkg/util/helper/webstermethod_test.go``, ``binding_test.go``); the overflow-affinity rows of
+``pkg/scheduler/core/common_test.go`` are not simulated."""
 
 from __future__ import annotations
 

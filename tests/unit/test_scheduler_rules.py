@@ -1,6 +1,7 @@
-"""Scheduler rules as pure functions: §3.7's helper_test rows (placementChanged, getConditionByError,
-getAffinityIndex), scheduler_test's doSchedule decisions, FitError, the filters, ClusterMatches,
-the algorithm's selection and estimation, and the status the scheduler writes."""
+"""Scheduler rules as pure functions: the rows of Karmada's ``pkg/scheduler/helper_test.go`` at commit
+f8fdd02 (placementChanged, getConditionByError, getAffinityIndex), scheduler_test's doSchedule
+decisions, FitError, the filters, ClusterMatches, the algorithm's selection and estimation, and the
+status the scheduler writes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 
 from controller_manager.client import ApiError
+from devplane.karmada.events import template_reference
 from devplane.karmada.scheduler.algorithm import Algorithm, order_candidates, select_best_clusters
 from devplane.karmada.scheduler.controller import (
     RECONCILE_SCHEDULE,
@@ -24,7 +26,6 @@ from devplane.karmada.scheduler.controller import (
     schedule_type,
     scheduled_status,
     status_merge_patch,
-    template_reference,
 )
 from devplane.karmada.scheduler.division import (
     AggregateError,
@@ -304,7 +305,7 @@ def test_template_reference() -> None:
         "metadata": {"name": "nginx", "namespace": "default", "uid": "u-1"}}
 
 
-# ----------------------------------------------------------------------------- event intake (§3.1)
+# ----------------------------------------------------------------------------- event intake (event_handler.go)
 
 
 def test_schedulable_needs_label_scheduler_name_and_no_suspension() -> None:

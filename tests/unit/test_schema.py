@@ -1,7 +1,8 @@
 """Structural-schema defaulting, pruning and validation against the real Karmada CRDs.
 
-Expected texts come from a real kube-apiserver (shared/spec/kube-apiserver-observed.md
-§14) and from kube's validation code; field paths use newer kube's ``[N]`` form.
+Expected texts come from a real kube-apiserver (v1.20, the one the dev API server was checked
+against, see docs/apiserver.md) and from kube's validation code; field paths use newer kube's
+``[N]`` form.
 """
 
 from __future__ import annotations

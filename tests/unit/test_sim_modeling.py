@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from devplane.apiserver.kinds import default_resource_models
-from devplane.karmada.cluster import NOT_READY_TAINT, UNREACHABLE_TAINT, taints_for_condition, taints_message
+from devplane.karmada.cluster import NOT_READY_TAINT, UNREACHABLE_TAINT, taints_for_condition
 from devplane.karmada.clusterstatus import (
     ReadyThresholds,
     api_enablements_condition,
@@ -31,6 +31,7 @@ from devplane.karmada.modeling import (
     search_last_less_or_equal,
 )
 from estimator.general import GeneralEstimator
+from karmada_api.taints import generate_taints_message as taints_message
 
 Obj = dict[str, Any]
 MODELS = default_resource_models()

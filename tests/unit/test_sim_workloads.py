@@ -46,13 +46,13 @@ from devplane.karmada.policybinding import (
     merge_binding,
     merge_suspension,
 )
+from devplane.karmada.scheduler.division import webster_seats as webster
 from devplane.karmada.workloads import (
     TemplateKind,
     job_completions,
     kind_for,
     render_manifest,
     spread_by_target_clusters,
-    webster,
 )
 from interpreter.replicas import (
     format_quantity,

@@ -1,4 +1,4 @@
-"""The taint manager's rules: every row of karmada-behaviour.md §4.5 and the §4.2 helper rows.
+"""The taint manager's rules: every row of Karmada's taint manager and taint helper tests (commit f8fdd02).
 
 ``needEvictionWithCurrentTime``, ``enqueueBinding``, ``getPurgeMode`` and ``syncBindingEviction``
 (as a pure transformation) from ``pkg/controllers/cluster/taint_manager_test.go`` with the fixed
@@ -18,6 +18,7 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.controller import Controller
 from controller_manager.reconcile import Request, Result
+from devplane.karmada.events import template_reference
 from devplane.karmada.taintmanager import (
     CLUSTER_TAINT_EVICTION_RETRY_FREQUENCY,
     CRB_INDEX_BY_CLUSTER,
@@ -33,7 +34,6 @@ from devplane.karmada.taintmanager import (
     eviction_rate_limiter,
     get_purge_mode,
     need_eviction_with_current_time,
-    template_reference,
 )
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.taints import (
@@ -84,7 +84,7 @@ def annotated(value: str | None) -> dict[str, str]:
     return {} if value is None else {APPLIED_PLACEMENT_ANNOTATION: value}
 
 
-# ----------------------------------------------------------------------------- §4.2 GetMinTolerationTime
+# ----------------------------------------------------------------------------- GetMinTolerationTime (taint_test.go)
 
 
 def test_min_toleration_time_no_taints_is_forever() -> None:
@@ -126,7 +126,7 @@ def test_min_toleration_time_only_pairs_a_toleration_with_taints_it_tolerates() 
     assert get_min_toleration_time(taints, [exists("a"), exists("b", 30)], NOW) == 30
 
 
-# ----------------------------------------------------------------------------- §4.2 GenerateTaintsMessage
+# ----------------------------------------------------------------------------- GenerateTaintsMessage (taint_test.go)
 
 
 @pytest.mark.parametrize(("taints", "message"), [
@@ -165,7 +165,7 @@ def test_get_applied_placement_rejects_what_is_not_a_placement(value: str) -> No
         get_applied_placement({APPLIED_PLACEMENT_ANNOTATION: value})
 
 
-# ----------------------------------------------------------------------------- §4.5 needEvictionWithCurrentTime
+# ----------------------------------------------------------------------------- needEvictionWithCurrentTime
 
 
 @pytest.mark.parametrize("annotations", [
@@ -203,7 +203,7 @@ def test_need_eviction_with_current_time(annotation: str, test_cluster: dict[str
     assert need_eviction_with_current_time(test_cluster, annotated(annotation), NOW, enabled=enabled) == expected
 
 
-# ----------------------------------------------------------------------------- §4.5 enqueueBinding
+# ----------------------------------------------------------------------------- enqueueBinding
 
 
 def action(delay: float | None) -> str:
@@ -243,7 +243,7 @@ def test_enqueue_delay_is_the_time_left() -> None:
     assert enqueue_delay(TWO_TAINTS, annotated(placement([exists("key1"), exists("key2", 120)])), NOW) == 119
 
 
-# ----------------------------------------------------------------------------- §4.5 getPurgeMode
+# ----------------------------------------------------------------------------- getPurgeMode
 
 
 @pytest.mark.parametrize(("failover", "flag", "expected"), [
@@ -259,7 +259,7 @@ def test_get_purge_mode(failover: dict[str, Any] | None, flag: str, expected: st
     assert get_purge_mode(failover, flag) == expected
 
 
-# ----------------------------------------------------------------------------- §4.5 syncBindingEviction
+# ----------------------------------------------------------------------------- syncBindingEviction
 
 UNREACHABLE_ONLY = ('{"clusterAffinity":{"clusterNames":["member1","member2"]},"clusterTolerations":[{"key":'
                     '"cluster.karmada.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}],'
@@ -346,7 +346,7 @@ def test_sync_binding_eviction_purge_mode_from_binding_and_flag() -> None:
     assert evicted["spec"]["gracefulEvictionTasks"][0]["purgeMode"] == "Gracefully"
 
 
-# ----------------------------------------------------------------------------- §1.3 GracefulEvictCluster
+# ------------------------------------------------------------------ GracefulEvictCluster (binding_types_helper.go)
 
 
 def test_graceful_evict_cluster_keeps_other_clusters_and_omits_zero_replicas() -> None:

@@ -63,6 +63,8 @@ from karmada_api.placement import (
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.timeutil import now_text
 
+from ...runtime import error_text
+from ..events import template_reference
 from .algorithm import Algorithm, AvailableReplicas
 from .division import (
     AggregateError,
@@ -70,7 +72,6 @@ from .division import (
     UnschedulableError,
     aggregate,
     assignment_of,
-    error_text,
     find_error,
 )
 from .filters import FitError, affinity_index
@@ -280,14 +281,6 @@ def result_message(clusters: Sequence[Mapping[str, Any]] | None, *, cluster_scop
     return f"{SUCCESS_MESSAGE} Result{'' if cluster_scoped else ':'} {{{entries}}}"
 
 
-def template_reference(binding: Obj) -> dict[str, Any]:
-    """The event target for ``spec.resource`` (an ObjectReference built from the binding, no GET)."""
-    ref = objects.spec(binding).get("resource") or {}
-    meta = {k: v for k, v in (("name", ref.get("name")), ("namespace", ref.get("namespace")),
-                              ("uid", ref.get("uid"))) if v}
-    return {"apiVersion": ref.get("apiVersion") or "", "kind": ref.get("kind") or "", "metadata": meta}
-
-
 # ----------------------------------------------------------------------------- reconciler
 
 
@@ -478,14 +471,15 @@ class SchedulerReconciler:
     def _record(self, kind: BindingKind, binding: MutableObj, result: list[dict[str, Any]] | None,
                 err: BaseException | None) -> None:
         """Events on the binding and on its template (``recordScheduleResultEventFor...``)."""
-        template = template_reference(binding)
         if err is None:
-            message = result_message(result, cluster_scoped=kind.cluster_scoped)
-            self.events.event(binding, NORMAL, EVENT_SCHEDULE_SUCCEED, message)
-            self.events.event(template, NORMAL, EVENT_SCHEDULE_SUCCEED, message)
+            event_type, reason, message = NORMAL, EVENT_SCHEDULE_SUCCEED, result_message(
+                result, cluster_scoped=kind.cluster_scoped)
         else:
-            self.events.event(binding, WARNING, EVENT_SCHEDULE_FAILED, error_text(err))
-            self.events.event(template, WARNING, EVENT_SCHEDULE_FAILED, error_text(err))
+            event_type, reason, message = WARNING, EVENT_SCHEDULE_FAILED, error_text(err)
+        self.events.event(binding, event_type, reason, message)
+        template = template_reference(binding)
+        if template is not None:
+            self.events.event(template, event_type, reason, message)
 
 
 # ----------------------------------------------------------------------------- wiring

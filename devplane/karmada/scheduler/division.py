@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from controller_manager import objects
-from controller_manager.client import ApiError
 from controller_manager.objects import Obj
 from karmada_api.names import fnv32a
 from karmada_api.placement import (
@@ -35,6 +34,8 @@ from karmada_api.placement import (
     strategy_type,
 )
 
+from ...runtime import aggregate_text, error_text
+
 MAX_INT32 = 2**31 - 1
 
 Assignment = list[tuple[str, int]]
@@ -43,11 +44,6 @@ E = TypeVar("E", bound=BaseException)
 
 # --------------------------------------------------------------------------------------------------
 # Errors
-
-
-def error_text(err: BaseException) -> str:
-    """An error's message as Go prints it: an API error is its Status message."""
-    return err.message if isinstance(err, ApiError) else str(err)
 
 
 class SchedulingError(Exception):
@@ -71,8 +67,7 @@ class AggregateError(SchedulingError):
 
     def __init__(self, errors: Sequence[BaseException]) -> None:
         self.errors = list(errors)
-        texts = [error_text(e) for e in self.errors]
-        super().__init__(texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]")
+        super().__init__(aggregate_text([error_text(e) for e in self.errors]))
 
 
 def aggregate(errors: Iterable[BaseException | None]) -> AggregateError | None:
@@ -147,6 +142,13 @@ def webster(seats: int, votes: Mapping[str, int], initial: Mapping[str, int] | N
     return sorted(members, key=lambda p: p.name)
 
 
+def webster_seats(seats: int, votes: Iterable[tuple[str, int]], uid: str = "",
+                  initial: Iterable[tuple[str, int]] | None = None) -> dict[str, int]:
+    """:func:`webster` with the UID tie-break of :func:`uid_tiebreak`: each party's seats by name, in name
+    order (empty without parties)."""
+    return {p.name: p.seats for p in webster(seats, dict(votes), dict(initial or []), uid_tiebreak(uid)) or []}
+
+
 def dispense(seats: int, initial: Sequence[tuple[str, int]] | None, weights: Sequence[tuple[str, int]],
              uid: str = "") -> Assignment:
     """``Dispenser.TakeByWeight``: ``seats`` more replicas on top of ``initial``, by ``weights``."""
@@ -154,8 +156,7 @@ def dispense(seats: int, initial: Sequence[tuple[str, int]] | None, weights: Seq
         return list(initial)
     if sum(weight for _, weight in weights) == 0:
         return list(initial or [])
-    result = webster(seats, dict(weights), dict(initial or []), uid_tiebreak(uid))
-    return [(p.name, p.seats) for p in result or []]
+    return list(webster_seats(seats, weights, uid, initial).items())
 
 
 def spread_replicas_by_target_clusters(total: int, clusters: Sequence[tuple[str, int]],
