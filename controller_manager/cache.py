@@ -155,6 +155,9 @@ class Indexer:
     def index_keys(self, index: str, value: str) -> builtins.list[str]:
         return sorted(self._index(index).get(value, ()))
 
+    def has_index(self, name: str) -> bool:
+        return name in self._indices
+
     def index_values(self, index: str) -> builtins.list[str]:
         return sorted(self._index(index))
 

@@ -24,6 +24,7 @@ from yarl import URL
 
 from . import objects
 from .metrics import REST_CLIENT_REQUESTS
+from .objects import MutableObj, Obj
 from .ratelimiter import TokenBucket
 
 T = TypeVar("T")
@@ -54,6 +55,13 @@ class Resource:
     def key(self) -> str:
         """``plural.group`` (``deployments.apps``, ``configmaps``): how kube names a resource."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def typed(self, obj: Obj) -> MutableObj:
+        """A shallow copy of ``obj`` with this resource's ``kind`` and ``apiVersion``, which list items
+        lack and an event's ``involvedObject`` needs (kept when the object carries both)."""
+        if obj.get("kind") and obj.get("apiVersion"):
+            return dict(obj)
+        return {**obj, "kind": self.kind, "apiVersion": self.api_version}
 
     def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"

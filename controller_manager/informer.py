@@ -125,6 +125,11 @@ class SharedInformer:
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         self.store.add_indexers(indexers)
 
+    def ensure_indexer(self, name: str, func: IndexFunc) -> None:
+        """Add the index ``name`` unless a controller sharing this informer already did."""
+        if not self.store.has_index(name):
+            self.store.add_indexers({name: func})
+
     # ----------------------------------------------------------------- reflector
 
     async def run(self) -> None:

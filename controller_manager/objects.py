@@ -61,9 +61,12 @@ creation_timestamp = _text("creationTimestamp", "``metadata.creationTimestamp`` 
 def key(obj: Obj) -> str:
     """``namespace/name``, or ``name`` for cluster-scoped objects (client-go's MetaNamespaceKeyFunc)."""
     meta = obj.get("metadata") or {}
-    ns: str = meta.get("namespace") or ""
-    nm: str = meta.get("name") or ""
-    return f"{ns}/{nm}" if ns else nm
+    return join_key(meta.get("namespace") or "", meta.get("name") or "")
+
+
+def join_key(namespace: str, name: str) -> str:
+    """The cache key of the object ``name`` in ``namespace`` (``name`` alone when cluster-scoped)."""
+    return f"{namespace}/{name}" if namespace else name
 
 
 def split_key(text: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import objects
-from .objects import MutableObj
+from .objects import MutableObj, Obj
 
 
 class Predicate:
@@ -25,6 +25,12 @@ class Predicate:
 
     def delete(self, obj: MutableObj) -> bool:
         return True
+
+
+def generation_or_deletion_changed(old: Obj, new: Obj) -> bool:
+    """An update worth a reconcile for most controllers: a new generation (a spec change) or a deletion
+    starting; not status, label or finalizer writes (their own included)."""
+    return objects.generation(old) != objects.generation(new) or objects.is_deleting(old) != objects.is_deleting(new)
 
 
 class GenerationChangedPredicate(Predicate):

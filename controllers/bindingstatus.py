@@ -39,7 +39,7 @@ from prometheus_client import Counter
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -238,13 +238,6 @@ WORK_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=work_stat
 # ----------------------------------------------------------------------------- reconciler
 
 
-def _typed(obj: Obj, resource: Resource) -> Obj:
-    """The object with kind and apiVersion, which an event's involvedObject needs (list items may lack them)."""
-    if obj.get("kind") and obj.get("apiVersion"):
-        return obj
-    return {**obj, "kind": resource.kind, "apiVersion": resource.api_version}
-
-
 @dataclass
 class _BindingResult:
     binding: Obj | None = None  # None: gone or being deleted
@@ -309,11 +302,11 @@ class BindingStatusReconciler:
         except ApiError as exc:
             if exc.is_not_found:  # deleted between the read and the write
                 return _BindingResult()
-            self.events.event(_typed(cached, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            self.events.event(resource.typed(cached), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if outcome.written and outcome.binding is not None:
             log.debug("binding status aggregated", controller=self.kind.status_controller, binding=str(request))
-            self.events.event(_typed(outcome.binding, resource), NORMAL, AGGREGATE_STATUS_SUCCEED,
+            self.events.event(resource.typed(outcome.binding), NORMAL, AGGREGATE_STATUS_SUCCEED,
                               f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
         return outcome
 
@@ -346,14 +339,14 @@ class BindingStatusReconciler:
             if exc.is_not_found:
                 return False
             if fetched is not None:
-                self.events.event(_typed(fetched, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         except ValueError as exc:  # a member status the interpreter cannot read
             if fetched is not None:
-                self.events.event(_typed(fetched, resource), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if written and fetched is not None:
-            self.events.event(_typed(fetched, resource), NORMAL, AGGREGATE_STATUS_SUCCEED, TEMPLATE_UPDATED_MESSAGE)
+            self.events.event(resource.typed(fetched), NORMAL, AGGREGATE_STATUS_SUCCEED, TEMPLATE_UPDATED_MESSAGE)
         return written
 
 

@@ -1,10 +1,8 @@
-"""Small runtime helpers every dev-plane controller needs and controller_manager does not offer.
+"""What the dev plane's controllers share beyond the runtime: read-your-writes and Go's error texts.
 
-Each was written again in several controllers (the Karmada ones and the member ones); they have
-one definition here until the runtime grows its own: an informer index added only once by the
-controllers sharing the informer, a cache key from a namespace and a name, the number in a
-resourceVersion, an object typed for an event's ``involvedObject``, the usual update filter and
-the text of an error (or of several) as Go prints it.
+The number in a resourceVersion (the dev API server writes integers, so two copies of an object
+compare; kube's resourceVersions are opaque to real clients), and the text of an error, or of
+several, as Go's controllers print it in conditions and events.
 """
 
 from __future__ import annotations
@@ -12,23 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from controller_manager import objects
-from controller_manager.cache import IndexFunc
-from controller_manager.client import ApiError, Resource
-from controller_manager.informer import SharedInformer
-from controller_manager.objects import MutableObj, Obj
-
-
-def ensure_index(informer: SharedInformer, name: str, func: IndexFunc) -> None:
-    """Add the index ``name`` unless another controller sharing the informer already did."""
-    try:
-        informer.store.index_values(name)
-    except KeyError:
-        informer.add_indexers({name: func})
-
-
-def cache_key(namespace: str, name: str) -> str:
-    """The informer cache key of an object named ``name`` in ``namespace`` (``name`` alone when cluster-scoped)."""
-    return f"{namespace}/{name}" if namespace else name
+from controller_manager.client import ApiError
+from controller_manager.objects import Obj
 
 
 def resource_version_number(obj: Obj) -> int:
@@ -38,20 +21,6 @@ def resource_version_number(obj: Obj) -> int:
         return int(objects.resource_version(obj) or 0)
     except ValueError:
         return 0
-
-
-def typed(obj: Obj, resource: Resource) -> MutableObj:
-    """A shallow copy of ``obj`` with ``kind`` and ``apiVersion``, which list items lack and an event's
-    ``involvedObject`` needs (both are set from ``resource`` unless the object carries both)."""
-    if obj.get("kind") and obj.get("apiVersion"):
-        return dict(obj)
-    return {**obj, "kind": resource.kind, "apiVersion": resource.api_version}
-
-
-def generation_or_deletion_changed(old: Obj, new: Obj) -> bool:
-    """An update event worth a reconcile for most controllers: a new generation (a spec change) or a
-    deletion starting; not status, label or finalizer writes (their own included)."""
-    return objects.generation(old) != objects.generation(new) or objects.is_deleting(old) != objects.is_deleting(new)
 
 
 def error_text(err: BaseException) -> str:

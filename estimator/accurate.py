@@ -30,6 +30,7 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from estimator.merge import MAX_INT32
 from kube_api.affinity import RequiredNodeAffinity
+from kube_api.pods import is_pod_terminated
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -40,7 +41,6 @@ from kube_api.quantity import (
 )
 from kube_api.tolerations import node_tolerated
 
-TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 _FILTER_CACHE_SIZE = 64
 
 
@@ -93,7 +93,7 @@ def pod_key(pod: Obj) -> str:
 
 def pod_counts(pod: Obj) -> bool:
     """Whether a pod occupies its node: bound (``spec.nodeName``) and not Succeeded/Failed."""
-    return bool(objects.spec(pod).get("nodeName")) and objects.status(pod).get("phase") not in TERMINAL_POD_PHASES
+    return bool(objects.spec(pod).get("nodeName")) and not is_pod_terminated(pod)
 
 
 class _Node:

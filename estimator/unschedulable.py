@@ -19,6 +19,7 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.timeutil import parse_time
+from kube_api.pods import is_pod_terminated
 from kube_api.quantity import parse_quantity
 from kube_api.selectors import compile_label_selector
 
@@ -29,7 +30,6 @@ POD_REASON_UNSCHEDULABLE = "Unschedulable"
 DEFAULT_UNSCHEDULABLE_THRESHOLD = timedelta(minutes=5)
 """The descheduler's ``--unschedulable-threshold`` default."""
 
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 _ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 _QUANTITY_MAPS = frozenset({"requests", "limits", "overhead"})
 
@@ -162,7 +162,7 @@ def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods:
     new_rs = find_new_replica_set(workload, list_replica_sets_by_deployment(workload, replica_sets))
     if new_rs is None:
         return 0
-    live = (pod for pod in pods if objects.status(pod).get("phase") not in _TERMINAL_PHASES)
+    live = (pod for pod in pods if not is_pod_terminated(pod))
     now = now or datetime.now(UTC)
     return sum(1 for pod in list_pods_by_replica_sets(workload, [new_rs], live)
                if pod_unschedulable(pod, threshold, now))

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import structlog
 
 from controller_manager import objects
+from kube_api.pods import is_pod_terminated
 
-from ..kubeobjects import is_pod_terminated
 from . import errors
 from .codec import decode_json, encode_json, now_rfc3339
 from .crds import established_status, types_for_crd, validate_crd

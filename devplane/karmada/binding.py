@@ -55,7 +55,7 @@ from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
-from ..runtime import cache_key, ensure_index, resource_version_number, typed
+from ..runtime import resource_version_number
 from .workloads import (
     TEMPLATE_KINDS,
     job_completions,
@@ -228,7 +228,7 @@ class BindingReconciler:
         cached = self.bindings.get(str(request))
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
-        binding = typed(cached, self.kind.resource)
+        binding = self.kind.resource.typed(cached)
         if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
@@ -283,12 +283,12 @@ class BindingReconciler:
             self.events.event(binding, WARNING, SYNC_WORK_FAILED, message)
             raise TerminalError(message)
         namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
-        cached = self.templates[kind.resource].get(cache_key(namespace, name))
+        cached = self.templates[kind.resource].get(objects.join_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
         if cached is not None and resource_version_number(cached) >= wanted_rv:
-            return typed(cached, kind.resource)
+            return kind.resource.typed(cached)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
-        return typed(fetched, kind.resource) if fetched is not None else None
+        return kind.resource.typed(fetched) if fetched is not None else None
 
     # ------------------------------------------------------------- works
 
@@ -402,9 +402,9 @@ def cluster_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
 def _setup(manager: Manager, kind: BindingKind, *, workers: int) -> Controller:
     bindings = manager.informer(kind.resource)
     works = manager.informer(WORKS)
-    ensure_index(works, kind.work_index, work_index(kind.id_label))
-    ensure_index(works, WORK_INDEX_BY_BINDING, work_binding_ref)
-    ensure_index(bindings, BINDING_INDEX_BY_CLUSTER, binding_clusters)
+    works.ensure_indexer(kind.work_index, work_index(kind.id_label))
+    works.ensure_indexer(WORK_INDEX_BY_BINDING, work_binding_ref)
+    bindings.ensure_indexer(BINDING_INDEX_BY_CLUSTER, binding_clusters)
     templates = {k.resource: manager.informer(k.resource) for k in TEMPLATE_KINDS}
     clusters = manager.informer(CLUSTERS)
     reconciler = BindingReconciler(manager.client, kind, bindings.store, works.store,

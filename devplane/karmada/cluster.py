@@ -43,8 +43,6 @@ from karmada_api.taints import generate_taints_message
 from karmada_api.timeutil import now_text
 from kube_api.resources import NAMESPACES
 
-from ..runtime import typed
-
 log = structlog.get_logger(__name__)
 
 CONTROLLER_NAME = "cluster-controller"
@@ -151,7 +149,7 @@ class ClusterReconciler:
             return
         except ApiError as exc:
             if not exc.is_not_found:
-                self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+                self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
                 raise
         try:
             await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
@@ -159,10 +157,10 @@ class ClusterReconciler:
         except ApiError as exc:
             if exc.is_already_exists:
                 return
-            self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
             raise
         log.info("created execution space", cluster=name, namespace=namespace)
-        self.events.event(typed(cluster, CLUSTERS), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(CLUSTERS.typed(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
                           f"Created execution space({namespace}) for cluster({name}).")
 
     async def _taint_by_condition(self, name: str) -> MutableObj | None:
@@ -189,11 +187,11 @@ class ClusterReconciler:
         except ApiError as exc:
             cached = self.clusters.get(name)
             if cached is not None:
-                self.events.event(typed(cached, CLUSTERS), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
+                self.events.event(CLUSTERS.typed(cached), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
             raise
         if written is not None and latest is not None:
             log.info("cluster taints updated", cluster=name, taints=generate_taints_message(written))
-            self.events.event(typed(latest, CLUSTERS), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
+            self.events.event(CLUSTERS.typed(latest), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
                               f"Taint cluster succeed: {generate_taints_message(written)}.")
         return latest
 
@@ -227,9 +225,9 @@ class ClusterReconciler:
         try:
             await self._remove_execution_space(cluster, namespace)
         except ApiError as exc:
-            self.events.event(typed(cluster, CLUSTERS), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
             raise
-        self.events.event(typed(cluster, CLUSTERS), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(CLUSTERS.typed(cluster), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
                           f"Removed execution space for cluster({name}).")
         try:
             await self.client.get(NAMESPACES, namespace)

@@ -47,13 +47,12 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
-from controller_manager.predicate import FuncPredicate
+from controller_manager.predicate import FuncPredicate, generation_or_deletion_changed
 from controller_manager.reconcile import Request, Result
 from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 
-from ..runtime import cache_key, ensure_index, generation_or_deletion_changed, typed
 from .policies import (
     CPP_KIND,
     POLICY_KINDS,
@@ -157,12 +156,12 @@ class Detector:
         for kind in TEMPLATE_KINDS:
             informer = manager.informer(kind.resource)
             for policy_kind in POLICY_KINDS:
-                ensure_index(informer, policy_kind.template_index, _label_index(policy_kind.id_label))
+                informer.ensure_indexer(policy_kind.template_index, _label_index(policy_kind.id_label))
             self.templates[kind.resource.key] = informer
         self.policies: dict[str, SharedInformer] = {}
         for policy_kind in POLICY_KINDS:
             informer = manager.informer(policy_kind.resource)
-            ensure_index(informer, _POLICY_ID_INDEX, _label_index(policy_kind.id_label))
+            informer.ensure_indexer(_POLICY_ID_INDEX, _label_index(policy_kind.id_label))
             self.policies[policy_kind.id_label] = informer
         self.bindings = {True: manager.informer(RESOURCE_BINDINGS), False: manager.informer(CLUSTER_RESOURCE_BINDINGS)}
 
@@ -199,7 +198,7 @@ class Detector:
                 namespace = str(selector.get("namespace") or "")
                 candidates = store.by_index("namespace", namespace) if namespace and kind.namespaced else store.list()
                 for obj in candidates:
-                    if selector_priority(typed(obj, kind.resource), selector) > PRIORITY_MISMATCH:
+                    if selector_priority(kind.resource.typed(obj), selector) > PRIORITY_MISMATCH:
                         requests.add(template_request(kind, obj))
             return sorted(requests)
 
@@ -241,10 +240,10 @@ class Detector:
         if parsed is None or ignored_namespace(request.namespace):
             return Result()
         kind, name = parsed
-        cached = self.templates[kind.resource.key].store.get(cache_key(request.namespace, name))
+        cached = self.templates[kind.resource.key].store.get(objects.join_key(request.namespace, name))
         if cached is None or objects.is_deleting(cached):
             return Result()  # the binding goes with its template (ownerReference)
-        template = typed(cached, kind.resource)
+        template = kind.resource.typed(cached)
         choice = self.select_policy(template)
         if choice is None:
             await self._release(template)
@@ -280,7 +279,7 @@ class Detector:
             if exc.is_not_found:
                 return None
             raise
-        return typed(patched, kind.resource)
+        return kind.resource.typed(patched)
 
     async def _schedule_priority(self, policy: Obj) -> int | None:
         """The binding's ``schedulePriority.priority`` from the policy's PriorityClass reference."""
@@ -354,7 +353,7 @@ class Detector:
         all_annotations = [a for k in POLICY_KINDS for a in k.annotation_keys]
         resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
         bname = binding_name(str(template.get("kind")), name)
-        binding = self.bindings[bool(namespace)].store.get(cache_key(namespace, bname))
+        binding = self.bindings[bool(namespace)].store.get(objects.join_key(namespace, bname))
         if binding is not None and not objects.is_deleting(binding):
             patch = claim_delta(binding, {}, {}, all_labels, all_annotations)
             if patch is not None:

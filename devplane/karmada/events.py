@@ -13,8 +13,6 @@ from controller_manager.client import Resource
 from controller_manager.events import EventRecorder
 from controller_manager.objects import MutableObj, Obj
 
-from ..runtime import typed
-
 
 def template_reference(binding: Obj) -> MutableObj | None:
     """The binding's resource template as an event target (``spec.resource``); None without a name."""
@@ -29,7 +27,7 @@ def record_eviction_event(events: EventRecorder, binding: Obj, resource: Resourc
                           event_type: str, reason: str, outcome: str) -> None:
     """``EmitClusterEvictionEventFor(Cluster)ResourceBinding``: the same event on the binding and its template."""
     message = f"Evict from cluster {cluster} {outcome}."
-    events.event(typed(binding, resource), event_type, reason, message)
+    events.event(resource.typed(binding), event_type, reason, message)
     template = template_reference(binding)
     if template is not None:
         events.event(template, event_type, reason, message)

@@ -35,12 +35,13 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
+from controller_manager.predicate import generation_or_deletion_changed
 from controller_manager.reconcile import Request, Result
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import WORKS
 
-from ..runtime import aggregate_text, cache_key, error_text, generation_or_deletion_changed, typed
+from ..runtime import aggregate_text, error_text
 from .memberobjects import (
     APPLIED_MESSAGE,
     SYNC_FAILED,
@@ -117,18 +118,18 @@ class ExecutionReconciler(WorkReconciler):
                 errors.append(f"failed to unmarshal manifest {index}: not a JSON object")
                 continue
             _api_version, _kind, namespace, name = object_ref(manifest)
-            kobj = cache_key(namespace, name)
+            kobj = objects.join_key(namespace, name)
             try:
                 await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace,
                                                                                request.name))
             except (ApiError, UnknownKindError, ConflictError, aiohttp.ClientError, TimeoutError, OSError) as exc:
                 text = error_text(exc) or type(exc).__name__
                 log.warning("failed to apply manifest", work=str(request), cluster=cluster, resource=kobj, error=text)
-                self.events.event(typed(work, WORKS), WARNING, SYNC_FAILED,
+                self.events.event(WORKS.typed(work), WARNING, SYNC_FAILED,
                                   f"Failed to create or update resource({kobj}) in member cluster({cluster}): {text}")
                 errors.append(text)
                 continue
-            self.events.event(typed(work, WORKS), NORMAL, SYNC_SUCCEED,
+            self.events.event(WORKS.typed(work), NORMAL, SYNC_SUCCEED,
                               f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
             succeeded += 1
         if errors:

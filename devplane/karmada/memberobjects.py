@@ -64,7 +64,6 @@ from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
-from ..runtime import cache_key
 from .policies import CPP_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION
 
 log = structlog.get_logger(__name__)
@@ -244,14 +243,14 @@ class ObjectWatcher:
             weakref.WeakKeyDictionary()
 
     def recorded_version(self, member: MemberCluster, resource: Resource, namespace: str, name: str) -> str | None:
-        return self._versions.get(member, {}).get((resource.key, cache_key(namespace, name)))
+        return self._versions.get(member, {}).get((resource.key, objects.join_key(namespace, name)))
 
     def _record(self, member: MemberCluster, resource: Resource, obj: Obj) -> None:
         key = (resource.key, objects.key(obj))
         self._versions.setdefault(member, {})[key] = object_version(obj)
 
     def _forget(self, member: MemberCluster, resource: Resource, namespace: str, name: str) -> None:
-        self._versions.get(member, {}).pop((resource.key, cache_key(namespace, name)), None)
+        self._versions.get(member, {}).pop((resource.key, objects.join_key(namespace, name)), None)
 
     async def apply(self, member: MemberCluster, client: KubeClient, desired: Obj) -> Obj:
         """Create the object, or update the existing one keeping the member's fields; the written object.

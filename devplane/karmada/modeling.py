@@ -35,6 +35,7 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from kube_api.pods import is_pod_terminated, node_ready
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -48,8 +49,6 @@ from kube_api.quantity import (
     parse_quantity,
     value,
 )
-
-from ..kubeobjects import is_pod_terminated, node_ready
 
 DECIMAL_SI = "DecimalSI"
 BINARY_SI = "BinarySI"

@@ -22,8 +22,8 @@ from controller_manager.objects import Obj
 from interpreter.replicas import get_replicas
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.names import binding_name
+from kube_api.ownerrefs import controller_reference
 
-from ..kubeobjects import controller_reference
 from .policies import PolicyKind, other_kind
 from .workloads import TemplateKind
 

@@ -54,7 +54,6 @@ from karmada_api.taints import (
 )
 from kube_api.tolerations import get_matching_tolerations
 
-from ..runtime import ensure_index
 from .events import record_eviction_event
 
 log = structlog.get_logger(__name__)
@@ -331,8 +330,8 @@ def setup_taint_manager(manager: Manager, *, enable_no_execute_taint_eviction: b
     clusters = manager.informer(CLUSTERS)
     rbs = manager.informer(RESOURCE_BINDINGS)
     crbs = manager.informer(CLUSTER_RESOURCE_BINDINGS)
-    ensure_index(rbs, RB_INDEX_BY_CLUSTER, bindings_by_cluster)
-    ensure_index(crbs, CRB_INDEX_BY_CLUSTER, bindings_by_cluster)
+    rbs.ensure_indexer(RB_INDEX_BY_CLUSTER, bindings_by_cluster)
+    crbs.ensure_indexer(CRB_INDEX_BY_CLUSTER, bindings_by_cluster)
     events = manager.event_recorder(TAINT_MANAGER_NAME)
 
     def stopping() -> bool:

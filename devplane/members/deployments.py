@@ -42,7 +42,6 @@ from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_
 from karmada_api.timeutil import now
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
-from ..runtime import ensure_index, typed
 from .replicasets import (
     OWNER_INDEX,
     RecentWrites,
@@ -130,7 +129,7 @@ class DeploymentReconciler:
         owned = [copy.deepcopy(rs) for rs in (self.written.latest(objects.key(rs), rs)
                                               for rs in self.replica_sets.by_index(OWNER_INDEX, uid))
                  if rs is not None and not objects.is_deleting(rs)]
-        state = _Sync(copy.deepcopy(typed(cached, DEPLOYMENTS)), owned)
+        state = _Sync(copy.deepcopy(DEPLOYMENTS.typed(cached)), owned)
         try:
             return await self._sync(state)
         except RequeueError:
@@ -435,7 +434,7 @@ def setup_deployment_controller(manager: Manager, *, cluster_name: str, workers:
     """Register ``<cluster>/deployment-controller`` (Deployments, and ReplicaSets mapped to their owner)."""
     deployment_informer = manager.informer(DEPLOYMENTS)
     rs_informer = manager.informer(REPLICA_SETS)
-    ensure_index(rs_informer, OWNER_INDEX, controller_uid_index)
+    rs_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
     reconciler = DeploymentReconciler(manager.client, deployment_informer.store, rs_informer.store,
                                       manager.event_recorder(COMPONENT))
     controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)

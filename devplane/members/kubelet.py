@@ -35,10 +35,8 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.names import fnv32a
 from karmada_api.timeutil import now_text
+from kube_api.pods import is_pod_terminated, node_ready
 from kube_api.resources import NODES, PODS
-
-from ..kubeobjects import is_pod_terminated, node_ready
-from ..runtime import ensure_index
 
 log = structlog.get_logger(__name__)
 
@@ -237,7 +235,7 @@ def setup_kubelet(manager: Manager, *, cluster_name: str, workers: int = 4) -> C
     """Register ``<cluster>/kubelet`` (bound pods, and pods of a node that appears or changes readiness)."""
     pod_informer = manager.informer(PODS)
     node_informer = manager.informer(NODES)
-    ensure_index(pod_informer, NODE_INDEX, pods_by_node)
+    pod_informer.ensure_indexer(NODE_INDEX, pods_by_node)
     kubelet = Kubelet(manager.client, pod_informer.store, node_informer.store)
     controller = Controller(f"{cluster_name}/{COMPONENT}", kubelet, workers=workers)
     bound = FuncPredicate(on_create=lambda pod: bool(pods_by_node(pod)),

@@ -57,6 +57,7 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.timeutil import now_text
 from kube_api.affinity import RequiredNodeAffinity
+from kube_api.pods import is_pod_terminated
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -75,9 +76,6 @@ from kube_api.tolerations import (
     find_untolerated_taint,
     tolerations_tolerate_taint,
 )
-
-from ..kubeobjects import is_pod_terminated
-from ..runtime import typed
 
 log = structlog.get_logger(__name__)
 
@@ -476,7 +474,7 @@ class PodScheduler:
             self.unschedulable.discard(request)
             self._last_event.pop(key, None)
             return Result()
-        pod = typed(pod, PODS)
+        pod = PODS.typed(pod)
         infos = self.cache.node_infos(self.nodes.list())
         decision = schedule(pod, infos)
         if decision.node is not None:

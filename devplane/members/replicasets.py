@@ -45,10 +45,11 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
+from kube_api.ownerrefs import controller_reference
+from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
 
-from ..kubeobjects import controller_reference, is_pod_terminated
-from ..runtime import ensure_index, resource_version_number, typed
+from ..runtime import resource_version_number
 from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
@@ -397,7 +398,7 @@ class ReplicaSetReconciler:
         if rs is None:
             self.expectations.forget(key)
             return Result()
-        rs = typed(rs, REPLICA_SETS)
+        rs = REPLICA_SETS.typed(rs)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):
@@ -516,8 +517,8 @@ def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers:
     """Register ``<cluster>/replicaset-controller`` (ReplicaSets, and pods mapped to their controller)."""
     rs_informer = manager.informer(REPLICA_SETS)
     pod_informer = manager.informer(PODS)
-    ensure_index(rs_informer, OWNER_INDEX, controller_uid_index)
-    ensure_index(pod_informer, OWNER_INDEX, controller_uid_index)
+    rs_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
+    pod_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
     reconciler = ReplicaSetReconciler(manager.client, rs_informer.store, pod_informer.store,
                                       manager.event_recorder(COMPONENT))
     pod_informer.add_event_handler(FuncHandler(add=reconciler.on_pod_add, update=reconciler.on_pod_update,

@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.timeutil import format_time, parse_time
+from kube_api.ownerrefs import controller_reference
 from kube_api.resources import DEPLOYMENTS
 
-from ..kubeobjects import controller_reference
 from .hashing import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_template_hash
 
 REVISION = "deployment.kubernetes.io/revision"

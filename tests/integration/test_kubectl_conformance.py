@@ -2,7 +2,7 @@
 
 Two parts:
 
-* every ``kubectl``/``karmadactl`` command line of the user's documents (``SEEDS`` below),
+* every ``kubectl``/``karmadactl`` command line of the user's documents (recorded in ``document_commands.txt``),
   run verbatim in a folder holding the documents' files, each checked for its exit code and for
   the effect the document states (``karmadactl`` → ``karmada-devplane ctl``, as README shows);
 * a table of common verbs, one parametrized row each, checking exit code AND effect.
@@ -49,7 +49,8 @@ from tests.integration.test_kubectl import (
 pytestmark = pytest.mark.kubectl
 
 REPO = Path(__file__).resolve().parents[2]
-SEEDS = REPO.parent / "shared" / "seeds"  # the user's documents, beside the checkout (not in the repository)
+SEEDS = REPO.parent / "shared" / "seeds"  # the user's documents, beside a developer's checkout (not in the repository)
+DOCUMENT_COMMANDS = Path(__file__).with_name("document_commands.txt")  # their command lines, in the repository
 MEMBER = "member1"
 DEADLINE = 45.0  # seconds for any outcome of the simulation to show
 # The demo's Karmada: the scheduler estimator on (the descheduler document's prerequisite) and a
@@ -259,8 +260,21 @@ def documents_dir(tmp_path: Path, *names: str) -> Path:
     return tmp_path
 
 
+def seed_command_lines() -> set[str]:
+    """The kubectl/karmadactl lines of the documents, as DOCUMENT_COMMANDS records them."""
+    lines = (line.strip() for line in DOCUMENT_COMMANDS.read_text().splitlines())
+    return {line for line in lines if line and not line.startswith("#")}
+
+
 def test_document_lists_are_complete() -> None:
-    """The lists above hold every kubectl/karmadactl line of the seeds (prompt and pipes aside)."""
+    """The lists above hold every kubectl/karmadactl line of the documents (prompt and pipes aside)."""
+    listed = {line for _s, line in REBALANCER_TUTORIAL + DESCHEDULER_EXAMPLE} | {line for _s, line, _r in NOT_RUNNABLE}
+    implied = {"kubectl --context karmada-apiserver apply -f nginx.yaml"}
+    assert seed_command_lines() == listed - implied
+
+
+def test_document_commands_match_the_documents() -> None:
+    """DOCUMENT_COMMANDS is what the documents hold, when they are beside the checkout."""
     if not SEEDS.is_dir():
         pytest.skip(f"{SEEDS} is not here")
     found = set()
@@ -269,9 +283,7 @@ def test_document_lists_are_complete() -> None:
             line = raw.strip().removeprefix("$ ")
             if re.match(r"(kubectl|karmadactl) ", line):
                 found.add(line)
-    listed = {line for _s, line in REBALANCER_TUTORIAL + DESCHEDULER_EXAMPLE} | {line for _s, line, _r in NOT_RUNNABLE}
-    implied = {"kubectl --context karmada-apiserver apply -f nginx.yaml"}
-    assert found == listed - implied
+    assert found == seed_command_lines()
 
 
 def karmadactl_rows(kubectl: Kubectl, cwd: Path, line: str) -> dict[str, dict[str, str]]:
