@@ -121,6 +121,7 @@ def is_workload(spec: Obj) -> bool:
 
 
 def target_contains(spec: Obj, name: str) -> bool:
+    """``TargetContains``: whether ``name`` is in the binding spec's ``clusters``."""
     return any(c.get("name") == name for c in spec.get("clusters") or [])
 
 

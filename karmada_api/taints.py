@@ -103,11 +103,6 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 # Bindings: scheduling result and graceful eviction tasks
 
 
-def target_contains(spec: Obj, cluster: str) -> bool:
-    """``TargetContains``: whether ``cluster`` is in ``spec.clusters``."""
-    return any(target.get("name") == cluster for target in spec.get("clusters") or ())
-
-
 def cluster_in_graceful_eviction_tasks(spec: Obj, cluster: str) -> bool:
     """``ClusterInGracefulEvictionTasks``."""
     return any(task.get("fromCluster") == cluster for task in spec.get("gracefulEvictionTasks") or ())
@@ -179,5 +174,4 @@ __all__ = [
     "graceful_evict_cluster",
     "has_no_execute_taints",
     "no_execute_taints",
-    "target_contains",
 ]

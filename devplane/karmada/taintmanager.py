@@ -39,7 +39,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from controller_manager.reconcile import Request, Result
-from karmada_api.placement import PlacementError, get_applied_placement
+from karmada_api.placement import PlacementError, get_applied_placement, target_contains
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,
@@ -50,7 +50,6 @@ from karmada_api.taints import (
     get_min_toleration_time,
     graceful_evict_cluster,
     no_execute_taints,
-    target_contains,
 )
 from kube_api.tolerations import get_matching_tolerations
 
