@@ -15,16 +15,7 @@ from typing import Any, Protocol
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from kube_api.quantity import (
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
-    RESOURCE_PODS,
-    format_binary,
-    format_decimal,
-    is_hugepage_resource_name,
-    pod_requests,
-)
+from kube_api.quantity import RESOURCE_PODS, format_resource_amount, pod_requests
 from kube_api.resources import DEPLOYMENTS, JOBS, REPLICA_SETS, STATEFUL_SETS
 
 from .kinds import KindTable
@@ -55,19 +46,10 @@ def replica_field(api_version: str, kind: str) -> str | None:
     return _REPLICA_FIELDS.get(api_version, kind)
 
 
-def format_quantity(name: str, units: int) -> str:
-    """A resource amount in scheduler units as Karmada's ``Resource.ResourceList()`` prints it."""
-    if name == RESOURCE_CPU:
-        return format_decimal(units, -3)
-    if name in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE) or is_hugepage_resource_name(name):
-        return format_binary(units)
-    return format_decimal(units)
-
-
 def resource_request(pod_spec: Obj) -> dict[str, str] | None:
     """The per-replica ResourceList of a pod template (``AddPodTemplateRequest(...).ResourceList()``)."""
     units = pod_requests(pod_spec)
-    result = {name: format_quantity(name, amount) for name, amount in sorted(units.items())
+    result = {name: format_resource_amount(name, amount) for name, amount in sorted(units.items())
               if amount > 0 and name != RESOURCE_PODS}
     return result or None
 

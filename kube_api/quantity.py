@@ -313,3 +313,13 @@ def pod_requests(spec: Obj) -> dict[str, int]:
     if overhead:
         _add_units(total, overhead)
     return total
+
+
+def format_resource_amount(name: str, units: int) -> str:
+    """An amount of resource ``name`` in scheduler units (milli-CPU, bytes, counts) as Karmada's
+    ``Resource.ResourceList()`` prints it: CPU in milli, memory, storage and hugepages in binary SI."""
+    if name == RESOURCE_CPU:
+        return format_decimal(units, -3)
+    if name in (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE) or is_hugepage_resource_name(name):
+        return format_binary(units)
+    return format_decimal(units)

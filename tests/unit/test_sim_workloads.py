@@ -55,7 +55,6 @@ from devplane.karmada.workloads import (
     spread_by_target_clusters,
 )
 from interpreter.replicas import (
-    format_quantity,
     get_replicas,
     node_claim,
     replica_requirements,
@@ -63,6 +62,7 @@ from interpreter.replicas import (
 )
 from karmada_api.names import fnv32a
 from kube_api.quantity import format_binary, format_decimal
+from kube_api.quantity import format_resource_amount as format_quantity
 
 
 def known(api_version: str, kind: str) -> TemplateKind:
