@@ -22,7 +22,7 @@ from typing import Any
 from controller_manager.objects import Obj
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
-from .placement import get_applied_placement
+from .placement import get_applied_placement, in_graceful_eviction_tasks
 from .timeutil import parse_time
 
 TOLERATE_FOREVER = -1.0
@@ -103,11 +103,6 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 # Bindings: scheduling result and graceful eviction tasks
 
 
-def cluster_in_graceful_eviction_tasks(spec: Obj, cluster: str) -> bool:
-    """``ClusterInGracefulEvictionTasks``."""
-    return any(task.get("fromCluster") == cluster for task in spec.get("gracefulEvictionTasks") or ())
-
-
 def binding_cluster_names(spec: Obj) -> list[str]:
     """``GetBindingClusterNames``: the names in ``spec.clusters`` (what the bindings-by-cluster index holds)."""
     return [str(target["name"]) for target in spec.get("clusters") or () if target.get("name")]
@@ -134,7 +129,7 @@ def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: st
         spec["clusters"] = targets
     else:
         spec.pop("clusters", None)
-    if cluster_in_graceful_eviction_tasks(spec, cluster):
+    if in_graceful_eviction_tasks(spec, cluster):
         return True
     task: dict[str, Any] = {"fromCluster": cluster}
     if purge_mode:
@@ -167,7 +162,6 @@ __all__ = [
     "PURGE_MODE_NEVER",
     "TOLERATE_FOREVER",
     "binding_cluster_names",
-    "cluster_in_graceful_eviction_tasks",
     "generate_taints_message",
     "get_applied_placement",  # re-exported: the one parser lives in .placement
     "get_min_toleration_time",
