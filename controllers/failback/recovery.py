@@ -116,7 +116,8 @@ def _target_names(binding: Obj) -> set[str]:
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None]) -> set[str]:
     """The clusters ``new`` lost through eviction and does not record yet.
 
-    Eviction is a graceful-eviction task from the cluster, or the cluster dropped from ``spec.clusters``
+    Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
+    ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``
     (``old`` → ``new``) while it is unhealthy (:func:`is_unhealthy`; a cluster ``clusters`` does not
     know is left out). A binding being deleted records nothing.
     """
@@ -124,6 +125,8 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
         return set()
     evicted = eviction_task_clusters(new)
     if old is not None:
+        # Only a task that appears: one still there after its fail-back must not record it again.
+        evicted -= eviction_task_clusters(old)
         for name in _target_names(old) - _target_names(new):
             cluster = clusters(name)
             if cluster is not None and is_unhealthy(cluster):

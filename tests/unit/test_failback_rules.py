@@ -80,6 +80,10 @@ def test_a_new_process_starts_the_window_again() -> None:
 def test_graceful_eviction_task_is_recorded() -> None:
     new = binding(["member2"], tasks=["member1"])
     assert recovery.evicted_clusters(None, new, lambda _n: None) == {"member1"}
+    old = binding(["member1", "member2"])
+    assert recovery.evicted_clusters(old, new, lambda _n: None) == {"member1"}
+    # the task outlives the fail-back that removed the record: not recorded again
+    assert recovery.evicted_clusters(new, new, lambda _n: None) == set()
 
 
 def test_dropped_cluster_is_recorded_only_when_unhealthy() -> None:
