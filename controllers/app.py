@@ -1,4 +1,4 @@
-"""``karmada-controller-manager``: the workloadRebalancer, ttlCleaner and bindingStatus controllers.
+"""``karmada-controller-manager``: the workloadRebalancer, ttlCleaner, bindingStatus and clusterFailback controllers.
 
 Flags keep Karmada's names and defaults (``karmada-controller-manager --help``); flags of
 Karmada controllers not implemented here are accepted so that an existing deployment's
@@ -29,6 +29,7 @@ from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_optio
 from sharedcli.runner import new_manager, run_component
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
+from .failback import controller as failback
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
 
 log = structlog.get_logger("karmada-controller-manager")
@@ -57,10 +58,16 @@ def _binding_status(manager: Manager, ctx: Context) -> None:
         manager, workers=ctx.args.concurrent_clusterresourcebinding_syncs, rate_limiter_options=ctx.rate_limiter)
 
 
+def _cluster_failback(manager: Manager, ctx: Context) -> None:
+    failback.setup(manager, failback.options_from_args(ctx.args), rate_limiter_options=ctx.rate_limiter)
+
+
 CONTROLLERS = (
     ControllerEntry("workloadRebalancer", _rebalancer, rules=workloadrebalancer.RBAC_RULES),
     ControllerEntry("ttlCleaner", _ttl_cleaner, rules=ttlcleaner.RBAC_RULES),
     ControllerEntry("bindingStatus", _binding_status, rules=bindingstatus.RBAC_RULES),
+    # Off by default (Karmada's convention for opt-in controllers): --controllers=*,clusterFailback
+    ControllerEntry("clusterFailback", _cluster_failback, enabled_by_default=False, rules=failback.RBAC_RULES),
 )
 
 
@@ -90,13 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     add("--controllers", type=parse_selection, default=["*"],
         help="A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the "
              "controller named 'foo', '-foo' disables the controller named 'foo'. Implemented here: "
-             + ", ".join(c.name for c in CONTROLLERS) + ". (default [*])")
+             + ", ".join(c.name for c in CONTROLLERS) + "; disabled by default: "
+             + ", ".join(c.name for c in CONTROLLERS if not c.enabled_by_default) + ". (default [*])")
     add("--concurrent-resourcebinding-syncs", type=positive_int, default=5,
         help="The number of ResourceBindings that are allowed to sync concurrently. (default 5)")
     add("--concurrent-clusterresourcebinding-syncs", type=positive_int, default=5,
         help="The number of ClusterResourceBindings that are allowed to sync concurrently. (default 5)")
     add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
         help="Timeout period waiting for caches to sync. (default 2m0s)")
+    failback.add_flags(parser)
     add_lease_name_flag(parser, LEASE_NAME, why=(
         "Not karmada-controller-manager: Karmada's own controller-manager runs next to this one "
         "(--controllers=*,-workloadRebalancer,-bindingStatus) and cannot rename its Lease."))

@@ -38,7 +38,9 @@ from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from .ctl import deployments_in_members, get_deployment_table, taint_cluster
 from .plane import DevPlane, PlaneOptions
 
-DOCUMENTS = ("rebalancer", "descheduler")
+DOCUMENTS = ("rebalancer", "descheduler", "failback")
+DEFAULT_DOCUMENTS = ("rebalancer", "descheduler")
+"""What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 30 s)."""
 STEP_TIMEOUT = 60.0
 DEMO_TTL_SECONDS = 5
 DESCHEDULING_INTERVAL = "5s"
@@ -170,7 +172,8 @@ class Session:
 
     # ---- product processes -------------------------------------------------------------------
 
-    async def start_products(self, *, descheduler: bool, kubeconfigs: dict[str, Path] | None = None) -> None:
+    async def start_products(self, *, descheduler: bool, kubeconfigs: dict[str, Path] | None = None,
+                             controller_manager_flags: Sequence[str] = ()) -> None:
         """Start the product processes; ``kubeconfigs`` (process name → file) overrides the admin kubeconfig."""
         kubeconfigs = kubeconfigs or {}
 
@@ -181,7 +184,8 @@ class Session:
         logs = self.workdir / "logs"
         logs.mkdir(exist_ok=True)
         await self._spawn("karmada-controller-manager",
-                          [sys.executable, "-m", "controller_manager", *common("karmada-controller-manager")], logs)
+                          [sys.executable, "-m", "controller_manager", *common("karmada-controller-manager"),
+                           *controller_manager_flags], logs)
         if descheduler:
             await self._spawn("karmada-descheduler", [
                 sys.executable, "-m", "descheduler", *common("karmada-descheduler"),
@@ -241,11 +245,11 @@ async def play_rebalancer(s: Session) -> None:
     await s.wait_distribution("foo", {"member2": 3}, "step 2: all 3 replicas moved to member2")
     await s.karmadactl_get_deploy("foo")
     await eventually("step 2: the graceful eviction of member1 is finished",
-                     lambda: _no_eviction_tasks(s, "foo-deployment"))
+                     lambda: no_eviction_tasks(s, "foo-deployment"))
     await s.karmadactl_taint("member1", "workload-rebalancer-test:NoExecute-")
     s.say.note("removing the taint does not move replicas back: watching for 5 seconds")
-    await _hold("step 2: replicas stay in member2 after the taint is removed",
-                lambda: _distribution_is(s, "foo", {"member2": 3}), seconds=5.0)
+    await hold("step 2: replicas stay in member2 after the taint is removed",
+                lambda: distribution_is(s, "foo", {"member2": 3}), seconds=5.0)
     await s.karmadactl_get_deploy("foo")
 
     s.say.title("Step 3: apply a WorkloadRebalancer to trigger rescheduling")
@@ -254,7 +258,7 @@ async def play_rebalancer(s: Session) -> None:
 
     s.say.title("Step 4: check the status of the WorkloadRebalancer")
     await eventually("step 4: observedWorkloads reports deployment foo Successful",
-                     lambda: _rebalancer_successful(s, "demo"))
+                     lambda: rebalancer_successful(s, "demo"))
     await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancer", "demo", "-o", "yaml")
 
     s.say.title("Step 5: observe the real effect of the WorkloadRebalancer")
@@ -274,7 +278,7 @@ async def play_rebalancer(s: Session) -> None:
                                                         f"ttlSecondsAfterFinished: {DEMO_TTL_SECONDS}"))
     await s.kubectl("--context", "karmada-apiserver", "apply", "-f", "workload-rebalancer.yaml")
     await eventually("step 6: the WorkloadRebalancer is deleted after its TTL",
-                     lambda: _rebalancer_gone(s, "demo"), timeout=DEMO_TTL_SECONDS + STEP_TIMEOUT)
+                     lambda: rebalancer_gone(s, "demo"), timeout=DEMO_TTL_SECONDS + STEP_TIMEOUT)
     await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancer", "demo", check=False)
 
 
@@ -307,7 +311,7 @@ async def play_descheduler(s: Session) -> None:
 # ------------------------------------------------------------------------------------------ checks
 
 
-async def _hold(description: str, check: Callable[[], Awaitable[bool]], *, seconds: float) -> None:
+async def hold(description: str, check: Callable[[], Awaitable[bool]], *, seconds: float) -> None:
     """``check`` stays true for ``seconds`` (a bounded observation, the document's "stays fixed")."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -316,25 +320,25 @@ async def _hold(description: str, check: Callable[[], Awaitable[bool]], *, secon
         await asyncio.sleep(0.25)
 
 
-async def _distribution_is(s: Session, name: str, want: dict[str, int]) -> bool:
+async def distribution_is(s: Session, name: str, want: dict[str, int]) -> bool:
     binding = await s.binding(f"{name}-deployment")
     clusters = {c["name"]: int(c.get("replicas") or 0) for c in objects.spec(binding).get("clusters") or []}
     return clusters == want
 
 
-async def _no_eviction_tasks(s: Session, binding_name: str) -> bool:
+async def no_eviction_tasks(s: Session, binding_name: str) -> bool:
     binding = await s.binding(binding_name)
     return not objects.spec(binding).get("gracefulEvictionTasks")
 
 
-async def _rebalancer_successful(s: Session, name: str) -> bool:
+async def rebalancer_successful(s: Session, name: str) -> bool:
     rebalancer = await s.host_client.get(WORKLOAD_REBALANCERS, name)
     status = objects.status(rebalancer)
     results = [w.get("result") for w in status.get("observedWorkloads") or []]
     return bool(status.get("finishTime")) and results == ["Successful"]
 
 
-async def _rebalancer_gone(s: Session, name: str) -> bool:
+async def rebalancer_gone(s: Session, name: str) -> bool:
     return await s.host_client.get_or_none(WORKLOAD_REBALANCERS, name) is None
 
 
@@ -383,12 +387,13 @@ def demo_plane_options() -> PlaneOptions:
 
 
 @contextlib.asynccontextmanager
-async def session(workdir: Path, narrator: Narrator, *, descheduler: bool) -> AsyncIterator[Session]:
+async def session(workdir: Path, narrator: Narrator, *, descheduler: bool,
+                  controller_manager_flags: Sequence[str] = ()) -> AsyncIterator[Session]:
     async with DevPlane(demo_plane_options()) as plane:
         await plane.wait_ready()
         s = Session(plane, workdir, narrator)
         try:
-            await s.start_products(descheduler=descheduler)
+            await s.start_products(descheduler=descheduler, controller_manager_flags=controller_manager_flags)
             yield s
             s.check_products_alive()
         finally:
@@ -399,9 +404,20 @@ PLAYS: dict[str, Callable[[Session], Awaitable[None]]] = {"rebalancer": play_reb
                                                            "descheduler": play_descheduler}
 
 
+async def _play(name: str, directory: Path, narrator: Narrator) -> None:
+    """One document on its own plane."""
+    if name == "failback":
+        # imported when played: demo_failback builds on this module's Session (an import cycle otherwise)
+        from .demo_failback import play_failback  # noqa: PLC0415
+        await play_failback(directory, narrator)
+        return
+    async with session(directory, narrator, descheduler=name == "descheduler") as s:
+        await PLAYS[name](s)
+
+
 async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = None) -> int:
     """Play the chosen documents; 0 when every outcome was observed, 1 otherwise."""
-    names: Sequence[str] = DOCUMENTS if which == "all" else (which,)
+    names: Sequence[str] = DEFAULT_DOCUMENTS if which == "all" else (which,)
     narrator = Narrator(out)
     started = time.monotonic()
     base = workdir or Path(tempfile.mkdtemp(prefix="karmada-demo-"))
@@ -409,8 +425,7 @@ async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = 
         directory = base / name
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            async with session(directory, narrator, descheduler=name == "descheduler") as s:
-                await PLAYS[name](s)
+            await _play(name, directory, narrator)
         except StepFailed as exc:
             print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out, flush=True)
             return 1

@@ -35,6 +35,7 @@ from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, retry_on_conflict
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
+from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import NODES, SECRETS
 
@@ -42,7 +43,7 @@ from .apiserver.authn import MASTERS, UserInfo
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import DEFAULT_MEMBERS, MemberShape
 from .karmada.binding import setup_binding_controllers
-from .karmada.cluster import TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready, setup_cluster_controller
+from .karmada.cluster import setup_cluster_controller
 from .karmada.clusterstatus import setup_cluster_status
 from .karmada.detector import setup_detector
 from .karmada.execution import setup_execution
@@ -215,7 +216,7 @@ class DevPlane:
             done = set()
             for cluster in listed.get("items") or []:
                 taints = objects.spec(cluster).get("taints") or []
-                if is_ready(cluster) and not any(t.get("key") in (TAINT_NOT_READY, TAINT_UNREACHABLE) for t in taints):
+                if is_ready(cluster) and not any(t.get("key") in CLUSTER_CONTROLLER_TAINT_KEYS for t in taints):
                     done.add(objects.name(cluster))
             return names <= done
 

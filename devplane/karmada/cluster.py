@@ -35,6 +35,7 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
+from karmada_api.clusters import CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready
 from karmada_api.conditions import find_condition
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
@@ -49,10 +50,6 @@ CONTROLLER_NAME = "cluster-controller"
 CLUSTER_CONTROLLER_FINALIZER = "karmada.io/cluster-controller"
 KARMADA_SYSTEM_LABEL = "karmada.io/system"
 KARMADA_SYSTEM_LABEL_VALUE = "true"
-CONDITION_READY = "Ready"
-
-TAINT_NOT_READY = "cluster.karmada.io/not-ready"
-TAINT_UNREACHABLE = "cluster.karmada.io/unreachable"
 NOT_READY_TAINT: dict[str, str] = {"key": TAINT_NOT_READY, "effect": "NoSchedule"}
 UNREACHABLE_TAINT: dict[str, str] = {"key": TAINT_UNREACHABLE, "effect": "NoSchedule"}
 
@@ -277,12 +274,6 @@ class ClusterReconciler:
         await retry_on_conflict(attempt)
 
 
-def is_ready(cluster: Obj) -> bool:
-    """The Cluster's ``Ready`` condition is True."""
-    ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
-    return ready is not None and ready.get("status") == "True"
-
-
 # ----------------------------------------------------------------------------- wiring
 
 
@@ -301,8 +292,6 @@ __all__ = [
     "CLUSTER_CONTROLLER_FINALIZER",
     "CONTROLLER_NAME",
     "NOT_READY_TAINT",
-    "TAINT_NOT_READY",
-    "TAINT_UNREACHABLE",
     "UNREACHABLE_TAINT",
     "ClusterReconciler",
     "set_current_cluster_taints",

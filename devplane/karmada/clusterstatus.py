@@ -50,11 +50,12 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result
 from estimator.caches import NEED_CAPACITY
+from karmada_api.clusters import CONDITION_READY, is_ready
 from karmada_api.conditions import find_condition, set_condition
 from karmada_api.resources import CLUSTERS
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 
-from .cluster import CLUSTER_CONTROLLER_FINALIZER, CONDITION_READY, is_ready
+from .cluster import CLUSTER_CONTROLLER_FINALIZER
 from .modeling import node_summary, resource_summary
 
 log = structlog.get_logger(__name__)

@@ -76,7 +76,7 @@ def test_a_missed_outcome_fails_the_demo_naming_the_step(tmp_path: Path) -> None
     result = subprocess.run([sys.executable, "-c", (
         "import sys, devplane.demo as d\n"
         "d.STEP_TIMEOUT = 8\n"
-        "async def no_products(self, *, descheduler): pass\n"
+        "async def no_products(self, **_options): pass\n"
         "d.Session.start_products = no_products\n"
         "from devplane.cli import main\n"
         f"sys.exit(main(['demo', 'rebalancer', '--workdir', {str(tmp_path)!r}]))\n")],

@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 
 from controllers.app import build_parser as controller_manager_parser
+from controllers.registry import is_enabled
 from descheduler.app import GRPC_ONLY_FLAGS
 from descheduler.app import build_parser as descheduler_parser
 from tests.unit.chartutil import (
@@ -69,7 +70,13 @@ FLAG_CASES = [FlagCase(*case) for case in [
     (CM, "rateLimiter.maxDelay", "5m0s", "--rate-limiter-max-delay=5m0s", "rate_limiter_max_delay", 300.0),
     (CM, "rateLimiter.qps", 20, "--rate-limiter-qps=20", "rate_limiter_qps", 20),
     (CM, "rateLimiter.bucketSize", 200, "--rate-limiter-bucket-size=200", "rate_limiter_bucket_size", 200),
-    (CM, "controllers", "*,-ttlCleaner", "--controllers=*,-ttlCleaner", "controllers", ["*", "-ttlCleaner"]),
+    # NON_DEFAULT_VALUES also turns failback.enabled on: the chart appends clusterFailback
+    (CM, "controllers", "*,-ttlCleaner", "--controllers=*,-ttlCleaner,clusterFailback", "controllers",
+     ["*", "-ttlCleaner", "clusterFailback"]),
+    (CM, "failback.stabilizationWindow", "30s", "--failback-stabilization-window=30s",
+     "failback_stabilization_window", 30.0),
+    (CM, "failback.maxWorkloads", 20, "--failback-max-workloads=20", "failback_max_workloads", 20),
+    (CM, "failback.rebalancerTTL", "0s", "--failback-rebalancer-ttl=0s", "failback_rebalancer_ttl", 0.0),
     (CM, "concurrentResourceBindingSyncs", 7, "--concurrent-resourcebinding-syncs=7",
      "concurrent_resourcebinding_syncs", 7),
     (CM, "concurrentClusterResourceBindingSyncs", 8, "--concurrent-clusterresourcebinding-syncs=8",
@@ -106,6 +113,7 @@ OMITTED_FLAGS = {DS: set(GRPC_ONLY_FLAGS), CM: set()}
 NON_DEFAULT_VALUES: dict[str, Any] = {"systemNamespace": "karmada-ha"}
 for _case in FLAG_CASES:
     NON_DEFAULT_VALUES = deep_merge(NON_DEFAULT_VALUES, {SECTIONS[_case.component]: nested(_case.path, _case.value)})
+NON_DEFAULT_VALUES[SECTIONS[CM]]["failback"]["enabled"] = True
 for _section in SECTIONS.values():  # no leader election: one replica (the chart refuses two)
     NON_DEFAULT_VALUES[_section]["replicaCount"] = 1
 
@@ -250,6 +258,16 @@ def test_default_args_are_karmadas(default_docs: list[Manifest], component: str)
     assert differs == {"kubeconfig", "metrics_bind_address", "health_probe_bind_address", "v"}
     assert not any(a.startswith(("--master", "--controllers", "--descheduling-cool-down")) for a in argv)
     assert container(default_docs, component)["command"] == [component]
+
+
+def test_failback_switch_adds_the_controller_to_all_the_defaults(chart: helm_python.Chart) -> None:
+    docs = render(chart, {"controllerManager": {"failback": {"enabled": True}}})
+    argv = args(docs, CM)
+    assert "--controllers=*,clusterFailback" in argv
+    assert "--failback-stabilization-window=5m0s" in argv
+    run = parsed(docs, CM)
+    assert is_enabled("clusterFailback", run.controllers, enabled_by_default=False)
+    assert is_enabled("workloadRebalancer", run.controllers)
 
 
 def test_extra_command_args_come_last(chart: helm_python.Chart) -> None:

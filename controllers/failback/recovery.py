@@ -1,0 +1,208 @@
+"""The fail-back rules, pure: is a cluster recovered, which bindings lost a cluster through eviction, the
+record kept on a binding, whether its placement still allows the cluster, and the rebalancers to create.
+
+No I/O here: :mod:`.controller` reads the caches, calls these and writes the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller_manager import objects
+from controller_manager.objects import Obj
+from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
+from karmada_api.placement import applied_placement, cluster_matches
+from karmada_api.taints import has_no_execute_taints
+from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
+
+EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
+"""On a binding: the clusters it was evicted from and has not failed back to (sorted, comma-separated)."""
+
+GENERATE_NAME_PREFIX = "failback-"
+REBALANCER_API_VERSION = "apps.karmada.io/v1alpha1"
+
+
+# --------------------------------------------------------------------------------------------------
+# Cluster health
+
+
+def is_recovered(cluster: Obj) -> bool:
+    """Ready, no NoExecute taint, and no NoSchedule taint set by Karmada's cluster controller.
+
+    A NoSchedule taint of the user's (maintenance, say) does not hold fail-back back: it only stops
+    *new* placements there, which the scheduler honours anyway when the rebalancer reschedules.
+    """
+    if not is_ready(cluster):
+        return False
+    taints = objects.spec(cluster).get("taints") or []
+    if has_no_execute_taints(taints):
+        return False
+    return not any(taint.get("effect") == TAINT_EFFECT_NO_SCHEDULE and taint.get("key") in CLUSTER_CONTROLLER_TAINT_KEYS
+                   for taint in taints)
+
+
+def is_unhealthy(cluster: Obj) -> bool:
+    """What makes a cluster dropped from ``spec.clusters`` count as evicted: not Ready, or a NoExecute taint."""
+    return not is_ready(cluster) or has_no_execute_taints(objects.spec(cluster).get("taints"))
+
+
+@dataclass
+class RecoveryWindows:
+    """When each cluster was first seen recovered, in this process (monotonic seconds).
+
+    In memory on purpose: after a restart the window starts again from the first observation, so a
+    cluster never fails back before a full window of *observed* health. The records themselves are on
+    the bindings and survive.
+    """
+
+    window: float
+    started: dict[str, float] = field(default_factory=dict)
+
+    def observe(self, cluster: str, recovered: bool, now: float) -> tuple[bool, float]:
+        """(the window started at this observation, seconds left; ≤ 0: the window is over).
+
+        Not recovered: the window is reset (a relapse) and the time left is the whole window.
+        """
+        if not recovered:
+            self.started.pop(cluster, None)
+            return False, self.window
+        start = self.started.get(cluster)
+        if start is None:
+            self.started[cluster] = now
+            return True, self.window
+        return False, self.window - (now - start)
+
+    def forget(self, cluster: str) -> None:
+        self.started.pop(cluster, None)
+
+
+# --------------------------------------------------------------------------------------------------
+# The record on a binding
+
+
+def recorded_clusters(binding: Obj) -> list[str]:
+    """The clusters named by the binding's record, sorted, without blanks or repeats."""
+    text = objects.annotations(binding).get(EVICTED_FROM_ANNOTATION) or ""
+    return sorted({name.strip() for name in text.split(",") if name.strip()})
+
+
+def record_value(clusters: Iterable[str]) -> str | None:
+    """The annotation's value for these clusters; None (remove the annotation) when there are none."""
+    names = sorted(set(clusters))
+    return ",".join(names) if names else None
+
+
+def record_patch(binding: Obj, clusters: Iterable[str]) -> dict[str, Any]:
+    """A merge patch setting the record to ``clusters``, conditional on the binding's resourceVersion.
+
+    Metadata only: Karmada's own controllers write these bindings, so a full update would race them.
+    """
+    return {"metadata": {"resourceVersion": objects.resource_version(binding),
+                         "annotations": {EVICTED_FROM_ANNOTATION: record_value(clusters)}}}
+
+
+def eviction_task_clusters(binding: Obj) -> set[str]:
+    """The clusters the binding's graceful-eviction tasks evict it from."""
+    tasks = objects.spec(binding).get("gracefulEvictionTasks") or []
+    return {str(task["fromCluster"]) for task in tasks if task.get("fromCluster")}
+
+
+def _target_names(binding: Obj) -> set[str]:
+    return {str(target["name"]) for target in objects.spec(binding).get("clusters") or [] if target.get("name")}
+
+
+def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None]) -> set[str]:
+    """The clusters ``new`` lost through eviction and does not record yet.
+
+    Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
+    ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``
+    (``old`` → ``new``) while it is unhealthy (:func:`is_unhealthy`; a cluster ``clusters`` does not
+    know is left out). A binding being deleted records nothing.
+    """
+    if objects.is_deleting(new):
+        return set()
+    evicted = eviction_task_clusters(new)
+    if old is not None:
+        # Only a task that appears: one still there after its fail-back must not record it again.
+        evicted -= eviction_task_clusters(old)
+        for name in _target_names(old) - _target_names(new):
+            cluster = clusters(name)
+            if cluster is not None and is_unhealthy(cluster):
+                evicted.add(name)
+    return evicted - set(recorded_clusters(new))
+
+
+# --------------------------------------------------------------------------------------------------
+# Fail-back
+
+
+def skip_reason(binding: Obj, cluster: Obj) -> str | None:
+    """Why the binding must not fail back to ``cluster`` (None: it may).
+
+    Being deleted; or its applied placement (the one it was last scheduled with) no longer allows the
+    cluster: none of its cluster affinities matches, or a NoSchedule/NoExecute taint of the cluster is
+    not tolerated. A binding never scheduled (no applied placement) is allowed: the scheduler decides.
+    """
+    if objects.is_deleting(binding):
+        return "the binding is being deleted"
+    try:
+        placement = applied_placement(binding)
+    except ValueError as exc:
+        return f"its applied placement cannot be read: {exc}"
+    if placement is None:
+        return None
+    name = objects.name(cluster)
+    affinities: Sequence[Mapping[str, Any]] = [
+        group.get("affinity") or {} for group in placement.get("clusterAffinities") or []]
+    if affinities:
+        if not any(cluster_matches(cluster, affinity) for affinity in affinities):
+            return f"no cluster affinity of its placement matches cluster {name}"
+    elif not cluster_matches(cluster, placement.get("clusterAffinity")):
+        return f"its placement's cluster affinity no longer matches cluster {name}"
+    taint = find_untolerated_taint(objects.spec(cluster).get("taints"), placement.get("clusterTolerations"))
+    if taint is not None:
+        return (f"its placement does not tolerate the taint {taint.get('key')}:{taint.get('effect')} "
+                f"of cluster {name}")
+    return None
+
+
+def workload_of(binding: Obj) -> dict[str, str]:
+    """The binding's resource template as a rebalancer lists it (apiVersion, kind, name, namespace)."""
+    resource = objects.spec(binding).get("resource") or {}
+    workload = {"apiVersion": str(resource.get("apiVersion", "")), "kind": str(resource.get("kind", "")),
+                "name": str(resource.get("name", ""))}
+    if resource.get("namespace"):
+        workload["namespace"] = str(resource["namespace"])
+    return workload
+
+
+def _workload_sort_key(workload: Mapping[str, str]) -> tuple[str, str, str, str]:
+    return (workload.get("apiVersion", ""), workload.get("kind", ""), workload.get("namespace", ""),
+            workload.get("name", ""))
+
+
+def chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
+    """``items`` in runs of at most ``size`` (≥ 1), in order."""
+    if size < 1:
+        raise ValueError(f"chunk size must be at least 1, got {size}")
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max_workloads: int,
+                    ttl_seconds: int) -> list[dict[str, Any]]:
+    """The WorkloadRebalancers to create: sorted distinct workloads, ``max_workloads`` per rebalancer.
+
+    ``ttl_seconds`` 0 leaves ``ttlSecondsAfterFinished`` out: the rebalancer is kept.
+    """
+    distinct = {_workload_sort_key(w): dict(w) for w in workloads}
+    ordered = [distinct[key] for key in sorted(distinct)]
+    bodies = []
+    for group in chunks(ordered, max_workloads):
+        spec: dict[str, Any] = {"workloads": group}
+        if ttl_seconds > 0:
+            spec["ttlSecondsAfterFinished"] = ttl_seconds
+        bodies.append({"apiVersion": REBALANCER_API_VERSION, "kind": "WorkloadRebalancer",
+                       "metadata": {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}, "spec": spec})
+    return bodies

@@ -1,0 +1,145 @@
+"""The clusterFailback rules: recovery, the recovery window, what counts as an eviction, skips, chunking, TTL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from controllers.failback import recovery
+from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+
+
+def cluster(name: str = "member1", ready: str | None = "True", taints: list[dict[str, str]] | None = None,
+            labels: dict[str, str] | None = None) -> dict[str, Any]:
+    conditions = [] if ready is None else [{"type": "Ready", "status": ready}]
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []},
+            "status": {"conditions": conditions}}
+
+
+def binding(clusters: list[str], *, tasks: tuple[str, ...] | list[str] = (), record: str | None = None,
+            deleting: bool = False, placement: dict[str, Any] | None = None) -> dict[str, Any]:
+    annotations = {}
+    if record is not None:
+        annotations[EVICTED_FROM_ANNOTATION] = record
+    if placement is not None:
+        annotations[APPLIED_PLACEMENT_ANNOTATION] = json.dumps(placement)
+    metadata: dict[str, Any] = {"name": "foo-deployment", "namespace": "default", "annotations": annotations,
+                                "resourceVersion": "7"}
+    if deleting:
+        metadata["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return {"metadata": metadata,
+            "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo", "namespace": "default"},
+                     "clusters": [{"name": c, "replicas": 1} for c in clusters],
+                     "gracefulEvictionTasks": [{"fromCluster": c} for c in tasks]}}
+
+
+NO_EXECUTE = {"key": "workload-rebalancer-test", "effect": "NoExecute"}
+
+
+@pytest.mark.parametrize(("obj", "recovered"), [
+    (cluster(), True),
+    (cluster(ready="False"), False),
+    (cluster(ready="Unknown"), False),
+    (cluster(ready=None), False),
+    (cluster(taints=[NO_EXECUTE]), False),
+    (cluster(taints=[{"key": "cluster.karmada.io/not-ready", "effect": "NoSchedule"}]), False),
+    (cluster(taints=[{"key": "cluster.karmada.io/unreachable", "effect": "NoSchedule"}]), False),
+    (cluster(taints=[{"key": "maintenance", "effect": "NoSchedule"}]), True),  # the user's: not Karmada's
+    (cluster(taints=[{"key": "cluster.karmada.io/not-ready", "effect": "PreferNoSchedule"}]), True),
+])
+def test_recovered_means_ready_and_no_eviction_or_cluster_controller_taint(obj: dict[str, Any],
+                                                                          recovered: bool) -> None:
+    assert recovery.is_recovered(obj) is recovered
+
+
+def test_window_starts_once_and_ends_after_the_full_window() -> None:
+    windows = RecoveryWindows(10.0)
+    assert windows.observe("m1", True, 100.0) == (True, 10.0)
+    assert windows.observe("m1", True, 104.0) == (False, 6.0)
+    assert windows.observe("m1", True, 110.0) == (False, 0.0)
+
+
+def test_a_relapse_resets_the_window_so_a_flapping_cluster_never_reaches_its_end() -> None:
+    windows = RecoveryWindows(10.0)
+    for start in range(0, 100, 8):  # healthy 6 s, sick 2 s, again and again
+        started, _ = windows.observe("m1", True, float(start))
+        assert started
+        assert windows.observe("m1", True, start + 6.0)[1] > 0
+        assert windows.observe("m1", False, start + 6.5) == (False, 10.0)
+
+
+def test_a_new_process_starts_the_window_again() -> None:
+    before, after = RecoveryWindows(10.0), RecoveryWindows(10.0)
+    before.observe("m1", True, 0.0)
+    assert after.observe("m1", True, 9.0) == (True, 10.0)  # never earlier than a full observed window
+
+
+def test_graceful_eviction_task_is_recorded() -> None:
+    new = binding(["member2"], tasks=["member1"])
+    assert recovery.evicted_clusters(None, new, lambda _n: None) == {"member1"}
+    old = binding(["member1", "member2"])
+    assert recovery.evicted_clusters(old, new, lambda _n: None) == {"member1"}
+    # the task outlives the fail-back that removed the record: not recorded again
+    assert recovery.evicted_clusters(new, new, lambda _n: None) == set()
+
+
+def test_dropped_cluster_is_recorded_only_when_unhealthy() -> None:
+    old, new = binding(["member1", "member2"]), binding(["member2"])
+    sick = {"member1": cluster(taints=[NO_EXECUTE])}
+    assert recovery.evicted_clusters(old, new, sick.get) == {"member1"}
+    assert recovery.evicted_clusters(old, new, {"member1": cluster(ready="False")}.get) == {"member1"}
+    assert recovery.evicted_clusters(old, new, {"member1": cluster()}.get) == set()  # a plain reschedule
+    assert recovery.evicted_clusters(old, new, {}.get) == set()  # an unknown (deleted) cluster
+
+
+def test_recording_is_idempotent_and_skips_bindings_being_deleted() -> None:
+    assert recovery.evicted_clusters(None, binding(["member2"], tasks=["member1"], record="member1"),
+                                     lambda _n: None) == set()
+    assert recovery.evicted_clusters(None, binding([], tasks=["member1"], deleting=True), lambda _n: None) == set()
+
+
+def test_record_value_is_sorted_and_none_removes_it() -> None:
+    assert recovery.recorded_clusters(binding([], record="member3, member1,,member1")) == ["member1", "member3"]
+    assert recovery.record_value({"b", "a"}) == "a,b"
+    patch = recovery.record_patch(binding([]), set())
+    assert patch == {"metadata": {"resourceVersion": "7", "annotations": {EVICTED_FROM_ANNOTATION: None}}}
+
+
+def test_skip_reasons() -> None:
+    member1 = cluster(labels={"env": "prod"})
+    assert recovery.skip_reason(binding([]), member1) is None
+    assert "being deleted" in (recovery.skip_reason(binding([], deleting=True), member1) or "")
+    moved = binding([], placement={"clusterAffinity": {"clusterNames": ["member2"]}})
+    assert "no longer matches cluster member1" in (recovery.skip_reason(moved, member1) or "")
+    kept = binding([], placement={"clusterAffinity": {"clusterNames": ["member1", "member2"]}})
+    assert recovery.skip_reason(kept, member1) is None
+    groups = binding([], placement={"clusterAffinities": [{"affinityName": "a", "affinity": {"clusterNames": ["x"]}}]})
+    assert "no cluster affinity" in (recovery.skip_reason(groups, member1) or "")
+    tainted = cluster(taints=[{"key": "maintenance", "effect": "NoSchedule"}])
+    assert "does not tolerate the taint maintenance:NoSchedule" in (recovery.skip_reason(kept, tainted) or "")
+    tolerant = binding([], placement={"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]})
+    assert recovery.skip_reason(tolerant, tainted) is None
+
+
+def test_rebalancers_are_chunked_sorted_and_deduplicated() -> None:
+    workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": f"d{i}", "namespace": "ns"}
+                 for i in (3, 1, 2, 1, 0)]
+    bodies = recovery.rebalancers_for("member1", workloads, max_workloads=2, ttl_seconds=3600)
+    assert [[w["name"] for w in b["spec"]["workloads"]] for b in bodies] == [["d0", "d1"], ["d2", "d3"]]
+    assert all(b["metadata"] == {"generateName": "failback-member1-"} for b in bodies)
+    assert all(b["spec"]["ttlSecondsAfterFinished"] == 3600 for b in bodies)
+
+
+def test_ttl_zero_keeps_the_rebalancer() -> None:
+    body = recovery.rebalancers_for("m", [recovery.workload_of(binding([]))], max_workloads=100, ttl_seconds=0)[0]
+    assert "ttlSecondsAfterFinished" not in body["spec"]
+    assert body["spec"]["workloads"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo",
+                                          "namespace": "default"}]
+
+
+def test_chunk_size_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        recovery.chunks([1], 0)
