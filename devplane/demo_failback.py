@@ -37,7 +37,7 @@ from .demo import (
 )
 
 WINDOW_SECONDS = 10.0
-TTL_SECONDS = 5.0
+TTL_SECONDS = 15.0  # long enough to show the finished rebalancer on a loaded machine
 CONTROLLER_MANAGER_FLAGS = ("--controllers=*,clusterFailback",
                             f"--failback-stabilization-window={format_duration(WINDOW_SECONDS)}",
                             f"--failback-rebalancer-ttl={format_duration(TTL_SECONDS)}")

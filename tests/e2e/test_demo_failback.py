@@ -17,8 +17,8 @@ def test_failback_demo(tmp_path: Path) -> None:
     result = _run_demo("failback", tmp_path)
     out = result.stdout
     assert result.returncode == 0, f"{out}\n{result.stderr[-3000:]}"
-    assert "--controllers=*,clusterFailback --failback-stabilization-window=10s --failback-rebalancer-ttl=5s" in out
-    assert "the demo shortens the window to 10s (default 5m0s) and the rebalancers' TTL to 5s (default 1h0m0s)" in out
+    assert "--controllers=*,clusterFailback --failback-stabilization-window=10s --failback-rebalancer-ttl=15s" in out
+    assert "the demo shortens the window to 10s (default 5m0s) and the rebalancers' TTL to 15s (default 1h0m0s)" in out
     # step 1, after the taint, during the window, after the fail-back
     tables = out.split("$ karmadactl --karmada-context karmada-apiserver get deploy foo\n")[1:]
     distributions = [{row[1]: row[2] for row in _rows(block.split("$ ")[0], "foo")} for block in tables]
@@ -35,7 +35,7 @@ def test_failback_demo(tmp_path: Path) -> None:
     name = triggered.group(1)
     listed = out.split("$ kubectl --context karmada-apiserver get workloadrebalancers\n")[1].split("$ ")[0]
     assert [row[0] for row in (line.split() for line in listed.splitlines()[1:])] == [name]  # none by hand
-    assert re.search(r"ttlSecondsAfterFinished: 5\n.*observedWorkloads:\n  - result: Successful\n    workload:\n"
+    assert re.search(r"ttlSecondsAfterFinished: 15\n.*observedWorkloads:\n  - result: Successful\n    workload:\n"
                      r"      apiVersion: apps/v1\n      kind: Deployment\n      name: foo\n", out, re.DOTALL)
     assert f'workloadrebalancers.apps.karmada.io "{name}" not found' in out  # deleted by its TTL
     assert "Demo passed" in out
