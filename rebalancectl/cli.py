@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NoReturn, TextIO
 
 import aiohttp
@@ -32,7 +32,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse whose errors are one line (``karmada-rebalance create: error: ...``) and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        raise FlagError(f"{self.prog}: error: {message}")
+
+
+class FlagError(UsageError):
+    """An argparse error, already worded as its one line."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,8 +121,8 @@ async def run_status(client: KubeClient, args: argparse.Namespace, out: TextIO) 
     return 0
 
 
-async def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    target = await anyio.to_thread.run_sync(kubeconfig.load, args.kubeconfig, args.context, dict(os.environ))
+async def run(args: argparse.Namespace, out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
+    target = await anyio.to_thread.run_sync(kubeconfig.load, args.kubeconfig, args.context, environ)
     client = await kubeconfig.connect(target)
     try:
         if args.command == "create":
@@ -128,11 +132,17 @@ async def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         await client.close()
 
 
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    out, err = out or sys.stdout, err or sys.stderr
-    args = build_parser().parse_args(argv)
+async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
+    """The whole command: parse, run, and map each failure to its exit code and one line on ``err``."""
     try:
-        return anyio.run(run, args, out, err, backend="asyncio")
+        args = build_parser().parse_args(argv)
+    except FlagError as exc:
+        print(exc, file=err)
+        return 2
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
+    try:
+        return await run(args, out, err, environ)
     except UsageError as exc:
         print(f"{PROG} {args.command}: error: {exc}", file=err)
         return 2
@@ -145,5 +155,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         print(f"{PROG} {args.command}: error: cannot reach the API server: {exc or type(exc).__name__}", file=err)
         return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return anyio.run(execute, sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, dict(os.environ),
+                         backend="asyncio")
     except KeyboardInterrupt:
         return 130

@@ -22,10 +22,8 @@ def is_finished(rebalancer: Obj) -> bool:
 
 
 async def get(client: KubeClient, name: str) -> Obj:
-    rebalancer = await client.get_or_none(WORKLOAD_REBALANCERS, name)
-    if rebalancer is None:
-        raise CommandError(f'workloadrebalancers.apps.karmada.io "{name}" not found')
-    return rebalancer
+    """The rebalancer; ApiError (kube's NotFound message) when there is none."""
+    return await client.get(WORKLOAD_REBALANCERS, name)
 
 
 async def _until_finished(client: KubeClient, name: str) -> Obj:
