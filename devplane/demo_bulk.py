@@ -32,6 +32,13 @@ PLACEMENT = """\
 """
 
 
+def _policy(name: str, scheduling: str, selectors: list[tuple[str, str, str]]) -> str:
+    """A PropagationPolicy on member1 and member2 for ``(apiVersion, kind, name)`` templates."""
+    listed = "".join(f"    - {{apiVersion: {a}, kind: {k}, name: {n}}}\n" for a, k, n in selectors)
+    return (f"apiVersion: policy.karmada.io/v1alpha1\nkind: PropagationPolicy\nmetadata: {{name: {name}}}\n"
+            f"spec:\n{PLACEMENT}{scheduling}  resourceSelectors:\n{listed}")
+
+
 def manifests() -> str:
     """The application: two Deployments (divided by available replicas) and a ConfigMap (duplicated)."""
     docs = []
@@ -56,25 +63,14 @@ kind: ConfigMap
 metadata: {{name: {CONFIGMAP}, labels: {{app.kubernetes.io/part-of: shop}}}}
 data: {{greeting: hello}}
 """)
-    docs.append(f"""\
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {{name: shop-deployments}}
-spec:
-{PLACEMENT}    replicaScheduling:
+    divided = """\
+    replicaScheduling:
       replicaDivisionPreference: Weighted
       replicaSchedulingType: Divided
-      weightPreference: {{dynamicWeight: AvailableReplicas}}
-  resourceSelectors:
-{"".join(f"    - {{apiVersion: apps/v1, kind: Deployment, name: {n}}}{chr(10)}" for n in DEPLOYMENTS)}""")
-    docs.append(f"""\
-apiVersion: policy.karmada.io/v1alpha1
-kind: PropagationPolicy
-metadata: {{name: shop-config}}
-spec:
-{PLACEMENT}  resourceSelectors:
-    - {{apiVersion: v1, kind: ConfigMap, name: {CONFIGMAP}}}
-""")
+      weightPreference: {dynamicWeight: AvailableReplicas}
+"""
+    docs.append(_policy("shop-deployments", divided, [("apps/v1", "Deployment", n) for n in DEPLOYMENTS]))
+    docs.append(_policy("shop-config", "", [("v1", "ConfigMap", CONFIGMAP)]))
     return "---\n".join(docs)
 
 
