@@ -29,6 +29,7 @@ COPY estimator ./estimator
 COPY interpreter ./interpreter
 COPY karmada_api ./karmada_api
 COPY kube_api ./kube_api
+COPY rebalancectl ./rebalancectl
 COPY sharedcli ./sharedcli
 
 # The project's wheel plus a wheel of each dependency, so the runtime stage needs no index and no

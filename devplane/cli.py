@@ -27,7 +27,7 @@ from .apiserver.authn import TokenFileError, load_token_file
 from .apiserver.server import DEFAULT_WATCH_HISTORY, ApiServer, ApiServerConfig
 from .config import ConfigError, load_config, member_shapes
 from .ctl import add_ctl_parser, run_ctl
-from .demo import DOCUMENTS, run_demo
+from .demo import DEMOS, run_demo
 from .kubeconfig import write_kubeconfig
 from .plane import HOST_CONTEXT, DevPlane, PlaneOptions, new_admin_token, secured
 
@@ -108,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_security_flags(up, "the host API server (members are unchanged)")
 
     demo = sub.add_parser("demo", help="play the user's documents end to end and check every outcome")
-    demo.add_argument("document", nargs="?", choices=(*DOCUMENTS, "all"), default="all",
-                      help="one document, or all: rebalancer and descheduler (default all)")
+    demo.add_argument("document", nargs="?", choices=(*DEMOS, "all"), default="all",
+                      help="one demo, or all: the rebalancer and descheduler documents (default all)")
     demo.add_argument("--workdir", type=Path, default=None,
                       help="keep the manifests, kubeconfigs and product logs here (default: a temporary folder)")
 

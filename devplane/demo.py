@@ -38,9 +38,10 @@ from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from .ctl import deployments_in_members, get_deployment_table, taint_cluster
 from .plane import DevPlane, PlaneOptions
 
-DOCUMENTS = ("rebalancer", "descheduler", "failback")
-DEFAULT_DOCUMENTS = ("rebalancer", "descheduler")
+DOCUMENTS = ("rebalancer", "descheduler")
 """What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 30 s)."""
+DEMOS = (*DOCUMENTS, "failback", "bulk")
+"""Every demo; those beyond the documents (fail-back, bulk rebalancing) are asked for by name."""
 STEP_TIMEOUT = 60.0
 DEMO_TTL_SECONDS = 5
 DESCHEDULING_INTERVAL = "5s"
@@ -400,24 +401,29 @@ async def session(workdir: Path, narrator: Narrator, *, descheduler: bool,
             await s.stop_products()
 
 
-PLAYS: dict[str, Callable[[Session], Awaitable[None]]] = {"rebalancer": play_rebalancer,
-                                                           "descheduler": play_descheduler}
+@dataclass(frozen=True)
+class Demo:
+    """One demo: what it plays on a fresh plane, and how the product processes run for it."""
+
+    play: Callable[[Session], Awaitable[None]]
+    descheduler: bool = False
+    controller_manager_flags: Sequence[str] = ()
 
 
-async def _play(name: str, directory: Path, narrator: Narrator) -> None:
-    """One document on its own plane."""
-    if name == "failback":
-        # imported when played: demo_failback builds on this module's Session (an import cycle otherwise)
-        from .demo_failback import play_failback  # noqa: PLC0415
-        await play_failback(directory, narrator)
-        return
-    async with session(directory, narrator, descheduler=name == "descheduler") as s:
-        await PLAYS[name](s)
+def demos() -> dict[str, Demo]:
+    """Every demo by name; the ones beyond the documents live in their own modules, built on this one."""
+    # imported here, not on top: both build on this module's Session (an import cycle otherwise)
+    from .demo_bulk import play_bulk  # noqa: PLC0415
+    from .demo_failback import CONTROLLER_MANAGER_FLAGS, play_failback  # noqa: PLC0415
+
+    return {"rebalancer": Demo(play_rebalancer), "descheduler": Demo(play_descheduler, descheduler=True),
+            "failback": Demo(play_failback, controller_manager_flags=CONTROLLER_MANAGER_FLAGS),
+            "bulk": Demo(play_bulk)}
 
 
 async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = None) -> int:
     """Play the chosen documents; 0 when every outcome was observed, 1 otherwise."""
-    names: Sequence[str] = DEFAULT_DOCUMENTS if which == "all" else (which,)
+    names: Sequence[str] = DOCUMENTS if which == "all" else (which,)
     narrator = Narrator(out)
     started = time.monotonic()
     base = workdir or Path(tempfile.mkdtemp(prefix="karmada-demo-"))
@@ -425,7 +431,10 @@ async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = 
         directory = base / name
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            await _play(name, directory, narrator)
+            demo = demos()[name]
+            async with session(directory, narrator, descheduler=demo.descheduler,
+                               controller_manager_flags=demo.controller_manager_flags) as s:
+                await demo.play(s)
         except StepFailed as exc:
             print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out, flush=True)
             return 1

@@ -10,7 +10,6 @@ nobody wrote, which its TTL then deletes. Window and TTL are shortened (and the 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -23,7 +22,6 @@ from sharedcli.flagtypes import format_duration
 
 from .demo import (
     STEP_TIMEOUT,
-    Narrator,
     Session,
     StepFailed,
     distribution_is,
@@ -33,7 +31,6 @@ from .demo import (
     no_eviction_tasks,
     rebalancer_gone,
     rebalancer_successful,
-    session,
 )
 
 WINDOW_SECONDS = 10.0
@@ -45,13 +42,8 @@ CLUSTER = "member1"
 BINDING = "foo-deployment"
 
 
-async def play_failback(workdir: Path, narrator: Narrator) -> None:
-    """A plane with the controller-manager's fail-back on, then the tutorial without step 3."""
-    async with session(workdir, narrator, descheduler=False, controller_manager_flags=CONTROLLER_MANAGER_FLAGS) as s:
-        await _play(s)
-
-
-async def _play(s: Session) -> None:
+async def play_failback(s: Session) -> None:
+    """The tutorial without its step 3: the controller-manager's fail-back puts the replicas back."""
     defaults = FailbackOptions()
     s.say.title("Fail-back, step 1: create a Deployment (the Workload Rebalancer tutorial's manifests)")
     s.say.note(f"karmada-controller-manager runs with {' '.join(CONTROLLER_MANAGER_FLAGS)}")

@@ -1,0 +1,165 @@
+"""``karmada-rebalance``: the flags, the two commands and the exit codes.
+
+Exit codes: 0 success; 2 bad flags or an empty selection (one line on stderr saying why); 1 an API
+error (kube's Status message) or an unreachable server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import NoReturn, TextIO
+
+import aiohttp
+import anyio
+import anyio.to_thread
+
+from controller_manager.client import ApiError, KubeClient
+from sharedcli.flagtypes import duration, format_duration, object_name, positive_int
+
+from . import create, kubeconfig, status
+from .errors import CommandError, UsageError
+from .output import FORMATS, render, result_rows, summary, table
+
+PROG = "karmada-rebalance"
+DEFAULT_TTL = 1800.0
+DEFAULT_TIMEOUT = 600.0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``karmada-rebalance create: error: ...``) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise FlagError(f"{self.prog}: error: {message}")
+
+
+class FlagError(UsageError):
+    """An argparse error, already worded as its one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Create Karmada WorkloadRebalancers for a selection of workloads.")
+    parser.add_argument("--kubeconfig", default="", help="the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--context", default="", help="the kubeconfig context (default: its current-context)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    new = sub.add_parser("create", help="create WorkloadRebalancers for the selected workloads")
+    new.add_argument("name", nargs="?", default=None, type=object_name,
+                     help="the rebalancer's name (default: generateName rebalance-)")
+    scope = new.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", default="", help="the namespace (default: the context's, else default)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true",
+                       help="every namespace, and the cluster-scoped templates of ClusterResourceBindings")
+    new.add_argument("-l", "--selector", default="", help="label selector on the resource templates (app=web,tier!=db)")
+    new.add_argument("--kind", action="append", default=[],
+                     help="apps/v1/Deployment, Deployment.apps or a resource name (deploy); repeatable, ORed")
+    new.add_argument("--cluster", default="",
+                     help="workloads with replicas on this cluster, or that should be back on it")
+    policies = new.add_mutually_exclusive_group()
+    policies.add_argument("--policy", default="",
+                          help="NAMESPACE/NAME of a PropagationPolicy: the templates it propagated")
+    policies.add_argument("--cluster-policy", default="",
+                          help="a ClusterPropagationPolicy: the templates it propagated")
+    new.add_argument("--ttl", type=duration, default=DEFAULT_TTL,
+                     help="ttlSecondsAfterFinished as a Go duration; 0 keeps the rebalancers (default 30m0s)")
+    new.add_argument("--max-per-rebalancer", type=positive_int, default=100,
+                     help="workloads per rebalancer; more make several rebalancers (default 100)")
+    new.add_argument("--dry-run", action="store_true", help="print the rebalancers (YAML unless -o), write nothing")
+    _add_wait_flags(new)
+    new.add_argument("-o", "--output", choices=FORMATS, default="",
+                     help="print the created rebalancers as name|yaml|json")
+
+    show = sub.add_parser("status", help="the result of each workload of a rebalancer")
+    show.add_argument("name", type=object_name)
+    return parser
+
+
+def _add_wait_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wait", action="store_true",
+                        help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON")
+    parser.add_argument("--timeout", type=duration, default=DEFAULT_TIMEOUT,
+                        help="how long --wait waits (default 10m0s)")
+
+
+def _ttl_seconds(ttl: float) -> int | None:
+    """``--ttl 0`` keeps the rebalancers: no ``ttlSecondsAfterFinished``; otherwise whole seconds (at least 1)."""
+    if ttl == 0:
+        return None
+    if ttl != int(ttl):
+        raise UsageError(f"--ttl {format_duration(ttl)}: use whole seconds")
+    return int(ttl)
+
+
+async def run_create(client: KubeClient, args: argparse.Namespace, context_namespace: str, out: TextIO,
+                     err: TextIO) -> int:
+    ttl = _ttl_seconds(args.ttl)
+    namespace = create.namespace_scope(all_namespaces=args.all_namespaces, namespace=args.namespace,
+                                       policy=args.policy, cluster_policy=args.cluster_policy,
+                                       context_namespace=context_namespace)
+    request = create.Request(namespace, tuple(args.kind), args.selector, args.cluster, args.policy,
+                             args.cluster_policy)
+    chosen, _criteria = await create.selection(client, request)
+    for text in chosen.unmatched:
+        print(f"{PROG}: {text} matched no workload", file=err)
+    objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl)
+    if args.dry_run:
+        out.write(render(objs, args.output or "yaml"))
+        return 0
+    created = await create.create_all(client, objs)
+    out.write(render(created, args.output) if args.output else summary(created))
+    if args.wait:
+        finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], args.timeout)
+        out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
+    return 0
+
+
+async def run_status(client: KubeClient, args: argparse.Namespace, out: TextIO) -> int:
+    rebalancer = await status.get(client, args.name)
+    out.write(table(result_rows(rebalancer)))
+    return 0
+
+
+async def run(args: argparse.Namespace, out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
+    target = await anyio.to_thread.run_sync(kubeconfig.load, args.kubeconfig, args.context, environ)
+    client = await kubeconfig.connect(target)
+    try:
+        if args.command == "create":
+            return await run_create(client, args, target.namespace, out, err)
+        return await run_status(client, args, out)
+    finally:
+        await client.close()
+
+
+async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
+    """The whole command: parse, run, and map each failure to its exit code and one line on ``err``."""
+    try:
+        args = build_parser().parse_args(argv)
+    except FlagError as exc:
+        print(exc, file=err)
+        return 2
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
+    try:
+        return await run(args, out, err, environ)
+    except UsageError as exc:
+        print(f"{PROG} {args.command}: error: {exc}", file=err)
+        return 2
+    except ApiError as exc:
+        print(f"Error from server ({exc.reason or exc.status}): {exc.message}", file=err)
+        return 1
+    except CommandError as exc:
+        print(f"{PROG} {args.command}: error: {exc}", file=err)
+        return 1
+    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+        print(f"{PROG} {args.command}: error: cannot reach the API server: {exc or type(exc).__name__}", file=err)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return anyio.run(execute, sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, dict(os.environ),
+                         backend="asyncio")
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,180 @@
+"""``karmada-rebalance create``: read the bindings, select, build and create the rebalancers.
+
+The rebalancers are plain WorkloadRebalancers (``apps.karmada.io/v1alpha1``): whichever rebalancer
+controller runs (Karmada's or this project's) acts on them. More workloads than
+``--max-per-rebalancer`` are split into several: ``NAME-1``, ``NAME-2``... (or one
+``generateName: rebalance-`` each when no NAME is given).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from controller_manager import objects
+from controller_manager.client import ApiError, KubeClient
+from controller_manager.objects import Obj
+from karmada_api.bindings import CRB_KIND, RB_KIND
+from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
+from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
+
+from .discovery import GroupKind, discover, resolve_kind, resource_for
+from .errors import UsageError
+from .selection import Criteria, Selection, Workload, count_in_scope, describe_empty, select, workload_of
+
+GENERATE_NAME = "rebalance-"
+
+
+@dataclass(frozen=True)
+class Request:
+    """The ``create`` flags that decide the selection."""
+
+    namespace: str | None
+    kinds: Sequence[str] = ()
+    selector: str = ""
+    cluster: str = ""
+    policy: str = ""
+    cluster_policy: str = ""
+
+
+def chunks(workloads: Sequence[Workload], size: int) -> list[list[Workload]]:
+    """``workloads`` in order, at most ``size`` per rebalancer."""
+    if size < 1:
+        raise ValueError("--max-per-rebalancer must be at least 1")
+    return [list(workloads[i:i + size]) for i in range(0, len(workloads), size)]
+
+
+def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,
+                ttl_seconds: int | None) -> list[dict[str, Any]]:
+    """The WorkloadRebalancer objects for ``workloads``; ``ttl_seconds`` None keeps them (no TTL)."""
+    parts = chunks(workloads, size)
+    built = []
+    for index, part in enumerate(parts, start=1):
+        if not name:
+            metadata = {"generateName": GENERATE_NAME}
+        else:
+            metadata = {"name": name if len(parts) == 1 else f"{name}-{index}"}
+        spec: dict[str, Any] = {"workloads": [w.reference() for w in part]}
+        if ttl_seconds is not None:
+            spec["ttlSecondsAfterFinished"] = ttl_seconds
+        built.append({"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": WORKLOAD_REBALANCERS.kind,
+                      "metadata": metadata, "spec": spec})
+    return built
+
+
+def split_policy(text: str) -> tuple[str, str]:
+    """``--policy NS/NAME`` → (NS, NAME); UsageError otherwise."""
+    namespace, sep, name = text.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        raise UsageError(f"--policy {text}: use NAMESPACE/NAME")
+    return namespace, name
+
+
+async def _policy_id(client: KubeClient, request: Request) -> tuple[str, str, str] | None:
+    """``(flag text, label, permanent id)`` of the policy named by the flags, read from the policy."""
+    if request.policy:
+        namespace, name = split_policy(request.policy)
+        policy = await client.get_or_none(PROPAGATION_POLICIES, name, namespace)
+        text, label, kind = f"--policy {request.policy}", PP_PERMANENT_ID, "PropagationPolicy"
+    elif request.cluster_policy:
+        policy = await client.get_or_none(CLUSTER_PROPAGATION_POLICIES, request.cluster_policy)
+        text, label, kind = f"--cluster-policy {request.cluster_policy}", CPP_PERMANENT_ID, "ClusterPropagationPolicy"
+    else:
+        return None
+    if policy is None:
+        raise UsageError(f"{text}: no such {kind}")
+    value = objects.labels(policy).get(label)
+    if not value:
+        raise UsageError(f"{text}: the {kind} has no {label} label yet (Karmada sets it when it first propagates)")
+    return text, label, value
+
+
+def namespace_scope(*, all_namespaces: bool, namespace: str, policy: str, cluster_policy: str,
+                    context_namespace: str) -> str | None:
+    """The namespace whose bindings are read; None for all of them and the ClusterResourceBindings.
+
+    ``-A`` reads all; ``-n`` one; otherwise ``--policy NS/NAME`` reads NS and ``--cluster-policy`` all (a
+    ClusterPropagationPolicy propagates across namespaces); otherwise the context's namespace, else ``default``.
+    """
+    if all_namespaces:
+        return None
+    if namespace:
+        return namespace
+    if policy:
+        return split_policy(policy)[0]
+    if cluster_policy:
+        return None
+    return context_namespace or "default"
+
+
+async def _bindings(client: KubeClient, namespace: str | None) -> list[Obj]:
+    """The ResourceBindings in scope, and the ClusterResourceBindings when every namespace is."""
+    rbs = await client.list(RB_KIND.resource, namespace or "")
+    items: list[Obj] = list(rbs.get("items") or [])
+    if namespace is None:
+        crbs = await client.list(CRB_KIND.resource)
+        items.extend(crbs.get("items") or [])
+    return items
+
+
+async def _labelled(client: KubeClient, selector: str, bindings: Sequence[Obj], namespace: str | None,
+                    resources: Any) -> frozenset[Workload]:
+    """The bound templates whose labels match ``selector``, read from the templates themselves (the server
+    applies the selector; a syntax error it reports is a bad flag)."""
+    kinds = {w.group_kind for w in (workload_of(b) for b in bindings) if w is not None}
+    matched: set[Workload] = set()
+
+    async def one(kind: GroupKind) -> None:
+        resource = resource_for(kind, resources)
+        if resource is None:
+            return  # a binding for a kind no longer served: no template to read
+        try:
+            listed = await client.list(resource, namespace or "" if resource.namespaced else "",
+                                       label_selector=selector)
+        except ApiError as exc:
+            if exc.status == 400:
+                raise UsageError(f"-l {selector}: {exc.message}") from None
+            raise
+        for item in listed.get("items") or []:
+            matched.add(Workload(objects.namespace(item), kind.kind, objects.name(item), resource.api_version))
+
+    await asyncio.gather(*(one(kind) for kind in sorted(kinds)))
+    # match on group, kind, namespace and name: a template listed at another version is the same object
+    by_identity = {(w.group_kind, w.namespace, w.name) for w in matched}
+    return frozenset(w for w in (workload_of(b) for b in bindings)
+                     if w is not None and (w.group_kind, w.namespace, w.name) in by_identity)
+
+
+async def resolve(client: KubeClient, request: Request) -> tuple[Criteria, list[Obj]]:
+    """Read what the flags name (kinds, cluster, policy, template labels) and the bindings in scope."""
+    namespace = request.namespace
+    policy = await _policy_id(client, request)
+    cluster = None
+    if request.cluster:
+        cluster = await client.get_or_none(CLUSTERS, request.cluster)
+        if cluster is None:
+            raise UsageError(f"--cluster {request.cluster}: no such cluster")
+    resources = await discover(client) if request.kinds or request.selector else []
+    kinds = [(text, resolve_kind(text, resources)) for text in request.kinds]
+    bindings = await _bindings(client, namespace)
+    labelled = None
+    if request.selector:
+        labelled = (request.selector, await _labelled(client, request.selector, bindings, namespace, resources))
+    return Criteria(namespace, kinds, labelled, cluster, policy), bindings
+
+
+async def selection(client: KubeClient, request: Request) -> tuple[Selection, Criteria]:
+    """The selected workloads; UsageError with the one-line reason when there are none."""
+    criteria, bindings = await resolve(client, request)
+    chosen = select(bindings, criteria)
+    if not chosen.workloads:
+        in_scope = count_in_scope(bindings, criteria.namespace)
+        raise UsageError(describe_empty(chosen, criteria, bindings_in_scope=in_scope))
+    return chosen, criteria
+
+
+async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Create the rebalancers one by one (a failure stops the rest: what was created is reported)."""
+    return [await client.create(WORKLOAD_REBALANCERS, obj) for obj in objs]

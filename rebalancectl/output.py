@@ -1,0 +1,67 @@
+"""How results are printed: ``-o name|yaml|json`` for rebalancers, and the WORKLOAD/RESULT/REASON table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import yaml
+
+from controller_manager import objects
+from controller_manager.objects import Obj
+from karmada_api.resources import WORKLOAD_REBALANCERS
+
+from .selection import workload_from_reference
+
+FORMATS = ("name", "yaml", "json")
+PENDING = "Pending"
+
+
+def as_list(items: Sequence[Obj]) -> Obj:
+    """One object as itself; several as a ``v1 List``, as kubectl prints them."""
+    if len(items) == 1:
+        return items[0]
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": list(items)}
+
+
+def render(items: Sequence[Obj], fmt: str) -> str:
+    """The rebalancers in one of :data:`FORMATS` (``name``: ``workloadrebalancer.apps.karmada.io/NAME``)."""
+    if fmt == "name":
+        prefix = f"{WORKLOAD_REBALANCERS.plural[:-1]}.{WORKLOAD_REBALANCERS.group}"
+        return "".join(f"{prefix}/{objects.name(item) or objects.metadata(item).get('generateName', '')}\n"
+                       for item in items)
+    if fmt == "json":
+        return json.dumps(as_list(items), indent=4) + "\n"
+    if fmt == "yaml":
+        text: str = yaml.safe_dump(as_list(items), sort_keys=False)
+        return text
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:
+    """One row per workload of the rebalancer: WORKLOAD, RESULT (Pending until it has one), REASON."""
+    observed: dict[str, tuple[str, str]] = {}
+    for item in objects.status(rebalancer).get("observedWorkloads") or []:
+        workload = str(workload_from_reference(item.get("workload") or {}))
+        observed[workload] = (str(item.get("result") or PENDING), str(item.get("reason") or ""))
+    rows = []
+    for ref in objects.spec(rebalancer).get("workloads") or []:
+        workload = str(workload_from_reference(ref))
+        result, reason = observed.pop(workload, (PENDING, ""))
+        rows.append((workload, result, reason))
+    rows.extend((workload, result, reason) for workload, (result, reason) in observed.items())
+    return rows
+
+
+def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("WORKLOAD", "RESULT", "REASON")) -> str:
+    """Columns padded like kubectl's tables (three spaces between columns, no trailing spaces)."""
+    lines = [headers, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return "".join("   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() + "\n"
+                   for line in lines)
+
+
+def summary(created: Sequence[Obj]) -> str:
+    """The default output of ``create``: one line per rebalancer and its workload count."""
+    return "".join(f"workloadrebalancer.apps.karmada.io/{objects.name(item)} created "
+                   f"({len(objects.spec(item).get('workloads') or [])} workloads)\n" for item in created)

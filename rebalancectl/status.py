@@ -1,0 +1,65 @@
+"""A rebalancer's outcome: whether it has finished, and waiting until it has (``--wait``, ``status``)."""
+
+from __future__ import annotations
+
+import anyio
+
+from controller_manager import objects
+from controller_manager.client import ApiError, KubeClient
+from controller_manager.objects import Obj
+from karmada_api.resources import WORKLOAD_REBALANCERS
+
+from .errors import CommandError
+
+WATCH_SECONDS = 60  # one watch request; the wait re-watches from the last resourceVersion until its deadline
+
+
+def is_finished(rebalancer: Obj) -> bool:
+    """Finished: ``status.finishTime`` is set for the current generation (``observedGeneration`` == generation)."""
+    status = objects.status(rebalancer)
+    observed = int(status.get("observedGeneration") or 0)
+    return bool(status.get("finishTime")) and observed == objects.generation(rebalancer)
+
+
+async def get(client: KubeClient, name: str) -> Obj:
+    """The rebalancer; ApiError (kube's NotFound message) when there is none."""
+    return await client.get(WORKLOAD_REBALANCERS, name)
+
+
+async def _until_finished(client: KubeClient, name: str) -> Obj:
+    """Watch the one rebalancer (by a field selector on its name) until it has finished."""
+    current = await get(client, name)
+    while not is_finished(current):
+        version = objects.metadata(current).get("resourceVersion", "")
+        try:
+            async for event in client.watch(WORKLOAD_REBALANCERS, resource_version=str(version),
+                                            timeout_seconds=WATCH_SECONDS, field_selector=f"metadata.name={name}"):
+                if event.get("type") == "DELETED":
+                    raise CommandError(f"workloadrebalancer {name} was deleted before it finished")
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    current = dict(event["object"])
+                    if is_finished(current):
+                        return current
+        except ApiError as exc:
+            if exc.status != 410:  # an expired resourceVersion: read again and re-watch
+                raise
+        current = await get(client, name)
+    return current
+
+
+async def wait_finished(client: KubeClient, names: list[str], timeout: float) -> list[Obj]:
+    """Every rebalancer, once finished; CommandError naming those still running after ``timeout`` seconds."""
+    done: dict[str, Obj] = {}
+
+    async def one(name: str) -> None:
+        done[name] = await _until_finished(client, name)
+
+    with anyio.move_on_after(timeout) as scope:
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+    if scope.cancelled_caught:
+        waiting = [n for n in names if n not in done]
+        raise CommandError(f"timed out after {timeout:g}s waiting for workloadrebalancer(s) {', '.join(waiting)} "
+                           "to finish (is a WorkloadRebalancer controller running?)")
+    return [done[name] for name in names]

@@ -1,0 +1,200 @@
+"""karmada-rebalance's pure parts: selection rules, --kind resolution, kubeconfig merging, output, chunking."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller_manager.client import Resource
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, PP_PERMANENT_ID
+from rebalancectl import kubeconfig
+from rebalancectl.cli import _ttl_seconds, build_parser
+from rebalancectl.create import chunks, namespace_scope, rebalancers
+from rebalancectl.discovery import ApiResource, GroupKind, resolve_kind
+from rebalancectl.errors import UsageError
+from rebalancectl.output import render, result_rows, table
+from rebalancectl.selection import Criteria, Workload, belongs_on, select
+
+
+def binding(name: str, *, namespace: str = "default", kind: str = "Deployment", api_version: str = "apps/v1",
+            clusters: dict[str, int] | None = None, placement: dict[str, Any] | None = None,
+            labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": f"{name}-{kind.lower()}", "labels": labels or {}}
+    if namespace:
+        meta["namespace"] = namespace
+    if placement is not None:
+        meta["annotations"] = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(placement)}
+    resource = {"apiVersion": api_version, "kind": kind, "name": name,
+                **({"namespace": namespace} if namespace else {})}
+    return {"metadata": meta, "spec": {"resource": resource,
+                                       "clusters": [{"name": c, "replicas": r} for c, r in (clusters or {}).items()]}}
+
+
+MEMBER1 = {"metadata": {"name": "member1", "labels": {"zone": "a"}}, "spec": {}}
+ANYWHERE = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
+ELSEWHERE = {"clusterAffinity": {"clusterNames": ["member2"]}}
+
+
+def test_cluster_selects_replicas_there_or_placement_allowing_it() -> None:
+    on = binding("on", clusters={"member1": 2}, placement=ELSEWHERE)
+    back = binding("back", clusters={"member2": 3}, placement=ANYWHERE)
+    never = binding("never", clusters={"member2": 3}, placement=ELSEWHERE)
+    unplaced = binding("unplaced", clusters={"member2": 3})
+    terms = {"clusterAffinities": [{"affinityName": "x", "labelSelector": {"matchLabels": {"zone": "a"}}}]}
+    by_label = binding("label", clusters={"member2": 1}, placement=terms)
+    assert [belongs_on(b, MEMBER1) for b in (on, back, never, unplaced, by_label)] == [True, True, False, False, True]
+    chosen = select([on, back, never, unplaced, by_label], Criteria("default", cluster=MEMBER1))
+    assert [w.name for w in chosen.workloads] == ["back", "label", "on"]
+    assert chosen.unmatched == []
+
+
+def test_selectors_are_anded_kinds_ored_and_unmatched_ones_named() -> None:
+    deploy = binding("web", clusters={"member1": 1}, labels={PP_PERMANENT_ID: "id-1"})
+    cm = binding("conf", kind="ConfigMap", api_version="v1", labels={PP_PERMANENT_ID: "id-1"})
+    other_ns = binding("web", namespace="prod")
+    kinds = [("deploy", GroupKind("apps", "Deployment")), ("cm", GroupKind("", "ConfigMap")),
+             ("sts", GroupKind("apps", "StatefulSet"))]
+    policy = ("--policy default/p", PP_PERMANENT_ID, "id-1")
+    chosen = select([deploy, cm, other_ns], Criteria("default", kinds=kinds, policy=policy))
+    assert [str(w) for w in chosen.workloads] == ["ConfigMap/default/conf", "Deployment.apps/default/web"]
+    assert chosen.unmatched == ["--kind sts"]
+    none = select([deploy, cm], Criteria("default", policy=("--policy default/q", PP_PERMANENT_ID, "other")))
+    assert none.workloads == [] and none.unmatched == ["--policy default/q"]
+    labelled = frozenset({Workload("default", "ConfigMap", "conf", "v1")})
+    only_cm = select([deploy, cm], Criteria("default", labelled=("app=x", labelled)))
+    assert [w.name for w in only_cm.workloads] == ["conf"]
+
+
+def test_all_namespaces_includes_cluster_scoped_templates_and_skips_deleting_bindings() -> None:
+    crb = binding("ns1", namespace="", kind="Namespace", api_version="v1")
+    deleting = binding("gone")
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    rb = binding("web", namespace="prod")
+    assert [str(w) for w in select([crb, deleting, rb], Criteria(None)).workloads] == [
+        "Namespace/ns1", "Deployment.apps/prod/web"]
+    assert select([crb, rb], Criteria("default")).workloads == []
+
+
+def test_namespace_scope_rules() -> None:
+    def scope(**kw: Any) -> str | None:
+        args = {"all_namespaces": False, "namespace": "", "policy": "", "cluster_policy": "", "context_namespace": ""}
+        return namespace_scope(**{**args, **kw})
+    assert scope() == "default"
+    assert scope(context_namespace="team") == "team"
+    assert scope(namespace="x", context_namespace="team") == "x"
+    assert scope(policy="apps/pp") == "apps"
+    assert scope(cluster_policy="cpp") is None
+    assert scope(all_namespaces=True) is None
+    with pytest.raises(UsageError, match="NAMESPACE/NAME"):
+        scope(policy="pp")
+
+
+RESOURCES = [
+    ApiResource(Resource("apps", "v1", "deployments", "Deployment", True), "deployment", ("deploy",)),
+    ApiResource(Resource("", "v1", "configmaps", "ConfigMap", True), "configmap", ("cm",)),
+    ApiResource(Resource("extensions.example", "v1", "deployments", "Deployment", True), "deployment", ()),
+    ApiResource(Resource("", "v1", "services", "Service", True), "service", ("svc",)),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("apps/v1/Deployment", GroupKind("apps", "Deployment")),
+    ("v1/ConfigMap", GroupKind("", "ConfigMap")),
+    ("Deployment.apps", GroupKind("apps", "Deployment")),
+    ("deployments", GroupKind("apps", "Deployment")),
+    ("deploy", GroupKind("apps", "Deployment")),
+    ("deployments.apps", GroupKind("apps", "Deployment")),
+    ("deployments.extensions.example", GroupKind("extensions.example", "Deployment")),
+    ("CM", GroupKind("", "ConfigMap")),
+    ("svc", GroupKind("", "Service")),
+])
+def test_kind_values(text: str, want: GroupKind) -> None:
+    assert resolve_kind(text, RESOURCES) == want
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("widgets", 'doesn\'t have a resource type "widgets"'),
+    ("apps/v2/Deployment", "version v2 is not served"),
+    ("batch/v1/Job", 'doesn\'t have a resource type "Job"'),
+    ("deployments.batch", "doesn't have a resource type"),
+])
+def test_bad_kind_values(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        resolve_kind(text, RESOURCES)
+
+
+def write(path: Path, config: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def config(name: str, server: str, current: str = "", namespace: str = "") -> dict[str, Any]:
+    context = {"cluster": name, "user": name, **({"namespace": namespace} if namespace else {})}
+    return {"clusters": [{"name": name, "cluster": {"server": server, "certificate-authority": "ca.crt"}}],
+            "users": [{"name": name, "user": {}}], "contexts": [{"name": name, "context": context}],
+            **({"current-context": current} if current else {})}
+
+
+def test_kubeconfig_merges_like_kubectl(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    first = write(tmp_path / "a", config("shared", "https://first", namespace="team"))
+    second = write(tmp_path / "sub" / "b", {**config("shared", "https://second", current="shared"),
+                                            "contexts": [{"name": "shared", "context": {"cluster": "shared"}},
+                                                         {"name": "other", "context": {"cluster": "shared"}}]})
+    env = {"KUBECONFIG": f"{first}:{tmp_path / 'missing'}:{second}"}
+    target = kubeconfig.load(None, None, env)
+    assert target.context == "shared" and target.namespace == "team"  # the first file's context wins
+    clusters = target.config["clusters"]
+    assert [c["cluster"]["server"] for c in clusters] == ["https://first"]
+    assert clusters[0]["cluster"]["certificate-authority"] == str(tmp_path / "ca.crt")
+    assert kubeconfig.load(None, "other", env).namespace == ""
+    with pytest.raises(UsageError, match='context "nope" does not exist'):
+        kubeconfig.load(None, "nope", env)
+    only = kubeconfig.load(str(second), None, env)  # --kubeconfig: that file alone
+    assert only.config["clusters"][0]["cluster"]["server"] == "https://second"
+    with pytest.raises(UsageError, match="no such file"):
+        kubeconfig.load(str(tmp_path / "missing"), None, env)
+    with pytest.raises(UsageError, match="no current-context"):
+        kubeconfig.load(None, None, {"KUBECONFIG": str(first)})
+
+
+def test_chunks_names_and_ttl() -> None:
+    workloads = [Workload("default", "ConfigMap", f"c{i}", "v1") for i in range(5)]
+    assert [len(c) for c in chunks(workloads, 2)] == [2, 2, 1]
+    named = rebalancers("bulk", workloads, size=2, ttl_seconds=1800)
+    assert [r["metadata"] for r in named] == [{"name": "bulk-1"}, {"name": "bulk-2"}, {"name": "bulk-3"}]
+    refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"c{i}", "namespace": "default"} for i in (0, 1)]
+    assert named[0]["spec"] == {"workloads": refs, "ttlSecondsAfterFinished": 1800}
+    single = rebalancers("", workloads, size=100, ttl_seconds=None)
+    assert single[0]["metadata"] == {"generateName": "rebalance-"}
+    assert "ttlSecondsAfterFinished" not in single[0]["spec"]
+    assert rebalancers("one", workloads, size=5, ttl_seconds=1)[0]["metadata"] == {"name": "one"}
+    assert _ttl_seconds(0) is None and _ttl_seconds(1800) == 1800
+    with pytest.raises(UsageError, match="whole seconds"):
+        _ttl_seconds(1.5)
+    args = build_parser().parse_args(["create"])
+    assert args.ttl == 1800 and args.max_per_rebalancer == 100
+
+
+def test_output_formats_and_table() -> None:
+    objs = rebalancers("bulk", [Workload("default", "ConfigMap", "c", "v1")], size=1, ttl_seconds=None)
+    assert render(objs, "name") == "workloadrebalancer.apps.karmada.io/bulk\n"
+    assert yaml.safe_load(render(objs, "yaml")) == objs[0]
+    two = objs + rebalancers("more", [Workload("", "Namespace", "n", "v1")], size=1, ttl_seconds=None)
+    listed = json.loads(render(two, "json"))
+    assert listed["kind"] == "List" and [i["metadata"]["name"] for i in listed["items"]] == ["bulk", "more"]
+    rebalancer = {**two[0], "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "a",
+                                                    "namespace": "default"},
+                                                   {"apiVersion": "v1", "kind": "ConfigMap", "name": "b",
+                                                    "namespace": "default"}]},
+                  "status": {"observedWorkloads": [{"workload": {"apiVersion": "v1", "kind": "ConfigMap", "name": "b",
+                                                                 "namespace": "default"},
+                                                    "result": "Failed", "reason": "ReferencedBindingNotFound"}]}}
+    assert table(result_rows(rebalancer)) == (
+        "WORKLOAD                    RESULT    REASON\n"
+        "Deployment.apps/default/a   Pending\n"
+        "ConfigMap/default/b         Failed    ReferencedBindingNotFound\n")
