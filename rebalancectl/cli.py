@@ -41,11 +41,14 @@ class FlagError(UsageError):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Create Karmada WorkloadRebalancers for a selection of workloads.")
-    parser.add_argument("--kubeconfig", default="", help="the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    parser.add_argument("--context", default="", help="the kubeconfig context (default: its current-context)")
+    _add_connection_flags(parser, default="")
+    # as with kubectl, --kubeconfig and --context may also follow the command; there they only
+    # override what was given before it (SUPPRESS: an absent flag leaves the earlier value)
+    connection = _Parser(add_help=False)
+    _add_connection_flags(connection, default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    new = sub.add_parser("create", help="create WorkloadRebalancers for the selected workloads")
+    new = sub.add_parser("create", parents=[connection], help="create WorkloadRebalancers for the selected workloads")
     new.add_argument("name", nargs="?", default=None, type=object_name,
                      help="the rebalancer's name (default: generateName rebalance-)")
     scope = new.add_mutually_exclusive_group()
@@ -71,9 +74,15 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("-o", "--output", choices=FORMATS, default="",
                      help="print the created rebalancers as name|yaml|json")
 
-    show = sub.add_parser("status", help="the result of each workload of a rebalancer")
+    show = sub.add_parser("status", parents=[connection], help="the result of each workload of a rebalancer")
     show.add_argument("name", type=object_name)
     return parser
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser, *, default: str) -> None:
+    parser.add_argument("--kubeconfig", default=default,
+                        help="the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    parser.add_argument("--context", default=default, help="the kubeconfig context (default: its current-context)")
 
 
 def _add_wait_flags(parser: argparse.ArgumentParser) -> None:

@@ -180,6 +180,17 @@ def test_chunks_names_and_ttl() -> None:
     assert args.ttl == 1800 and args.max_per_rebalancer == 100
 
 
+@pytest.mark.parametrize("argv", [
+    ["--kubeconfig", "k", "--context", "c", "create"],
+    ["create", "--kubeconfig", "k", "--context", "c"],
+    ["--kubeconfig", "k", "create", "--context", "c"],
+    ["--kubeconfig", "other", "--context", "c", "create", "--kubeconfig", "k"],
+])
+def test_connection_flags_go_before_or_after_the_command_as_with_kubectl(argv: list[str]) -> None:
+    args = build_parser().parse_args(argv)
+    assert (args.kubeconfig, args.context) == ("k", "c")
+
+
 def test_output_formats_and_table() -> None:
     objs = rebalancers("bulk", [Workload("default", "ConfigMap", "c", "v1")], size=1, ttl_seconds=None)
     assert render(objs, "name") == "workloadrebalancer.apps.karmada.io/bulk\n"
