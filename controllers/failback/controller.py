@@ -207,30 +207,34 @@ class ClusterFailback:
         return Result()
 
     async def _fail_back(self, cluster: Obj, records: list[tuple[BindingKind, Obj]]) -> None:
-        """Rebalancers first, then the records: a crash in between repeats a rebalancer, never loses one."""
+        """Each rebalancer first, then the records of its workloads: a failure in between repeats that
+        rebalancer on the retry, never loses a fail-back, and never repeats the rebalancers already made."""
         name = objects.name(cluster)
-        allowed: list[tuple[BindingKind, Obj]] = []
+        allowed: dict[tuple[str, ...], list[tuple[BindingKind, Obj]]] = {}
         skipped: list[tuple[BindingKind, Obj, str]] = []
         for kind, binding in records:
             reason = recovery.skip_reason(binding, cluster)
             if reason is None:
-                allowed.append((kind, binding))
+                allowed.setdefault(recovery.workload_key(recovery.workload_of(binding)), []).append((kind, binding))
             else:
                 skipped.append((kind, binding, reason))
-        bodies = recovery.rebalancers_for(name, (recovery.workload_of(b) for _, b in allowed),
+        bodies = recovery.rebalancers_for(name, (recovery.workload_of(b) for group in allowed.values()
+                                                 for _, b in group),
                                           max_workloads=self.options.max_workloads,
                                           ttl_seconds=int(self.options.rebalancer_ttl))
-        created = []
+        created, workloads = [], 0
         for body in bodies:
             rebalancer = await self.client.create(WORKLOAD_REBALANCERS, body)
             created.append(objects.name(rebalancer))
+            listed = body["spec"]["workloads"]
+            workloads += len(listed)
             REBALANCERS_CREATED.labels(name).inc()
-            WORKLOADS_FAILED_BACK.labels(name).inc(len(body["spec"]["workloads"]))
-        await self._clear(name, [*allowed, *((kind, b) for kind, b, _ in skipped)])
+            WORKLOADS_FAILED_BACK.labels(name).inc(len(listed))
+            await self._clear(name, [kb for w in listed for kb in allowed[recovery.workload_key(w)]])
+        await self._clear(name, [(kind, b) for kind, b, _ in skipped])
         for _, binding, reason in skipped:
             self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
         if created:
-            workloads = sum(len(body["spec"]["workloads"]) for body in bodies)
             self.events.event(cluster, NORMAL, EVENT_TRIGGERED,
                               f"created WorkloadRebalancer(s) {', '.join(created)} for {workloads} workload(s) "
                               f"evicted from cluster {name}")

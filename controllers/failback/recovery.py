@@ -178,7 +178,8 @@ def workload_of(binding: Obj) -> dict[str, str]:
     return workload
 
 
-def _workload_sort_key(workload: Mapping[str, str]) -> tuple[str, str, str, str]:
+def workload_key(workload: Mapping[str, str]) -> tuple[str, str, str, str]:
+    """A workload's identity in a rebalancer's list (and its sort order): apiVersion, kind, namespace, name."""
     return (workload.get("apiVersion", ""), workload.get("kind", ""), workload.get("namespace", ""),
             workload.get("name", ""))
 
@@ -196,7 +197,7 @@ def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max
 
     ``ttl_seconds`` 0 leaves ``ttlSecondsAfterFinished`` out: the rebalancer is kept.
     """
-    distinct = {_workload_sort_key(w): dict(w) for w in workloads}
+    distinct = {workload_key(w): dict(w) for w in workloads}
     ordered = [distinct[key] for key in sorted(distinct)]
     bodies = []
     for group in chunks(ordered, max_workloads):

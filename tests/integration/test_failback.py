@@ -21,6 +21,7 @@ from controller_manager.ratelimiter import RateLimiterOptions
 from controllers.app import main
 from controllers.failback import controller as failback
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
+from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from tests.conftest import events_about, eventually, get_or_none, running, send
 
@@ -189,6 +190,29 @@ async def test_skipped_bindings_get_an_event_and_rebalancers_are_chunked(kube: K
         listed = sorted(w["name"] for r in made for w in r["spec"]["workloads"])
         assert listed == names  # "moved" is not listed
         await eventually(await recorded(http, "moved", None))
+
+
+async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
+        server: ApiServer, kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """Rebalancer, then its records: a failed write after the second rebalancer (chunks a,b | c) leaves
+    a and b done; the retry makes one more rebalancer for c only, never a second one for a and b."""
+    await make_cluster(http, "member1")
+    names = ["a", "b", "c"]
+    bindings = [await make_binding(http, n, ["member1", "member2"]) for n in names]
+    async with controller(kube, max_workloads=2):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        for binding in bindings:
+            await evict(http, binding, "member1", ["member2"])
+        for n in names:
+            await eventually(await recorded(http, n, "member1"))
+        # the re-read of c's record (after the rebalancer listing c) fails once
+        fault = server.inject_fault("GET", "/resourcebindings/c-deployment")
+        await set_health(http, "member1", taints=[])
+        await eventually(lambda: fault.times == 0, timeout=10)
+        for n in names:
+            await eventually(await recorded(http, n, None), timeout=10)
+        listed = sorted(w["name"] for r in await rebalancers(http) for w in r["spec"]["workloads"])
+        assert listed == ["a", "b", "c", "c"]
 
 
 @pytest.mark.parametrize("flag", ["--failback-max-workloads=0", "--failback-stabilization-window=5x",
