@@ -106,11 +106,13 @@ class ControllerProcess:
 
 
 @contextlib.asynccontextmanager
-async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str],
-                                 workers: int | None) -> AsyncIterator[ControllerProcess]:
+async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str], workers: int | None, *,
+                                 program: list[str] | None = None) -> AsyncIterator[ControllerProcess]:
+    """The controller-manager; ``program``: Python's arguments before its flags (e.g. under ``-m cProfile``)."""
     health, metrics = free_port(), free_port()
     # python -m controller_manager; with --workers, the same main() with REBALANCER_WORKERS patched
-    program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
+    if program is None:
+        program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
     cmd = [sys.executable, *program, "--kubeconfig", str(kubeconfig), "--leader-elect=false",
            "--kube-api-qps=-1", f"--metrics-bind-address=127.0.0.1:{metrics}",
            f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
