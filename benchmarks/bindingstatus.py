@@ -37,11 +37,8 @@ import contextlib
 import json
 import os
 import platform
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -51,28 +48,22 @@ from typing import Any
 
 import aiohttp
 
-SCRIPT = Path(__file__).resolve()
-REPO = SCRIPT.parent.parent
-if str(REPO) not in sys.path:  # run as a script: make the repository importable without installing
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # as a script: the repository importable without installing it
     sys.path.insert(0, str(REPO))
 
-from benchmarks.rebalancer import (  # noqa: E402
-    MERGE_PATCH,
-    describe,
-    run_controller_manager,
-    scrape,
-    session,
-    spread,
-    wait_until_idle,
-)
+from benchmarks import rebalancer  # noqa: E402  (its controller-manager process, metrics and report helpers)
 from benchmarks.support import (  # noqa: E402
     REQUEST_TIMEOUT,
     BenchError,
     cpu_seconds,
     expect,
     pool,
+    positive_counts,
+    run_in_tmp,
     run_server,
     status_kib,
+    watch_until_all,
 )
 from controllers.bindingstatus import (  # noqa: E402
     AGGREGATE_STATUS_SUCCEED,
@@ -232,7 +223,8 @@ async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int
             objs.templates[k] = json.loads(await expect(resp, 201))
         async with http.post(RB_PATH.format(ns=layout.namespace(k)), json=binding(layout, k)) as resp:
             await expect(resp, 201)
-        async with http.patch(f"{layout.binding_path(k)}/status", data=scheduled, headers=MERGE_PATCH) as resp:
+        async with http.patch(f"{layout.binding_path(k)}/status", data=scheduled,
+                              headers=rebalancer.MERGE_PATCH) as resp:
             objs.bindings[k] = json.loads(await expect(resp, 200))
         for cluster in MEMBERS:
             body = work(layout, k, cluster, objs.bindings[k])
@@ -266,7 +258,7 @@ def member_writes(http: aiohttp.ClientSession, layout: Layout, objs: Objects, co
     async def job(k: int) -> None:
         for index, cluster in enumerate(MEMBERS):
             async with http.patch(f"{layout.work_path(k, cluster)}/status", data=work_status(layout, k, cluster),
-                                  headers=MERGE_PATCH) as resp:
+                                  headers=rebalancer.MERGE_PATCH) as resp:
                 objs.works[k][index] = json.loads(await expect(resp, 200))
             counts["PATCH"] += 1
         if not direct:
@@ -284,29 +276,8 @@ def member_writes(http: aiohttp.ClientSession, layout: Layout, objs: Objects, co
 # ------------------------------------------------------------------------------------------ the end, seen
 
 
-async def watch_until(url: str, path: str, resource_version: str, layout: Layout, *,
-                      done: Callable[[dict[str, Any]], bool], started: asyncio.Event, time_limit: float) -> float:
-    """Watch ``path`` from ``resource_version``; the monotonic time when every one of ``layout``'s objects was
-    seen ``done``."""
-    seen: set[str] = set()
-    timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
-    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
-        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(int(time_limit) + 5)}
-        async with watch_http.get(path, params=params) as resp:
-            if resp.status != 200:
-                raise BenchError(f"watch {path}: HTTP {resp.status}")
-            started.set()
-            for _ in range(20 * layout.bindings + 1000):  # a few events per object; bounded anyway
-                line = await resp.content.readline()
-                if not line:
-                    break
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                if event.get("type") in ("ADDED", "MODIFIED") and layout.owns(obj) and done(obj):
-                    seen.add(f"{obj['metadata']['namespace']}/{obj['metadata']['name']}")
-                    if len(seen) >= layout.bindings:
-                        return time.monotonic()
-    raise BenchError(f"{path}: only {len(seen)}/{layout.bindings} done within {time_limit:.0f}s")
+def owned_and(layout: Layout, done: Callable[[dict[str, Any]], bool]) -> Callable[[dict[str, Any]], bool]:
+    return lambda obj: layout.owns(obj) and done(obj)
 
 
 @contextlib.asynccontextmanager
@@ -321,8 +292,9 @@ async def all_seen(http: aiohttp.ClientSession, url: str, layout: Layout,
             async with http.get(path, params={"limit": "1"}) as resp:
                 rv = json.loads(await expect(resp, 200))["metadata"]["resourceVersion"]
             started = asyncio.Event()
-            watches.append(asyncio.create_task(watch_until(url, path, rv, layout, done=done, started=started,
-                                                                  time_limit=time_limit)))
+            watches.append(asyncio.create_task(watch_until_all(
+                url, path, rv, want=layout.bindings, done=owned_and(layout, done),
+                started=started, time_limit=time_limit)))
             await asyncio.wait_for(started.wait(), REQUEST_TIMEOUT)
 
         async def finished() -> float:
@@ -365,7 +337,8 @@ class CeilingRun:
 
 async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str) -> ControllerRun:
     warm_up = layout.warm_up(args.warm_up)
-    async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
+    async with (run_server(tmp / f"server-{tag}.log") as server,
+                rebalancer.session(server.url, args.concurrency) as http):
         objs = await populate(http, layout, args.concurrency, args.phase_time)
         warm_objs = await populate(http, warm_up, args.concurrency, args.phase_time) if warm_up.bindings else None
         kubeconfig = tmp / f"kubeconfig-{tag}"
@@ -374,17 +347,17 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         if args.cprofile is not None:
             program = ["-m", "cProfile", "-o", str(args.cprofile / f"controller-manager-{tag}.prof"),
                        "-m", "controller_manager"]
-        async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log",
+        async with rebalancer.run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log",
                                           ["--controllers=bindingStatus"], None, program=program) as cm:
-            await wait_until_idle(http, cm, args.phase_time)
+            await rebalancer.wait_until_idle(http, cm, args.phase_time)
             if warm_objs is not None:
                 async with all_seen(http, server.url, warm_up, args.phase_time) as warmed:
                     await pool(warm_up.bindings, args.concurrency, args.phase_time,
                                member_writes(http, warm_up, warm_objs, {"PATCH": 0}, direct=False))
                     await warmed()
-                await wait_until_idle(http, cm, args.phase_time)
+                await rebalancer.wait_until_idle(http, cm, args.phase_time)
             counted = ("rest_client_requests_total", "controller_runtime_reconcile_total")
-            before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics) if n in counted}
+            before = {(n, labels): v for n, labels, v in await rebalancer.scrape(http, cm.metrics) if n in counted}
             async with all_seen(http, server.url, layout, args.phase_time) as finished:
                 cpu0 = cpu_seconds(cm.proc.pid)
                 t0 = time.monotonic()
@@ -392,11 +365,11 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                            member_writes(http, layout, objs, {"PATCH": 0}, direct=False))
                 seconds = await finished() - t0
                 cpu = cpu_seconds(cm.proc.pid) - cpu0
-            await wait_until_idle(http, cm, args.phase_time)  # recorded Events written too
+            await rebalancer.wait_until_idle(http, cm, args.phase_time)  # recorded Events written too
             peak = status_kib("VmHWM", cm.proc.pid)
             requests: dict[str, float] = {}
             reconciles = 0.0
-            for name, labels, value in await scrape(http, cm.metrics):
+            for name, labels, value in await rebalancer.scrape(http, cm.metrics):
                 delta = value - before.get((name, labels), 0.0)
                 if name == "rest_client_requests_total":
                     method = labels.split('method="', 1)[1].split('"', 1)[0] if 'method="' in labels else "?"
@@ -409,7 +382,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
 
 async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str, events: int) -> CeilingRun:
     warm_up = layout.warm_up(args.warm_up)
-    async with run_server(tmp / f"server-{tag}.log") as server, session(server.url, args.concurrency) as http:
+    async with (run_server(tmp / f"server-{tag}.log") as server,
+                rebalancer.session(server.url, args.concurrency) as http):
         objs = await populate(http, layout, args.concurrency, args.phase_time)
         if warm_up.bindings:
             warm_objs = await populate(http, warm_up, args.concurrency, args.phase_time)
@@ -448,24 +422,44 @@ def report(layout: Layout, rounds: list[Round]) -> None:
                               if count) if last.reconciles else "-"
     ratio = statistics.median(r.ratio for r in rounds)
     print(f"\n{n:,} ResourceBindings x {len(MEMBERS)} Works, median of {len(rounds)} round(s), range in brackets:")
-    print(f"  controller  every binding and template aggregated in {spread([c.seconds for c in ctl])} s")
-    print(f"              controller-manager CPU {spread([c.cpu for c in ctl])} s "
-          f"({spread([c.cpu / n * 1e3 for c in ctl])} ms per binding), "
-          f"peak RSS (VmHWM) {spread([c.peak_rss_kib / 1024 for c in ctl], '{:.0f}')} MiB")
+    print(f"  controller  every binding and template aggregated in {rebalancer.spread([c.seconds for c in ctl])} s")
+    print(f"              controller-manager CPU {rebalancer.spread([c.cpu for c in ctl])} s "
+          f"({rebalancer.spread([c.cpu / n * 1e3 for c in ctl])} ms per binding), "
+          f"peak RSS (VmHWM) {rebalancer.spread([c.peak_rss_kib / 1024 for c in ctl], '{:.0f}')} MiB")
     print(f"              last round: {last.reconciles:,.0f} reconciles ({last.reconciles / n:.2f} per binding); "
-          f"requests {describe(last.requests)}; per reconcile: {per_reconcile}")
-    print(f"              Events written: {spread([c.events[0] for c in ctl], '{:.0f}')} "
-          f"(counts summed: {spread([c.events[1] for c in ctl], '{:.0f}')})")
-    print(f"  ceiling     the same writes in {spread([r.ceiling.seconds for r in rounds])} s; "
-          f"last round: {describe(rounds[-1].ceiling.requests)}")
-    print(f"  ratio       controller / ceiling = {spread([r.ratio for r in rounds])}x  "
+          f"requests {rebalancer.describe(last.requests)}; per reconcile: {per_reconcile}")
+    print(f"              Events written: {rebalancer.spread([c.events[0] for c in ctl], '{:.0f}')} "
+          f"(counts summed: {rebalancer.spread([c.events[1] for c in ctl], '{:.0f}')})")
+    print(f"  ceiling     the same writes in {rebalancer.spread([r.ceiling.seconds for r in rounds])} s; "
+          f"last round: {rebalancer.describe(rounds[-1].ceiling.requests)}")
+    print(f"  ratio       controller / ceiling = {rebalancer.spread([r.ratio for r in rounds])}x  "
           f"({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)", flush=True)
 
 
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--bindings", default="500", help="ResourceBinding counts, comma-separated (default 500)")
+    p.add_argument("--namespaces", type=int, default=4, help="namespaces the templates and bindings are spread over")
+    p.add_argument("--concurrency", type=int, default=16, help="connections of this process (Work and direct writes)")
+    p.add_argument("--warm-up", type=int, default=20, metavar="N",
+                   help="bindings of their own aggregated before each timed phase, untimed (default 20; 0: none)")
+    p.add_argument("--runs", type=int, default=3, help="rounds of (controller, ceiling) per size; medians printed")
+    p.add_argument("--phase-time", type=float, default=120.0, help="time limit of each phase, seconds")
+    p.add_argument("--time-limit", type=float, default=1200.0, help="time limit of the whole benchmark, seconds")
+    p.add_argument("--cprofile", type=Path, default=None, metavar="DIR",
+                   help="run the controller-manager under cProfile: DIR/controller-manager-<N>-r<i>.prof (slower)")
+    p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
+    args = p.parse_args()
+    args.bindings = positive_counts(p, args.bindings, "--bindings")
+    for name in ("namespaces", "concurrency", "runs"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if args.warm_up < 0:
+        p.error("--warm-up must not be negative")
+    return args
+
+
 async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
-    task = asyncio.current_task()
-    assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         async with asyncio.timeout(args.time_limit):
             for size in args.bindings:
@@ -490,34 +484,6 @@ async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
         raise BenchError(f"the benchmark passed --time-limit {args.time_limit:.0f}s") from None
 
 
-def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--bindings", default="500", help="ResourceBinding counts, comma-separated (default 500)")
-    p.add_argument("--namespaces", type=int, default=4, help="namespaces the templates and bindings are spread over")
-    p.add_argument("--concurrency", type=int, default=16, help="connections of this process (Work and direct writes)")
-    p.add_argument("--warm-up", type=int, default=20, metavar="N",
-                   help="bindings of their own aggregated before each timed phase, untimed (default 20; 0: none)")
-    p.add_argument("--runs", type=int, default=3, help="rounds of (controller, ceiling) per size; medians printed")
-    p.add_argument("--phase-time", type=float, default=120.0, help="time limit of each phase, seconds")
-    p.add_argument("--time-limit", type=float, default=1200.0, help="time limit of the whole benchmark, seconds")
-    p.add_argument("--cprofile", type=Path, default=None, metavar="DIR",
-                   help="run the controller-manager under cProfile: DIR/controller-manager-<N>-r<i>.prof (slower)")
-    p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
-    args = p.parse_args()
-    try:
-        args.bindings = [int(s) for s in args.bindings.split(",") if s.strip()]
-    except ValueError:
-        p.error("--bindings takes comma-separated integers")
-    if not args.bindings or any(b < 1 for b in args.bindings):
-        p.error("--bindings must be positive")
-    for name in ("namespaces", "concurrency", "runs"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
-    if args.warm_up < 0:
-        p.error("--warm-up must not be negative")
-    return args
-
-
 def main() -> int:
     args = parse_args()
     if args.cprofile is not None:
@@ -525,23 +491,7 @@ def main() -> int:
         args.cprofile.mkdir(parents=True, exist_ok=True)
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
           "dev API server in a child process, in-memory storage")
-    tmp = Path(tempfile.mkdtemp(prefix="bindingstatus-bench-"))
-    try:
-        asyncio.run(bench_all(args, tmp))
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if args.keep_logs is not None:
-            args.keep_logs.mkdir(parents=True, exist_ok=True)
-            for path in tmp.glob("*.log"):
-                shutil.copy(path, args.keep_logs / path.name)
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
-
+    return run_in_tmp(lambda tmp: bench_all(args, tmp), "bindingstatus-bench-", args.keep_logs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -652,6 +652,25 @@ async def direct(kube: KubeClient) -> Direct:
     return Direct(BindingStatusReconciler(kube, RB_KIND, bindings.store, works.store, recorder), factory, recorder)
 
 
+async def work_cached(setup: Direct, replicas: int) -> None:
+    """Until the reconciler's Work cache shows member1's Work reporting ``replicas``."""
+
+    def cached() -> bool:
+        work = setup.reconciler.works.get("karmada-es-member1/work") or {}
+        return bool(work.get("status", {}).get("manifestStatuses", [{}])[0].get("status") == {"replicas": replicas})
+
+    await eventually(cached)
+
+
+async def reconcile_once(setup: Direct, binding: Binding) -> None:
+    """One reconcile of ``binding`` once the informer has it; the informers are stopped afterwards."""
+    try:
+        await eventually(lambda: setup.reconciler.bindings.get(str(binding.request)) is not None)
+        await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+
+
 class RacingClient(KubeClient):
     """Before the first binding status write, change a Work and the binding behind the writer's back."""
 
@@ -681,20 +700,11 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
         # the member reports new status, and another writer updates the binding's status
         await set_work_status(http, path, [applied_condition()], [manifest_status(DEPLOY_REF, {"replicas": 7})])
         await send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 1}})
-
-        async def cached() -> bool:
-            work = setup.reconciler.works.get("karmada-es-member1/work") or {}
-            return bool(work.get("status", {}).get("manifestStatuses", [{}])[0].get("status") == {"replicas": 7})
-
-        await eventually(cached)
+        await work_cached(setup, 7)
 
     racing = RacingClient(kube, race)
     setup.reconciler.client = racing
-    try:
-        await eventually(lambda: setup.reconciler.bindings.get("default/racy") is not None)
-        await setup.reconciler.reconcile(binding.request)
-    finally:
-        await setup.factory.stop()
+    await reconcile_once(setup, binding)
     assert racing.status_writes == 2  # the first write was a 409, retried
     obj = await get_or_none(http, binding.path)
     assert obj is not None
@@ -731,16 +741,6 @@ class CountingClient(KubeClient):
         return await super().update(resource, obj, subresource=subresource)
 
 
-async def work_cached(setup: Direct, replicas: int) -> None:
-    """Until the reconciler's Work cache shows member1's Work reporting ``replicas``."""
-
-    def cached() -> bool:
-        work = setup.reconciler.works.get("karmada-es-member1/work") or {}
-        return bool(work.get("status", {}).get("manifestStatuses", [{}])[0].get("status") == {"replicas": replicas})
-
-    await eventually(cached)
-
-
 def aggregated_replicas(obj: dict[str, Any] | None) -> Any:
     return ((obj or {}).get("status") or {}).get("aggregatedStatus", [{}])[0].get("status", {}).get("replicas")
 
@@ -752,11 +752,7 @@ async def test_steady_state_reads_the_binding_from_the_cache(kube: KubeClient, h
     setup = await direct(kube)
     counting = CountingClient(kube)
     setup.reconciler.client = counting
-    try:
-        await eventually(lambda: setup.reconciler.bindings.get("default/cached") is not None)
-        await setup.reconciler.reconcile(binding.request)
-    finally:
-        await setup.factory.stop()
+    await reconcile_once(setup, binding)
     assert aggregated_replicas(await get_or_none(http, binding.path)) == 3
     assert (counting.binding_gets, counting.status_writes, counting.conflicts) == (0, 1, 0)
 
