@@ -47,11 +47,8 @@ import json
 import os
 import platform
 import re
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -76,12 +73,15 @@ from benchmarks.support import (  # noqa: E402
     free_port,
     log_tail,
     pool,
+    positive_counts,
     preemptions,
     prepare_profile_dir,
     py_spy_recording,
+    run_in_tmp,
     run_server,
     status_kib,
     stop_process,
+    watch_until_all,
 )
 from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
@@ -106,11 +106,13 @@ class ControllerProcess:
 
 
 @contextlib.asynccontextmanager
-async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str],
-                                 workers: int | None) -> AsyncIterator[ControllerProcess]:
+async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str], workers: int | None, *,
+                                 program: list[str] | None = None) -> AsyncIterator[ControllerProcess]:
+    """The controller-manager; ``program``: Python's arguments before its flags (e.g. under ``-m cProfile``)."""
     health, metrics = free_port(), free_port()
     # python -m controller_manager; with --workers, the same main() with REBALANCER_WORKERS patched
-    program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
+    if program is None:
+        program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
     cmd = [sys.executable, *program, "--kubeconfig", str(kubeconfig), "--leader-elect=false",
            "--kube-api-qps=-1", f"--metrics-bind-address=127.0.0.1:{metrics}",
            f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
@@ -341,27 +343,12 @@ async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, ti
 async def watch_finished(url: str, resource_version: str, layout: Layout, started: asyncio.Event,
                          time_limit: float) -> float:
     """Watch rebalancers from ``resource_version``; the monotonic time when all of ``layout``'s have a finishTime."""
-    want = layout.rebalancers
-    finished: set[str] = set()
-    timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
-    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
-        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(int(time_limit) + 5)}
-        async with watch_http.get(WR_PATH, params=params) as resp:
-            if resp.status != 200:
-                raise BenchError(f"watch: HTTP {resp.status}")
-            started.set()
-            for _ in range(10 * want + 1000):  # a few events per rebalancer; bounded anyway
-                line = await resp.content.readline()
-                if not line:
-                    break
-                event = json.loads(line)
-                obj = event.get("object") or {}
-                if (event.get("type") in ("ADDED", "MODIFIED") and layout.owns(obj)
-                        and (obj.get("status") or {}).get("finishTime")):
-                    finished.add(obj["metadata"]["name"])
-                    if len(finished) >= want:
-                        return time.monotonic()
-    raise BenchError(f"only {len(finished)}/{want} rebalancers finished within {time_limit:.0f}s")
+
+    def finished(obj: dict[str, Any]) -> bool:
+        return layout.owns(obj) and bool((obj.get("status") or {}).get("finishTime"))
+
+    return await watch_until_all(url, WR_PATH, resource_version, want=layout.rebalancers, done=finished,
+                                 started=started, time_limit=time_limit)
 
 
 async def current_resource_version(http: aiohttp.ClientSession) -> str:
@@ -597,10 +584,6 @@ def report(layout: Layout, rounds: list[Round]) -> None:
 
 
 async def bench_all(args: argparse.Namespace, tmp: Path) -> None:
-    task = asyncio.current_task()
-    assert task is not None
-    # SIGTERM unwinds like Ctrl-C: the children are stopped and the temp dir removed.
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         async with asyncio.timeout(args.time_limit):
             for size in args.sizes:
@@ -653,12 +636,7 @@ def parse_args() -> argparse.Namespace:
                         "DIR/controller-manager-<N>.txt and DIR/server-<N>[-ceiling|-minimal].txt (slows the figures)")
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
-    try:
-        args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    except ValueError:
-        p.error("--sizes takes comma-separated integers")
-    if not args.sizes or any(s < 1 for s in args.sizes):
-        p.error("--sizes must be positive")
+    args.sizes = positive_counts(p, args.sizes, "--sizes")
     for name in ("workloads", "namespaces", "concurrency", "rounds"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
@@ -673,23 +651,7 @@ def main() -> int:
         return 2
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
           f"dev API server in a child process, in-memory storage")
-    tmp = Path(tempfile.mkdtemp(prefix="rebalancer-bench-"))
-    try:
-        asyncio.run(bench_all(args, tmp))
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if args.keep_logs is not None:
-            args.keep_logs.mkdir(parents=True, exist_ok=True)
-            for path in tmp.glob("*.log"):
-                shutil.copy(path, args.keep_logs / path.name)
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
-
+    return run_in_tmp(lambda tmp: bench_all(args, tmp), "rebalancer-bench-", args.keep_logs)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,18 +5,22 @@ Imported as ``benchmarks.support`` (each benchmark puts the repository root on `
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import ctypes
+import json
 import os
 import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -153,6 +157,74 @@ async def run_server(log_path: Path, *args: str) -> AsyncIterator[ServerProcess]
         yield server
     finally:
         await stop_process(proc)
+
+
+def positive_counts(parser: argparse.ArgumentParser, text: str, flag: str) -> list[int]:
+    """``--sizes 100,1000``: the comma-separated positive integers of ``flag``, or the parser's usage error."""
+    try:
+        counts = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        parser.error(f"{flag} takes comma-separated integers")
+    if not counts or any(c < 1 for c in counts):
+        parser.error(f"{flag} must be positive")
+    return counts
+
+
+def run_in_tmp(bench: Callable[[Path], Coroutine[Any, Any, None]], prefix: str, keep_logs: Path | None) -> int:
+    """``asyncio.run(bench(tmp))`` in a fresh temp dir, always removed (``keep_logs``: its logs copied there first).
+
+    The exit code: 0, 1 after a BenchError (printed), 130 when interrupted.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+
+    async def unwinding_on_sigterm() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        # SIGTERM unwinds like Ctrl-C: the children are stopped and the temp dir removed.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        await bench(tmp)
+
+    try:
+        asyncio.run(unwinding_on_sigterm())
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if keep_logs is not None:
+            keep_logs.mkdir(parents=True, exist_ok=True)
+            for path in tmp.glob("*.log"):
+                shutil.copy(path, keep_logs / path.name)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+async def watch_until_all(url: str, path: str, resource_version: str, *, want: int, done: Callable[[Any], bool],
+                          started: asyncio.Event, time_limit: float) -> float:
+    """Watch ``path`` from ``resource_version`` (``started`` set once it answers); the monotonic time when ``want``
+    distinct objects were seen ``done`` in an ADDED or MODIFIED event."""
+    seen: set[str] = set()
+    timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
+    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
+        params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(int(time_limit) + 5)}
+        async with watch_http.get(path, params=params) as resp:
+            if resp.status != 200:
+                raise BenchError(f"watch {path}: HTTP {resp.status}")
+            started.set()
+            for _ in range(20 * want + 1000):  # a few events per object; bounded anyway
+                line = await resp.content.readline()
+                if not line:
+                    break
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") in ("ADDED", "MODIFIED") and done(obj):
+                    meta = obj.get("metadata") or {}
+                    seen.add(f"{meta.get('namespace', '')}/{meta.get('name')}")
+                    if len(seen) >= want:
+                        return time.monotonic()
+    raise BenchError(f"watch {path}: only {len(seen)}/{want} done within {time_limit:.0f}s")
 
 
 async def pool(count: int, concurrency: int, time_limit: float, job: Callable[[int], Awaitable[None]]) -> int:

@@ -11,12 +11,14 @@ a Work delete, mapped to its binding through the ``resourcebinding.karmada.io/na
 ignored.
 
 Reconcile (``AggregateResourceBindingWorkStatus`` in ``pkg/util/helper/workstatus.go``, then
-``updateResourceStatus``): inside one conflict-retry loop, read the latest binding from the API
-server, list its Works from the cache (index on the permanent-id label), assemble one item
+``updateResourceStatus``): inside one conflict-retry loop, take the binding (the informer's
+copy, or our own last write of it while the informer has not caught up; after a 409, a live
+read), list its Works from the cache (index on the permanent-id label), assemble one item
 per cluster, set ``aggregatedStatus`` and the ``FullyApplied`` condition, and write the status
-subresource only when it differs (a PUT carrying the resourceVersion just read, so a
-concurrent writer makes it a 409 and the whole computation runs again on fresh data, the
-lesson of karmada#7320 and #4986). Then fold the items into the resource template's status
+subresource only when it differs (a PUT carrying the binding's resourceVersion, so a stale
+copy or a concurrent writer makes it a 409 and the whole computation runs again on fresh
+data, the lesson of karmada#7320 and #4986). As Karmada, the steady state costs no GET of
+the binding. Then fold the items into the resource template's status
 with the kind's interpreter (:mod:`interpreter.aggregatestatus`; the template read from the API
 server, #5285), written the same way.
 Events are recorded only when something was written (#2334): ``AggregateStatusSucceed`` on
@@ -44,6 +46,7 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.handler import MapFunc
+from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
@@ -255,13 +258,38 @@ class BindingStatusReconciler:
         self.bindings = bindings
         self.works = works
         self.events = events
+        self._written: dict[str, tuple[str, Obj]] = {}
+        """Binding key → (the resourceVersion our last status write replaced, the object it returned), until the
+        informer shows a newer copy: a reconcile in between starts from what we wrote, not from the cache's
+        copy that it replaced (comparing with that copy could skip a needed write)."""
+
+    def binding_seen(self, binding: Obj) -> None:
+        """The informer has a new copy of ``binding``: forget our write unless that copy is the one it replaced."""
+        if self._written:
+            key = str(Request(objects.namespace(binding), objects.name(binding)))
+            written = self._written.get(key)
+            if written is not None and written[0] != objects.resource_version(binding):
+                del self._written[key]
+
+    def binding_gone(self, binding: Obj) -> None:
+        if self._written:
+            self._written.pop(str(Request(objects.namespace(binding), objects.name(binding))), None)
+
+    def _known(self, key: str, cached: Obj) -> Obj:
+        """The newest copy of a binding held here: the cache's, or our own write that the cache has not seen."""
+        written = self._written.pop(key, None)
+        if written is not None and written[0] == objects.resource_version(cached):
+            self._written[key] = written
+            return written[1]
+        return cached
 
     async def reconcile(self, request: Request) -> Result:
-        cached = self.bindings.get(str(request))
+        key = str(request)
+        cached = self.bindings.get(key)
         if cached is None or objects.is_deleting(cached):
             return Result()
         try:
-            outcome = await self._sync_binding(request, cached)
+            outcome = await self._sync_binding(request, self._known(key, cached))
             template_written = False
             if outcome.binding is not None and outcome.items is not None:
                 ref = objects.spec(outcome.binding).get("resource") or {}
@@ -278,14 +306,22 @@ class BindingStatusReconciler:
         return self.works.by_index(self.kind.work_index, permanent_id) if permanent_id else []
 
     async def _sync_binding(self, request: Request, cached: Obj) -> _BindingResult:
-        """Write aggregatedStatus + FullyApplied, recomputed from fresh data on every conflict retry."""
+        """Write aggregatedStatus + FullyApplied, recomputed from fresh data on every conflict retry.
+
+        The first attempt writes over the informer's copy with its resourceVersion, as Karmada's
+        cache-backed client does: a stale copy only costs a 409, after which the binding is read live.
+        The Works are read from the cache inside each attempt (karmada#7320).
+        """
         resource = self.kind.resource
+        known: Obj | None = cached
 
         async def attempt() -> _BindingResult:
-            latest = await self.client.get_or_none(resource, request.name, request.namespace)
+            nonlocal known
+            latest: Obj | None = known
+            known = None  # a retry follows a 409: the copy it wrote over was stale
             if latest is None:
-                return _BindingResult()
-            if objects.is_deleting(latest):
+                latest = await self.client.get_or_none(resource, request.name, request.namespace)
+            if latest is None or objects.is_deleting(latest):
                 return _BindingResult()
             ref = objects.spec(latest).get("resource") or {}
             items = assemble_work_status(self._works_of(latest), ref)
@@ -293,6 +329,7 @@ class BindingStatusReconciler:
             if status == objects.status(latest):
                 return _BindingResult(latest, items, written=False)
             written = await self.client.update_status(resource, {**latest, "status": status})
+            self._written[str(request)] = (objects.resource_version(latest), written)
             return _BindingResult(written, items, written=True)
 
         try:
@@ -354,7 +391,7 @@ class BindingStatusReconciler:
 
 RBAC_RULES: list[PolicyRule] = [
     *informer_rules(RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKS),  # _setup(): bindings and Works
-    # _sync_binding(): the latest binding from the API server, then a PUT of its status subresource
+    # _sync_binding(): a PUT of the status subresource; after a 409, the latest binding from the API server
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "get"),
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), "update", subresource="status"),
     # _sync_template(): GET the resource template, PUT its status, for the kinds with an AggregateStatus
@@ -377,6 +414,8 @@ def _setup(manager: Manager, kind: BindingKind, map_func: MapFunc, *, workers: i
     reconciler = BindingStatusReconciler(manager.client, kind, bindings.store, works.store,
                                          manager.event_recorder(kind.status_controller))
     controller = Controller(kind.status_controller, reconciler, workers=workers, **controller_options)
+    bindings.add_event_handler(FuncHandler(update=lambda _old, new: reconciler.binding_seen(new),
+                                           delete=reconciler.binding_gone))
     controller.watches(bindings, predicates=[BINDING_PREDICATE])
     controller.watches(works, map_func=map_func, predicates=[WORK_PREDICATE])
     manager.add_controller(controller)

@@ -21,6 +21,7 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
+from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.controller import Controller
 from controller_manager.events import EventRecorder
@@ -651,6 +652,25 @@ async def direct(kube: KubeClient) -> Direct:
     return Direct(BindingStatusReconciler(kube, RB_KIND, bindings.store, works.store, recorder), factory, recorder)
 
 
+async def work_cached(setup: Direct, replicas: int) -> None:
+    """Until the reconciler's Work cache shows member1's Work reporting ``replicas``."""
+
+    def cached() -> bool:
+        work = setup.reconciler.works.get("karmada-es-member1/work") or {}
+        return bool(work.get("status", {}).get("manifestStatuses", [{}])[0].get("status") == {"replicas": replicas})
+
+    await eventually(cached)
+
+
+async def reconcile_once(setup: Direct, binding: Binding) -> None:
+    """One reconcile of ``binding`` once the informer has it; the informers are stopped afterwards."""
+    try:
+        await eventually(lambda: setup.reconciler.bindings.get(str(binding.request)) is not None)
+        await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+
+
 class RacingClient(KubeClient):
     """Before the first binding status write, change a Work and the binding behind the writer's back."""
 
@@ -680,20 +700,11 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
         # the member reports new status, and another writer updates the binding's status
         await set_work_status(http, path, [applied_condition()], [manifest_status(DEPLOY_REF, {"replicas": 7})])
         await send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 1}})
-
-        async def cached() -> bool:
-            work = setup.reconciler.works.get("karmada-es-member1/work") or {}
-            return bool(work.get("status", {}).get("manifestStatuses", [{}])[0].get("status") == {"replicas": 7})
-
-        await eventually(cached)
+        await work_cached(setup, 7)
 
     racing = RacingClient(kube, race)
     setup.reconciler.client = racing
-    try:
-        await eventually(lambda: setup.reconciler.bindings.get("default/racy") is not None)
-        await setup.reconciler.reconcile(binding.request)
-    finally:
-        await setup.factory.stop()
+    await reconcile_once(setup, binding)
     assert racing.status_writes == 2  # the first write was a 409, retried
     obj = await get_or_none(http, binding.path)
     assert obj is not None
@@ -703,6 +714,99 @@ async def test_conflict_recomputes_from_fresh_works_and_latest_binding(kube: Kub
     assert template is not None and template["status"]["replicas"] == 7
     await setup.recorder.flush()
     assert len(await events_about(http, obj, SUCCEED)) == 1
+
+
+class CountingClient(KubeClient):
+    """Counts the binding GETs and status writes, and the 409s among the writes."""
+
+    def __init__(self, base: KubeClient) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.binding_gets = 0
+        self.status_writes = 0
+        self.conflicts = 0
+
+    async def get(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any]:
+        if resource == RESOURCE_BINDINGS:
+            self.binding_gets += 1
+        return await super().get(resource, name, namespace)
+
+    async def update(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
+        if resource == RESOURCE_BINDINGS and subresource == "status":
+            self.status_writes += 1
+            try:
+                return await super().update(resource, obj, subresource=subresource)
+            except ApiError as exc:
+                self.conflicts += exc.is_conflict
+                raise
+        return await super().update(resource, obj, subresource=subresource)
+
+
+def aggregated_replicas(obj: dict[str, Any] | None) -> Any:
+    return ((obj or {}).get("status") or {}).get("aggregatedStatus", [{}])[0].get("status", {}).get("replicas")
+
+
+async def test_steady_state_reads_the_binding_from_the_cache(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await create_deployment(http)
+    binding = await create_binding(http, "cached", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    setup = await direct(kube)
+    counting = CountingClient(kube)
+    setup.reconciler.client = counting
+    await reconcile_once(setup, binding)
+    assert aggregated_replicas(await get_or_none(http, binding.path)) == 3
+    assert (counting.binding_gets, counting.status_writes, counting.conflicts) == (0, 1, 0)
+
+
+async def test_stale_cached_binding_costs_a_409_and_ends_right(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await create_deployment(http)
+    binding = await create_binding(http, "stale", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    stale = Indexer()
+    stale.upsert(await send(http, "GET", binding.path))
+    # another writer moves the binding on; the reconciler's cache never sees it
+    await send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 4}})
+    setup = await direct(kube)
+    counting = CountingClient(kube)
+    setup.reconciler.client, setup.reconciler.bindings = counting, stale
+    try:
+        await work_cached(setup, 3)
+        await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+    obj = await get_or_none(http, binding.path)
+    assert obj is not None and aggregated_replicas(obj) == 3
+    assert obj["status"]["schedulerObservedGeneration"] == 4  # the other writer's change survived
+    assert (condition(obj) or {}).get("status") == "True"
+    assert (counting.binding_gets, counting.status_writes, counting.conflicts) == (1, 2, 1)
+
+
+async def test_a_change_back_before_the_cache_sees_our_write_is_written(kube: KubeClient,
+                                                                        http: aiohttp.ClientSession) -> None:
+    """Works go 3 → 5 → 3 faster than the binding's watch: the last reconcile must not compare with the cached
+    copy (which says 3) and skip, since the server holds our write of 5."""
+    await create_deployment(http)
+    binding = await create_binding(http, "flapping", ["member1"])
+    path = await applied_work(http, binding, "member1", {"replicas": 3})
+    setup = await direct(kube)
+    counting = CountingClient(kube)
+    setup.reconciler.client = counting
+    frozen = Indexer()
+    try:
+        await work_cached(setup, 3)
+        await setup.reconciler.reconcile(binding.request)  # through the live informer: the status says 3
+        frozen.upsert(await send(http, "GET", binding.path))
+        setup.reconciler.bindings = frozen  # from now on, the cache lags behind
+        for replicas in (5, 3):
+            await set_work_status(http, path, [applied_condition()],
+                                  [manifest_status(DEPLOY_REF, {"replicas": replicas})])
+            await work_cached(setup, replicas)
+            await setup.reconciler.reconcile(binding.request)
+            assert aggregated_replicas(await get_or_none(http, binding.path)) == replicas
+    finally:
+        await setup.factory.stop()
+    assert (counting.status_writes, counting.conflicts) == (3, 0)
+    template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+    assert template is not None and template["status"]["replicas"] == 3
 
 
 class FailingClient(KubeClient):
