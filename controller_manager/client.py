@@ -299,13 +299,10 @@ class KubeClient:
         url = self.host + path
         if params:
             url += "?" + urlencode(params)
-        options: dict[str, Any] = {}
-        if rest.proxy:
-            options["proxy"] = rest.proxy
-        if rest.proxy_headers:
-            options["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            options["server_hostname"] = rest.server_hostname
+        # what RESTClientObject.request passes on from the configuration, when set
+        settings = (("proxy", rest.proxy), ("proxy_headers", rest.proxy_headers),
+                    ("server_hostname", rest.server_hostname))
+        options: dict[str, Any] = {key: value for key, value in settings if value}
         if body is not None:
             options["data"] = json.dumps(body, separators=(",", ":")).encode()
         if timeout is None:
