@@ -28,10 +28,10 @@ Before the timing, each run also finishes ``--warm-up`` rebalancers (default 10)
 The timed window then measures the steady state, not the opening of connections or first calls.
 
 The ratio controller/ceiling says how far the controller is from being limited by the API server
-alone (the goal: within 1.3x). What the controller run has beyond the ceiling is the controller-manager
-itself: its CPU next to the server's, and its informers' watches. Every phase is bounded in count and
-time, the whole benchmark by ``--time-limit``; the children are always stopped (and die with us), the
-temp dir is removed.
+alone (the goal, issue 19: within 1.1x, ``AIM``). What the controller run has beyond the ceiling is
+the controller-manager itself: its CPU next to the server's, and its informers' watches. Every phase is
+bounded in count and time, the whole benchmark by ``--time-limit``; the children are always stopped (and
+die with us), the temp dir is removed.
 
     .venv/bin/python benchmarks/rebalancer.py                      # 100 and 1,000 rebalancers, 3 rounds (~2 min)
     .venv/bin/python benchmarks/rebalancer.py --no-minimal         # without the third run
@@ -90,6 +90,7 @@ from karmada_api.timeutil import format_time  # noqa: E402
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+AIM = 1.1  # controller / ceiling, issue 19 (was 1.3)
 WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORKERS = int(sys.argv[1]); "
                  "sys.exit(app.main(sys.argv[2:]))")
 
@@ -579,7 +580,7 @@ def report(layout: Layout, rounds: list[Round]) -> None:
               f"{spread([m.seconds for m in minimals])} s; server CPU {spread([m.server_cpu for m in minimals])} s")
     to_minimal = [r.controller.seconds / r.minimal.seconds for r in rounds if r.minimal is not None]
     print(f"  ratio       controller / ceiling = {spread([r.ratio for r in rounds])}x  "
-          f"({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)"
+          f"({'within' if ratio <= AIM else 'MISSES'} {AIM}x)"
           + (f"; controller / minimal = {spread(to_minimal)}x" if to_minimal else ""), flush=True)
 
 
