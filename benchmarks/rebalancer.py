@@ -53,7 +53,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -106,11 +106,13 @@ class ControllerProcess:
 
 
 @contextlib.asynccontextmanager
-async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str],
-                                 workers: int | None) -> AsyncIterator[ControllerProcess]:
+async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str], workers: int | None,
+                                 program: Sequence[str] = ()) -> AsyncIterator[ControllerProcess]:
+    """``program`` (python's arguments before the flags) replaces ``-m controller_manager``."""
     health, metrics = free_port(), free_port()
     # python -m controller_manager; with --workers, the same main() with REBALANCER_WORKERS patched
-    program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
+    if not program:
+        program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
     cmd = [sys.executable, *program, "--kubeconfig", str(kubeconfig), "--leader-elect=false",
            "--kube-api-qps=-1", f"--metrics-bind-address=127.0.0.1:{metrics}",
            f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
