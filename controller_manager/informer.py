@@ -262,19 +262,22 @@ class SyncTimeout(Exception):
 class InformerFactory:
     """One shared informer per (resource, namespace) in the process, started and synced together."""
 
-    def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN) -> None:
+    def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN, compact: bool = True) -> None:
+        # compact (the default): the lean store, JSON bytes (see Indexer); False for caches read whole and often
         self.client = client
+        self.compact = compact
         self._informers: dict[tuple[Resource, str], SharedInformer] = {}
         self._tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
         self._watch_timeout = watch_timeout
 
-    def informer(self, resource: Resource, namespace: str = "", *, compact: bool = False) -> SharedInformer:
-        """The shared informer; ``compact`` (decided by whoever asks first) keeps objects as JSON bytes."""
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None) -> SharedInformer:
+        """The shared informer; ``compact`` (decided by whoever asks first, default the factory's) keeps
+        objects as JSON bytes."""
         key = (resource, namespace)
         informer = self._informers.get(key)
         if informer is None:
-            informer = SharedInformer(self.client, resource, namespace=namespace,
-                                      watch_timeout=self._watch_timeout, compact=compact)
+            informer = SharedInformer(self.client, resource, namespace=namespace, watch_timeout=self._watch_timeout,
+                                      compact=self.compact if compact is None else compact)
             self._informers[key] = informer
         return informer
 
