@@ -166,7 +166,9 @@ class SharedInformer:
         return min(retry_after, MAX_RETRY_AFTER_SECONDS) if retry_after is not None else 0.0
 
     async def _list(self) -> None:
-        items: list[MutableObj] = []
+        # Each item as the store keeps it, packed page by page: a compact store never holds the whole list
+        # as dicts (see Indexer.replace_packed).
+        items: list[Any] = []
         token = ""
         list_rv = ""
         while True:
@@ -175,18 +177,20 @@ class SharedInformer:
             if not list_rv:
                 list_rv = objects.resource_version(page)
             page_items = page.get("items") or []
-            for item in page_items:
-                share_item_strings(item)
-            items.extend(page_items)
+            if not self.store.compact:
+                for item in page_items:
+                    share_item_strings(item)
+            items.extend(self.store.pack(item) for item in page_items)
             token = objects.metadata(page).get("continue") or ""
+            del page, page_items  # free this page's dicts before the next one is read
             if not token:
                 break
             await asyncio.sleep(0)  # let other tasks run between pages
         self.lists += 1
         initial = not self._synced.is_set()
-        deltas = self.store.replace(items)
+        for delta in self.store.replace_packed(items):
+            self._dispatch([delta], initial=initial)
         self.last_sync_resource_version = list_rv
-        self._dispatch(deltas, initial=initial)
         self._synced.set()
 
     async def _watch_until_failure(self) -> None:
