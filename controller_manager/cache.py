@@ -1,14 +1,14 @@
 """The informer cache: objects by key, with indexes (client-go's thread-safe store + indexer).
 
-Objects are parsed JSON dicts shared with every reader: treat them as read-only (copy
-before changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch). The indexer hands them
-out as :data:`~controller_manager.objects.MutableObj` so that such a deep copy is typed as one.
+A parsed store keeps JSON dicts shared with every reader: treat them as read-only (copy before
+changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch). A compact store (the Manager's
+default) keeps packed bytes (jsonpack) and hands each reader a fresh dict. Either way objects come out
+as :data:`~controller_manager.objects.MutableObj` so that such a deep copy is typed as one.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from . import objects
+from .jsonpack import JsonPacker
 from .objects import MutableObj
 
 IndexFunc = Callable[[MutableObj], Iterable[str]]
@@ -23,7 +24,6 @@ IndexFunc = Callable[[MutableObj], Iterable[str]]
 NAMESPACE_INDEX = "namespace"
 
 log = structlog.get_logger(__name__)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def namespace_index(obj: objects.Obj) -> builtins.list[str]:
@@ -102,9 +102,10 @@ class Indexer:
     """Objects by key plus named indexes; every mutation returns the delta it made."""
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None, *, compact: bool = False) -> None:
-        # compact: keep each object as its JSON bytes (about 1.1x the JSON size instead of ~3.6x for
-        # parsed dicts) and decode on every read; readers then get private copies.
+        # compact: keep each object as deflated JSON bytes (jsonpack: ~0.2x the JSON size, against ~3.6x for
+        # parsed dicts) and decode it on every read; readers then get private copies.
         self.compact = compact
+        self._packer = JsonPacker() if compact else None
         self._items: dict[str, Any] = {}
         self._indexers: dict[str, IndexFunc] = {NAMESPACE_INDEX: namespace_index}
         self._indexers.update(indexers or {})
@@ -123,17 +124,16 @@ class Indexer:
     # ----------------------------------------------------------------- reads
 
     def _load(self, stored: Any) -> MutableObj:
-        if self.compact:
-            loaded: MutableObj = json.loads(stored)
-            return loaded
+        if self._packer is not None:
+            return self._packer.unpack(stored)
         obj: MutableObj = stored
         return obj
 
     def _dump(self, obj: MutableObj) -> Any:
-        return _ENCODER.encode(obj).encode("utf-8") if self.compact else obj
+        return self._packer.pack(obj) if self._packer is not None else obj
 
     def pack(self, obj: MutableObj) -> Any:
-        """``obj`` as this store keeps it (JSON bytes if compact, else ``obj`` itself), for :meth:`replace_packed`."""
+        """``obj`` as this store keeps it (packed bytes if compact, else ``obj`` itself), for :meth:`replace_packed`."""
         return self._dump(obj)
 
     def get(self, key: str) -> MutableObj | None:
