@@ -27,11 +27,9 @@ import functools
 import json
 import os
 import platform
-import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -49,6 +47,7 @@ from benchmarks.support import (
     expect,
     prepare_profile_dir,
     py_spy_recording,
+    run_main,
     run_server,
 )
 
@@ -423,22 +422,14 @@ def main() -> int:
     if error:
         print(error, file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="devplane-bench-"))
-    try:
-        if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
-            print(f"--data-dir {args.data_dir} is not empty", file=sys.stderr)
-            return 2
-        runs = asyncio.run(bench_all(args, tmp))
-        report_summary(runs, args)
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    if args.data_dir is not None and args.data_dir.exists() and any(args.data_dir.iterdir()):
+        print(f"--data-dir {args.data_dir} is not empty", file=sys.stderr)
+        return 2
+
+    async def run(tmp: Path) -> None:
+        report_summary(await bench_all(args, tmp), args)
+
+    return run_main(run, "devplane-bench-")
 
 
 if __name__ == "__main__":

@@ -21,20 +21,18 @@ Memory figures do not depend on the machine's load. Rounds alternate the order o
 
     .venv/bin/python benchmarks/memory.py                        # 10,000 bindings, both stores, 3 rounds (~3 min)
     .venv/bin/python benchmarks/memory.py --stores compact --rounds 1
+    .venv/bin/python benchmarks/memory.py --controllers workloadRebalancer   # without binding-status's start-up work
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
-import shutil
 import signal
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,35 +40,25 @@ from typing import Any
 
 import aiohttp
 
-SCRIPT = Path(__file__).resolve()
-REPO = SCRIPT.parent.parent
-if str(REPO) not in sys.path:  # run as a script: make the repository importable without installing
-    sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository importable
 
-from benchmarks.rebalancer import (  # noqa: E402
+from benchmarks.framework import json_size
+from benchmarks.rebalancer import (
+    PARSED_PROGRAM,
     RB_GROUP,
     Layout,
     list_items,
     populate,
     run_controller_manager,
     session,
+    spread,
     wait_until_idle,
 )
-from benchmarks.support import BenchError, expect, pool, run_server, status_kib  # noqa: E402
-from devplane.kubeconfig import write_kubeconfig  # noqa: E402
+from benchmarks.support import BenchError, expect, pool, run_main, run_server, status_kib
+from devplane.kubeconfig import write_kubeconfig
 
 AIM = 1.2
-# The controller-manager's main() with every informer of its manager parsed (the store before the change).
-PARSED_PROGRAM = ("-c", "import dataclasses, sys; import controller_manager.manager as m; init = m.Manager.__init__; "
-                  "m.Manager.__init__ = lambda self, client, options: init(self, client, "
-                  "dataclasses.replace(options, compact_caches=False)); "
-                  "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
 PROGRAMS: dict[str, tuple[str, ...]] = {"compact": (), "parsed": PARSED_PROGRAM}
-
-
-def json_size(obj: Any) -> int:
-    """Bytes of the object as the API server sends it (compact JSON, UTF-8)."""
-    return len(json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 @dataclass
@@ -117,12 +105,14 @@ async def rewrite_all(http: aiohttp.ClientSession, layout: Layout, bindings: lis
 async def store_round(args: argparse.Namespace, store: str, layout: Layout, *, servers: dict[str, str],
                       https: dict[str, aiohttp.ClientSession], tmp: Path, tag: str) -> StoreRound:
     program = PROGRAMS[store]
-    async with run_controller_manager(Path(servers["empty"]), tmp / f"cm-{tag}-empty.log", [], None,
+    extra = [f"--controllers={args.controllers}"] if args.controllers else []
+    async with run_controller_manager(Path(servers["empty"]), tmp / f"cm-{tag}-empty.log", extra, None,
                                       program) as cm:
         await wait_until_idle(https["empty"], cm, args.phase_time)
         empty = Reading(status_kib("VmRSS", cm.proc.pid), status_kib("VmHWM", cm.proc.pid))
     http = https["full"]
-    async with run_controller_manager(Path(servers["full"]), tmp / f"cm-{tag}-full.log", [], None, program) as cm:
+    async with run_controller_manager(Path(servers["full"]), tmp / f"cm-{tag}-full.log", extra, None,
+                                      program) as cm:
         await wait_until_idle(http, cm, args.phase_time)
         listed = Reading(status_kib("VmRSS", cm.proc.pid), status_kib("VmHWM", cm.proc.pid))
         listed.json_bytes, bindings = await bindings_json(http, layout)
@@ -131,12 +121,6 @@ async def store_round(args: argparse.Namespace, store: str, layout: Layout, *, s
         watched = Reading(status_kib("VmRSS", cm.proc.pid), status_kib("VmHWM", cm.proc.pid))
         watched.json_bytes, _ = await bindings_json(http, layout)
     return StoreRound(empty, listed, watched)
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    """The median, and the range in brackets when there is more than one value."""
-    middle = fmt.format(statistics.median(values))
-    return middle if len(values) == 1 else f"{middle} ({fmt.format(min(values))}-{fmt.format(max(values))})"
 
 
 def report(store: str, layout: Layout, rounds: list[StoreRound]) -> None:
@@ -196,6 +180,8 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--bindings", type=int, default=10_000, help="ResourceBindings (a multiple of 10; default 10,000)")
     p.add_argument("--stores", default="compact,parsed", help="compact and/or parsed, comma-separated")
+    p.add_argument("--controllers", default="",
+                   help="--controllers of the controller-manager (default: its own, i.e. every default controller)")
     p.add_argument("--rounds", type=int, default=3, help="rounds per store; the report gives medians (default 3)")
     p.add_argument("--concurrency", type=int, default=16, help="connections of this process")
     p.add_argument("--phase-time", type=float, default=90.0, help="time limit of each phase, seconds")
@@ -216,21 +202,7 @@ def main() -> int:
     args = parse_args()
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs; dev API servers in child processes, "
           f"in-memory storage; load average {os.getloadavg()[0]:.2f}")
-    tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
-    try:
-        asyncio.run(bench(args, tmp))
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        return 1
-    except TimeoutError:
-        print(f"benchmark failed: it passed --time-limit {args.time_limit:.0f}s", file=sys.stderr)
-        return 1
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        print("interrupted", file=sys.stderr)
-        return 130
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return run_main(lambda tmp: bench(args, tmp), "memory-bench-")
 
 
 if __name__ == "__main__":

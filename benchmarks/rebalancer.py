@@ -90,6 +90,11 @@ from karmada_api.timeutil import format_time  # noqa: E402
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+# The controller-manager's main() with every informer of its manager parsed (ManagerOptions.compact_caches).
+PARSED_PROGRAM = ("-c", "import dataclasses, sys; import controller_manager.manager as m; init = m.Manager.__init__; "
+                  "m.Manager.__init__ = lambda self, client, options: init(self, client, "
+                  "dataclasses.replace(options, compact_caches=False)); "
+                  "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
 WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORKERS = int(sys.argv[1]); "
                  "sys.exit(app.main(sys.argv[2:]))")
 
@@ -398,7 +403,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         write_kubeconfig(kubeconfig, {"karmada-apiserver": server.url}, "karmada-apiserver")
         extra = [f"--controllers={args.controllers}"] if args.controllers else []
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log", extra,
-                                          args.workers) as cm:
+                                          args.workers, PARSED_PROGRAM if args.store == "parsed" else ()) as cm:
             startup = await wait_until_idle(http, cm, args.phase_time)
             if warm_up.rebalancers:  # untimed: created together, waited for until all finished
                 async with finishes_seen(http, server.url, warm_up, args.phase_time) as warmed:
@@ -642,6 +647,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=None,
                    help="an experiment: run the controller-manager's main() with REBALANCER_WORKERS set to this "
                         "(default: python -m controller_manager as it is)")
+    p.add_argument("--store", choices=("compact", "parsed"), default="compact",
+                   help="the controller-manager's caches: compact (its default) or parsed dicts (for comparison)")
     p.add_argument("--warm-up", type=int, default=10, metavar="N",
                    help="rebalancers (on bindings of their own) run before each timed run, untimed, so that "
                         "connections and code paths are warm in both runs (default 10; 0: none)")
@@ -674,7 +681,7 @@ def main() -> int:
         print(error, file=sys.stderr)
         return 2
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
-          f"dev API server in a child process, in-memory storage")
+          f"dev API server in a child process, in-memory storage; controller-manager caches: {args.store}")
     tmp = Path(tempfile.mkdtemp(prefix="rebalancer-bench-"))
     try:
         asyncio.run(bench_all(args, tmp))

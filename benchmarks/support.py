@@ -13,8 +13,9 @@ import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,3 +228,22 @@ async def py_spy_recording(outputs: Mapping[Path, int], *, rate: int, flags: Seq
                 spy.kill()
                 await spy.wait()
 
+
+
+def run_main(bench: Callable[[Path], Coroutine[object, object, object]], prefix: str) -> int:
+    """``asyncio.run(bench(tmp))`` with a temp dir removed afterwards; the exit code (1 failed, 130 interrupted)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        asyncio.run(bench(tmp))
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
+    except TimeoutError:
+        print("benchmark failed: it ran out of time (--time-limit)", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
