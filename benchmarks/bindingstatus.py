@@ -343,7 +343,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         warm_objs = await populate(http, warm_up, args.concurrency, args.phase_time) if warm_up.bindings else None
         kubeconfig = tmp / f"kubeconfig-{tag}"
         write_kubeconfig(kubeconfig, {"karmada-apiserver": server.url}, "karmada-apiserver")
-        program = None
+        program: list[str] = []
         if args.cprofile is not None:
             program = ["-m", "cProfile", "-o", str(args.cprofile / f"controller-manager-{tag}.prof"),
                        "-m", "controller_manager"]

@@ -1,4 +1,4 @@
-"""Bytes per cached object: parsed dicts versus the compact (JSON bytes) cache.
+"""Bytes per cached object: parsed dicts versus the compact cache (deflated JSON, controller_manager/jsonpack.py).
 
     .venv/bin/python benchmarks/cache_memory.py [--objects 20000]
 

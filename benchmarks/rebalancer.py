@@ -50,7 +50,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -91,6 +91,11 @@ RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
 MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
 AIM = 1.1  # controller / ceiling, issue 19 (was 1.3)
+# The controller-manager's main() with every informer of its manager parsed (ManagerOptions.compact_caches).
+PARSED_PROGRAM = ("-c", "import dataclasses, sys; import controller_manager.manager as m; init = m.Manager.__init__; "
+                  "m.Manager.__init__ = lambda self, client, options: init(self, client, "
+                  "dataclasses.replace(options, compact_caches=False)); "
+                  "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
 WORKERS_PATCH = ("import sys; import controllers.app as app; app.REBALANCER_WORKERS = int(sys.argv[1]); "
                  "sys.exit(app.main(sys.argv[2:]))")
 
@@ -108,12 +113,12 @@ class ControllerProcess:
 
 @contextlib.asynccontextmanager
 async def run_controller_manager(kubeconfig: Path, log_path: Path, extra: list[str], workers: int | None, *,
-                                 program: list[str] | None = None) -> AsyncIterator[ControllerProcess]:
+                                 program: Sequence[str] = ()) -> AsyncIterator[ControllerProcess]:
     """The controller-manager; ``program``: Python's arguments before its flags (e.g. under ``-m cProfile``)."""
     health, metrics = free_port(), free_port()
     # python -m controller_manager; with --workers, the same main() with REBALANCER_WORKERS patched
-    if program is None:
-        program = ["-m", "controller_manager"] if workers is None else ["-c", WORKERS_PATCH, str(workers)]
+    if not program:
+        program = ("-m", "controller_manager") if workers is None else ("-c", WORKERS_PATCH, str(workers))
     cmd = [sys.executable, *program, "--kubeconfig", str(kubeconfig), "--leader-elect=false",
            "--kube-api-qps=-1", f"--metrics-bind-address=127.0.0.1:{metrics}",
            f"--health-probe-bind-address=127.0.0.1:{health}", *extra]
@@ -384,7 +389,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
         write_kubeconfig(kubeconfig, {"karmada-apiserver": server.url}, "karmada-apiserver")
         extra = [f"--controllers={args.controllers}"] if args.controllers else []
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log", extra,
-                                          args.workers) as cm:
+                                          args.workers, program=PARSED_PROGRAM if args.store == "parsed" else ()) as cm:
             startup = await wait_until_idle(http, cm, args.phase_time)
             if warm_up.rebalancers:  # untimed: created together, waited for until all finished
                 async with finishes_seen(http, server.url, warm_up, args.phase_time) as warmed:
@@ -624,6 +629,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=None,
                    help="an experiment: run the controller-manager's main() with REBALANCER_WORKERS set to this "
                         "(default: python -m controller_manager as it is)")
+    p.add_argument("--store", choices=("compact", "parsed"), default="compact",
+                   help="the controller-manager's caches: compact (its default) or parsed dicts (for comparison)")
     p.add_argument("--warm-up", type=int, default=10, metavar="N",
                    help="rebalancers (on bindings of their own) run before each timed run, untimed, so that "
                         "connections and code paths are warm in both runs (default 10; 0: none)")
@@ -651,7 +658,7 @@ def main() -> int:
         print(error, file=sys.stderr)
         return 2
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
-          f"dev API server in a child process, in-memory storage")
+          f"dev API server in a child process, in-memory storage; controller-manager caches: {args.store}")
     return run_in_tmp(lambda tmp: bench_all(args, tmp), "rebalancer-bench-", args.keep_logs)
 
 if __name__ == "__main__":

@@ -189,6 +189,9 @@ def run_in_tmp(bench: Callable[[Path], Coroutine[Any, Any, None]], prefix: str, 
     except BenchError as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1
+    except TimeoutError:
+        print("benchmark failed: it ran out of time (--time-limit)", file=sys.stderr)
+        return 1
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("interrupted", file=sys.stderr)
         return 130
@@ -298,4 +301,3 @@ async def py_spy_recording(outputs: Mapping[Path, int], *, rate: int, flags: Seq
             except TimeoutError:
                 spy.kill()
                 await spy.wait()
-

@@ -166,7 +166,9 @@ class SharedInformer:
         return min(retry_after, MAX_RETRY_AFTER_SECONDS) if retry_after is not None else 0.0
 
     async def _list(self) -> None:
-        items: list[MutableObj] = []
+        # Each item as the store keeps it, packed page by page: a compact store never holds the whole list
+        # as dicts (see Indexer.replace_packed).
+        items: list[Any] = []
         token = ""
         list_rv = ""
         while True:
@@ -175,18 +177,20 @@ class SharedInformer:
             if not list_rv:
                 list_rv = objects.resource_version(page)
             page_items = page.get("items") or []
-            for item in page_items:
-                share_item_strings(item)
-            items.extend(page_items)
+            if not self.store.compact:
+                for item in page_items:
+                    share_item_strings(item)
+            items.extend(self.store.pack(item) for item in page_items)
             token = objects.metadata(page).get("continue") or ""
+            del page, page_items  # free this page's dicts before the next one is read
             if not token:
                 break
             await asyncio.sleep(0)  # let other tasks run between pages
         self.lists += 1
         initial = not self._synced.is_set()
-        deltas = self.store.replace(items)
+        for delta in self.store.replace_packed(items):
+            self._dispatch([delta], initial=initial)
         self.last_sync_resource_version = list_rv
-        self._dispatch(deltas, initial=initial)
         self._synced.set()
 
     async def _watch_until_failure(self) -> None:
@@ -262,19 +266,22 @@ class SyncTimeout(Exception):
 class InformerFactory:
     """One shared informer per (resource, namespace) in the process, started and synced together."""
 
-    def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN) -> None:
+    def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN, compact: bool = True) -> None:
+        # compact (the default): the lean store, JSON bytes (see Indexer); False for caches read whole and often
         self.client = client
+        self.compact = compact
         self._informers: dict[tuple[Resource, str], SharedInformer] = {}
         self._tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
         self._watch_timeout = watch_timeout
 
-    def informer(self, resource: Resource, namespace: str = "", *, compact: bool = False) -> SharedInformer:
-        """The shared informer; ``compact`` (decided by whoever asks first) keeps objects as JSON bytes."""
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None) -> SharedInformer:
+        """The shared informer; ``compact`` (decided by whoever asks first, default the factory's) keeps
+        objects as JSON bytes."""
         key = (resource, namespace)
         informer = self._informers.get(key)
         if informer is None:
-            informer = SharedInformer(self.client, resource, namespace=namespace,
-                                      watch_timeout=self._watch_timeout, compact=compact)
+            informer = SharedInformer(self.client, resource, namespace=namespace, watch_timeout=self._watch_timeout,
+                                      compact=self.compact if compact is None else compact)
             self._informers[key] = informer
         return informer
 

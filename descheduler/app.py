@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     master=args.master)
         client = manager.client
         # Parsed, not compact: decoding 10,000 bindings every cycle triggers full GC pauses (benchmarks).
-        bindings = manager.informer(RESOURCE_BINDINGS)
+        bindings = manager.informer(RESOURCE_BINDINGS, compact=False)
         registry = MemberRegistry(client, manager.informer(CLUSTERS))
         estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout)
         cool_down_seconds = (args.descheduling_cool_down if args.descheduling_cool_down is not None

@@ -239,7 +239,9 @@ class DevPlane:
 
     def _host_manager(self, host: KubeClient) -> Manager:
         options = self.options
-        manager = Manager(host, ManagerOptions(name="karmada-simulation", metrics_bind_address="0"))
+        # Parsed caches: the simulation lists whole caches often, and the memory aim is the products'.
+        manager = Manager(host, ManagerOptions(name="karmada-simulation", metrics_bind_address="0",
+                                                  compact_caches=False))
         registry = MemberRegistry(host, manager.informer(CLUSTERS), sync_timeout=options.scheduler_estimator_timeout)
         self.registry = registry
         manager.add_runnable("member-registry", registry.run, needs_leader=False)
@@ -266,7 +268,8 @@ class DevPlane:
 
     @staticmethod
     def _member_manager(name: str, member: KubeClient) -> Manager:
-        manager = Manager(member, ManagerOptions(name=f"{name}-simulation", metrics_bind_address="0"))
+        manager = Manager(member, ManagerOptions(name=f"{name}-simulation", metrics_bind_address="0",
+                                                    compact_caches=False))
         setup_member_simulation(manager, cluster_name=name)
         return manager
 
