@@ -167,21 +167,26 @@ class ClusterFailback:
         self.events = events
         self.options = options
         self.windows = recovery.RecoveryWindows(options.stabilization_window)
-        self._cleared: dict[str, str] = {}
-        """Binding key → the resourceVersion it had when this process cleared a record on it: until the
-        cache shows a newer version, that cached record is already handled (a cluster heartbeat arriving
-        before the binding's watch event must not start a new window)."""
+        self._cleared: dict[tuple[str, str], str] = {}
+        """(binding resource, cache key) → the resourceVersion the binding had when this process cleared a
+        record on it: until the cache shows a newer version, that cached record is already handled (a
+        cluster heartbeat arriving before the binding's watch event must not start a new window)."""
+
+    def _forget_caught_up(self) -> None:
+        """Drop the entries the cache has caught up with (a newer copy, or the binding gone)."""
+        stores = {kind.resource.key: store for kind, store in self.binding_stores}
+        for (resource, key), version in list(self._cleared.items()):
+            cached = stores[resource].get(key)
+            if cached is None or objects.resource_version(cached) != version:
+                del self._cleared[(resource, key)]
 
     def _recorded(self, cluster: str) -> list[tuple[BindingKind, Obj]]:
+        self._forget_caught_up()
         found: list[tuple[BindingKind, Obj]] = []
         for kind, store in self.binding_stores:
             for binding in store.by_index(RECORD_INDEX, cluster):
-                key = f"{kind.resource.key}:{objects.key(binding)}"
-                cleared = self._cleared.get(key)
-                if cleared is not None and cleared == objects.resource_version(binding):
-                    continue
-                self._cleared.pop(key, None)
-                found.append((kind, binding))
+                if (kind.resource.key, objects.key(binding)) not in self._cleared:
+                    found.append((kind, binding))
         return found
 
     async def reconcile(self, request: Request) -> Result:
@@ -246,7 +251,7 @@ class ClusterFailback:
                 return recorded - {cluster}
 
             await _rewrite_record(self.client, kind, objects.namespace(binding), objects.name(binding), remove)
-            self._cleared[f"{kind.resource.key}:{objects.key(binding)}"] = objects.resource_version(binding)
+            self._cleared[(kind.resource.key, objects.key(binding))] = objects.resource_version(binding)
 
 
 def _clusters_of_record(binding: MutableObj) -> list[Request]:
