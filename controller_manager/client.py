@@ -369,7 +369,13 @@ class KubeClient:
             if error.is_not_served:
                 self._report_not_served(error)
             if error.retry_after is None or attempt == MAX_RETRY_AFTER_RETRIES:
-                raise error
+                try:
+                    raise error
+                finally:
+                    # This frame held the error, whose traceback holds this frame: a reference cycle
+                    # that kept every failed response (a 404 GET, a 409 PUT) until a cyclic collection,
+                    # hundreds at a time under the large-heap GC policy (docs/benchmarks.md, Memory).
+                    del error
             log.info("server asked to retry later", method=method, path=path, status=error.status,
                      reason=error.reason, retry_after=error.retry_after, attempt=attempt + 1)
             await asyncio.sleep(min(error.retry_after, MAX_RETRY_AFTER_SECONDS))
@@ -470,7 +476,10 @@ class KubeClient:
                                            retry_after_header=response.headers.get("Retry-After"))
                 if error.is_not_served:
                     self._report_not_served(error)
-                raise error
+                try:
+                    raise error
+                finally:
+                    del error  # no frame → error → traceback → frame cycle (see request)
             if self._unserved:
                 self._served_again(resource.path(namespace))
             while True:
