@@ -27,6 +27,7 @@ way, untimed. The ratio controller/ceiling says what the controller costs beyond
     .venv/bin/python benchmarks/bindingstatus.py                        # 500 bindings, 3 rounds (~1 min)
     .venv/bin/python benchmarks/bindingstatus.py --bindings 500,2000    # both sizes of docs/benchmarks.md
     .venv/bin/python benchmarks/bindingstatus.py --runs 1 --cprofile DIR   # cProfile the controller-manager
+    .venv/bin/python benchmarks/bindingstatus.py --runs 1 --profile DIR    # py-spy: controller-manager and server
 """
 
 from __future__ import annotations
@@ -327,12 +328,17 @@ class ControllerRun:
     reconciles: float
     events: tuple[int, int]
     requests: dict[str, float] = field(default_factory=dict)
+    server_cpu: float = 0.0
+    bench_cpu: float = 0.0
+    work_writes_seconds: float = 0.0
 
 
 @dataclass
 class CeilingRun:
     seconds: float
     requests: dict[str, int]
+    server_cpu: float = 0.0
+    bench_cpu: float = 0.0
 
 
 async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str) -> ControllerRun:
@@ -358,13 +364,19 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 await rebalancer.wait_until_idle(http, cm, args.phase_time)
             counted = ("rest_client_requests_total", "controller_runtime_reconcile_total")
             before = {(n, labels): v for n, labels, v in await rebalancer.scrape(http, cm.metrics) if n in counted}
-            async with all_seen(http, server.url, layout, args.phase_time) as finished:
-                cpu0 = cpu_seconds(cm.proc.pid)
+            async with (all_seen(http, server.url, layout, args.phase_time) as finished,
+                        rebalancer.profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
+                                                           f"server-{tag}": server.proc.pid})):
+                cpu0, server_cpu0 = cpu_seconds(cm.proc.pid), cpu_seconds(server.proc.pid)
+                bench_cpu0 = time.process_time()
                 t0 = time.monotonic()
                 await pool(layout.bindings, args.concurrency, args.phase_time,
                            member_writes(http, layout, objs, {"PATCH": 0}, direct=False))
+                work_writes_seconds = time.monotonic() - t0
                 seconds = await finished() - t0
                 cpu = cpu_seconds(cm.proc.pid) - cpu0
+                server_cpu = cpu_seconds(server.proc.pid) - server_cpu0
+                bench_cpu = time.process_time() - bench_cpu0
             await rebalancer.wait_until_idle(http, cm, args.phase_time)  # recorded Events written too
             peak = status_kib("VmHWM", cm.proc.pid)
             requests: dict[str, float] = {}
@@ -377,7 +389,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 elif name == "controller_runtime_reconcile_total" and f'controller="{CONTROLLER}"' in labels:
                     reconciles += delta
         events = await events_written(http, layout)
-    return ControllerRun(seconds, cpu, peak, reconciles, events, requests)
+    return ControllerRun(seconds, cpu, peak, reconciles, events, requests, server_cpu, bench_cpu, work_writes_seconds)
 
 
 async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag: str, events: int) -> CeilingRun:
@@ -393,11 +405,13 @@ async def ceiling_phase(args: argparse.Namespace, layout: Layout, tmp: Path, tag
                                      events=warm_events))
         counts = {"PATCH": 0, "PUT": 0, "POST": 0}
         async with all_seen(http, server.url, layout, args.phase_time) as finished:
+            server_cpu0, bench_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
             t0 = time.monotonic()
             await pool(layout.bindings, args.concurrency, args.phase_time,
                        member_writes(http, layout, objs, counts, direct=True, events=events))
             seconds = await finished() - t0
-    return CeilingRun(seconds, counts)
+            server_cpu, bench_cpu = cpu_seconds(server.proc.pid) - server_cpu0, time.process_time() - bench_cpu0
+    return CeilingRun(seconds, counts, server_cpu, bench_cpu)
 
 
 # ------------------------------------------------------------------------------------------ report
@@ -430,8 +444,13 @@ def report(layout: Layout, rounds: list[Round]) -> None:
           f"requests {rebalancer.describe(last.requests)}; per reconcile: {per_reconcile}")
     print(f"              Events written: {rebalancer.spread([c.events[0] for c in ctl], '{:.0f}')} "
           f"(counts summed: {rebalancer.spread([c.events[1] for c in ctl], '{:.0f}')})")
+    print(f"              the Work writes were done after {rebalancer.spread([c.work_writes_seconds for c in ctl])} s; "
+          f"server CPU {rebalancer.spread([c.server_cpu for c in ctl])} s, this benchmark's CPU "
+          f"{rebalancer.spread([c.bench_cpu for c in ctl])} s (its Work writes and watches)")
     print(f"  ceiling     the same writes in {rebalancer.spread([r.ceiling.seconds for r in rounds])} s; "
           f"last round: {rebalancer.describe(rounds[-1].ceiling.requests)}")
+    print(f"              server CPU {rebalancer.spread([r.ceiling.server_cpu for r in rounds])} s, this benchmark's "
+          f"CPU {rebalancer.spread([r.ceiling.bench_cpu for r in rounds])} s (Work and status writes, watches)")
     print(f"  ratio       controller / ceiling = {rebalancer.spread([r.ratio for r in rounds])}x  "
           f"({'within' if ratio <= 1.3 else 'MISSES'} 1.3x)", flush=True)
 
@@ -448,6 +467,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--time-limit", type=float, default=1200.0, help="time limit of the whole benchmark, seconds")
     p.add_argument("--cprofile", type=Path, default=None, metavar="DIR",
                    help="run the controller-manager under cProfile: DIR/controller-manager-<N>-r<i>.prof (slower)")
+    p.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                   help="sample the controller-manager and the server with py-spy in each timed window: DIR/<name>.txt")
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
     args.bindings = positive_counts(p, args.bindings, "--bindings")
@@ -489,6 +510,9 @@ def main() -> int:
     if args.cprofile is not None:
         args.cprofile = args.cprofile.resolve()
         args.cprofile.mkdir(parents=True, exist_ok=True)
+    if args.profile is not None:
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
           "dev API server in a child process, in-memory storage")
     return run_in_tmp(lambda tmp: bench_all(args, tmp), "bindingstatus-bench-", args.keep_logs)
