@@ -843,6 +843,76 @@ async def test_failed_binding_write_records_a_warning(kube: KubeClient, http: ai
     assert await events_about(http, obj, SUCCEED) == []
 
 
+async def test_failed_binding_write_leaves_the_template_alone(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The template's read starts with the reconcile, but its status is written only after the binding's."""
+    await create_deployment(http)
+    binding = await create_binding(http, "unlucky", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    setup = await direct(kube)
+    setup.reconciler.client = FailingClient(kube)
+    try:
+        await work_cached(setup, 3)
+        with pytest.raises(ApiError):
+            await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+    template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+    assert template is not None and "replicas" not in (template.get("status") or {})
+    assert not [t for t in asyncio.all_tasks() if "_read_quietly" in repr(t.get_coro())]  # no read left running
+
+
+class OrderingClient(KubeClient):
+    """Records the status writes in order; before the first binding write, changes the template's labels."""
+
+    def __init__(self, base: KubeClient, http: aiohttp.ClientSession) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.http = http
+        self.writes: list[str] = []
+        self.conflicts = 0
+        self.template_read = asyncio.Event()
+
+    async def get(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any]:
+        try:
+            return await super().get(resource, name, namespace)
+        finally:
+            self.template_read.set()
+
+    async def update(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
+        if resource == RESOURCE_BINDINGS and not self.writes:
+            # the template changes once the reconcile has read it early: that copy is now stale
+            await asyncio.wait_for(self.template_read.wait(), 5)
+            await send(self.http, "PATCH", f"{DEPLOYMENTS.format(ns='default')}/test-deployment",
+                       {"metadata": {"labels": {"changed": "meanwhile"}}})
+        self.writes.append(f"{resource.plural}/{subresource}")
+        try:
+            return await super().update(resource, obj, subresource=subresource)
+        except ApiError as exc:
+            self.conflicts += exc.is_conflict
+            raise
+
+
+async def test_template_written_after_the_binding_and_from_a_fresh_read_after_a_409(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await create_deployment(http)
+    binding = await create_binding(http, "ordered", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    setup = await direct(kube)
+    ordering = OrderingClient(kube, http)
+    setup.reconciler.client = ordering
+    try:
+        await work_cached(setup, 3)
+        await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+    # the binding first; the template's first write carried the early copy's resourceVersion, so a 409
+    # and a live read: the status is written, and the concurrent label change survives
+    assert ordering.writes == ["resourcebindings/status", "deployments/status", "deployments/status"]
+    assert ordering.conflicts == 1
+    template = await get_or_none(http, f"{DEPLOYMENTS.format(ns='default')}/test-deployment")
+    assert template is not None and template["status"]["replicas"] == 3
+    assert template["metadata"]["labels"]["changed"] == "meanwhile"
+
+
 async def test_unreadable_member_status_records_a_warning_on_the_template(env: Env,
                                                                          http: aiohttp.ClientSession) -> None:
     deploy = await create_deployment(http)
