@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -35,6 +36,8 @@ WATCH_READ_TIMEOUT = 150.0  # a watch silent this long is ended and resumed from
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+_BODY_ENCODER = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(separators=...) builds on every call
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._:~-]*")  # needs no percent-encoding: the URL can be built without parsing
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,8 @@ class KubeClient:
         self._session_trusts_env: bool | None = None  # as kubernetes_asyncio created the session
         self._counters: dict[tuple[str, str], Any] = {}
         self._unserved: set[str] = set()  # resources answered by a 404 that names no object, until served again
+        self._base_for = ""  # the host string _base was parsed from
+        self._base = URL()
 
     @classmethod
     async def from_kubeconfig(cls, kubeconfig: str | None = None, context: str | None = None, *,
@@ -296,15 +301,13 @@ class KubeClient:
         headers = {**api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
         await api.update_params_for_auth(headers, params, ["BearerToken"])  # refreshes an expiring token
         rest = api.rest_client
-        url = self.host + path
-        if params:
-            url += "?" + urlencode(params)
+        url = self._url(path, params)
         # what RESTClientObject.request passes on from the configuration, when set
         settings = (("proxy", rest.proxy), ("proxy_headers", rest.proxy_headers),
                     ("server_hostname", rest.server_hostname))
         options: dict[str, Any] = {key: value for key, value in settings if value}
         if body is not None:
-            options["data"] = json.dumps(body, separators=(",", ":")).encode()
+            options["data"] = _BODY_ENCODER.encode(body).encode()
         if timeout is None:
             timeout = self._client_timeout
         elif not isinstance(timeout, aiohttp.ClientTimeout):
@@ -317,6 +320,17 @@ class KubeClient:
             raise
         self._count(str(response.status), method)
         return response
+
+    def _url(self, path: str, params: list[tuple[str, Any]]) -> str | URL:
+        """The request URL. A plain path (the usual one) is joined to the parsed server URL as it is: parsing
+        a new URL string costs yarl ~6 us per request, about 5% of a busy controller's CPU."""
+        host = self.host
+        if params or not _PLAIN_PATH.fullmatch(path):
+            return host + path + ("?" + urlencode(params) if params else "")
+        if host != self._base_for:
+            self._base, self._base_for = URL(host), host
+        base = self._base
+        return base.with_path(base.raw_path.rstrip("/") + path, encoded=True)
 
     def _count(self, code: str, method: str) -> None:
         """``rest_client_requests_total``, with the labelled child cached (``labels()`` costs more than ``inc()``)."""
