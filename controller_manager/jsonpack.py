@@ -4,6 +4,11 @@ Objects of one resource repeat each other's keys, API versions, condition texts 
 single object of ~700 B barely compresses on its own (zlib: 55%). Deflated against the JSON of another
 object of the same resource as zlib's preset dictionary, a ResourceBinding of 692 B becomes about 120 B,
 for ~8 us to pack and ~1 us to inflate (before json.loads) (docs/benchmarks.md, Memory).
+
+Every pack builds a compressor, and zlib allocates its window and hash tables each time: with a
+32 KiB window and memLevel 9 that is ~384 KiB, which glibc hands back to the OS and faults in again,
+costing 35-100 us per pack; an 8 KiB window at memLevel 8 packs the same objects to the same size
+in about half of that or less.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import zlib
 from .objects import MutableObj
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_WBITS = 15  # raw deflate (negative below), 32 KiB window: the dictionary and the object both fit
+_WBITS = 13  # raw deflate (negative below), 8 KiB window: a dictionary object, and most objects, fit in it
 _LEVEL = 1  # level 6 saves another ~12% at ~25% more CPU per pack
-_MEM_LEVEL = 9
+_MEM_LEVEL = 8  # zlib's default; 9 doubles its hash table for no smaller output here
 MAX_DICTIONARY = 1 << _WBITS  # zlib only uses a window's worth of a dictionary: its tail
 
 

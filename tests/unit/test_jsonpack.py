@@ -42,3 +42,12 @@ def test_a_first_object_larger_than_the_window() -> None:
 def test_unpacking_before_any_pack_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="nothing was packed"):
         JsonPacker().unpack(b"\x00")
+
+
+def test_objects_larger_than_the_window_come_back_equal() -> None:
+    packer = JsonPacker()
+    first = {"kind": "Work", "spec": {"manifests": [{"data": {str(i): f"value-{i}" for i in range(400)}}]}}
+    larger = {"kind": "Work", "spec": {"manifests": [{"data": {str(i): f"value-{i}" * 3 for i in range(2000)}}]}}
+    assert len(json.dumps(larger)) > 4 * MAX_DICTIONARY
+    packed = [packer.pack(first), packer.pack(larger)]
+    assert [packer.unpack(data) for data in packed] == [first, larger]
