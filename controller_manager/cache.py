@@ -173,8 +173,10 @@ class Indexer:
 
     # ----------------------------------------------------------------- writes
 
-    def upsert(self, obj: MutableObj) -> Delta:
-        return self._upsert(obj, None)
+    def upsert(self, obj: MutableObj, *, json_text: bytes | None = None) -> Delta:
+        """Add or replace ``obj``; ``json_text``, its JSON as received, spares a compact store encoding it again."""
+        packed = self._packer.pack_json(json_text) if json_text is not None and self._packer is not None else None
+        return self._upsert(obj, packed)
 
     def _upsert(self, obj: MutableObj, packed: Any) -> Delta:
         """upsert(), storing ``packed`` (``obj`` as :meth:`pack` gives it) when the caller has it already."""

@@ -200,11 +200,11 @@ class SharedInformer:
             events = 0
             timeout = random.randint(self._watch_timeout, 2 * self._watch_timeout)
             try:
-                async for event in self.client.watch(self.resource, self.namespace,
-                                                     resource_version=self.last_sync_resource_version,
-                                                     timeout_seconds=timeout, label_selector=self.label_selector):
+                async for event, object_json in self.client.watch_events(
+                        self.resource, self.namespace, resource_version=self.last_sync_resource_version,
+                        timeout_seconds=timeout, label_selector=self.label_selector):
                     events += 1
-                    self._handle(event)
+                    self._handle(event, object_json)
             except ApiError as exc:
                 if exc.is_gone:
                     log.info("watch expired, relisting", resource=self.resource.key, reason=exc.message)
@@ -216,7 +216,7 @@ class SharedInformer:
             if events == 0 and time.monotonic() - started < 1.0:
                 raise ConnectionError("very short watch: ended in under a second with no events")
 
-    def _handle(self, event: dict[str, Any]) -> None:
+    def _handle(self, event: dict[str, Any], object_json: bytes | None = None) -> None:
         etype = event.get("type")
         obj = event.get("object")
         if not isinstance(obj, dict):
@@ -228,7 +228,10 @@ class SharedInformer:
             return
         if etype in ("ADDED", "MODIFIED"):
             try:
-                delta = self.store.upsert(obj if self.store.compact else share_strings(obj))
+                if self.store.compact:
+                    delta = self.store.upsert(obj, json_text=object_json)
+                else:
+                    delta = self.store.upsert(share_strings(obj))
             except Exception:  # an index function failed: skip this version, keep watching
                 log.exception("object left out of the cache: an index function failed on it",
                               resource=self.resource.key, rv=rv)

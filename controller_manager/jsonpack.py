@@ -34,7 +34,10 @@ class JsonPacker:
         self._dictionary: bytes | None = None
 
     def pack(self, obj: MutableObj) -> bytes:
-        raw = _ENCODER.encode(obj).encode("utf-8")
+        return self.pack_json(_ENCODER.encode(obj).encode("utf-8"))
+
+    def pack_json(self, raw: bytes) -> bytes:
+        """:meth:`pack` of an object given as its JSON text (e.g. as the server sent it)."""
         if self._dictionary is None:
             self._dictionary = raw[-MAX_DICTIONARY:]
         deflate = zlib.compressobj(_LEVEL, zlib.DEFLATED, -_WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY,
