@@ -13,6 +13,7 @@ bindings are created the way Karmada's binding controller creates them (labels, 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from controllers.bindingstatus import (
     BindingStatusReconciler,
     assemble_work_status,
     binding_created,
+    binding_status_with,
     binding_updated,
     equal_identifier,
     fully_applied_condition,
@@ -1058,3 +1060,19 @@ def test_trigger_predicates_and_mapping() -> None:
     assert work_to_cluster_resource_binding(rb_work) == []
     assert CRB_KIND.describe({"metadata": {"name": "c"}}) == "ClusterResourceBinding(c)"
     assert RB_KIND.describe({"metadata": {"namespace": "n", "name": "b"}}) == "ResourceBinding(n/b)"
+
+
+def test_binding_status_with_leaves_the_binding_alone() -> None:
+    condition = {"type": "FullyApplied", "status": "False", "reason": "FullyAppliedFailed", "message": "old",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    binding = {"spec": {"clusters": [{"name": "member1"}]},
+               "status": {"aggregatedStatus": [{"clusterName": "member1"}], "conditions": [condition],
+                          "lastScheduledTime": "2026-01-01T00:00:00Z"}}
+    before = copy.deepcopy(binding)
+    items = [{"clusterName": "member1", "applied": True}]
+    status = binding_status_with(binding, items)
+    assert binding == before  # a cached copy stays as it was
+    assert status["aggregatedStatus"] == items and status["lastScheduledTime"] == "2026-01-01T00:00:00Z"
+    assert [c["status"] for c in status["conditions"]] == ["True"]
+    assert binding_status_with(binding, []).get("aggregatedStatus") is None
+    assert binding == before
