@@ -3,24 +3,18 @@ real process against the dev plane and the real controller-manager, brings an ap
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-DEMO_TIMEOUT = 300
+from tests.e2e.test_demo import _assert_gone, _rows, _run_demo
 
 
 def _distribution(block: str, name: str) -> dict[str, str]:
-    return {row[1]: row[2] for row in (line.split() for line in block.splitlines()) if row and row[0] == name}
+    return {row[1]: row[2] for row in _rows(block, name)}
 
 
 def test_bulk_demo_moves_the_application_back(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "devplane", "demo", "bulk", "--workdir", str(tmp_path)],
-                            capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+    result = _run_demo("bulk", tmp_path)
     out = result.stdout
     assert result.returncode == 0, f"{out}\n{result.stderr[-3000:]}"
     for name in ("web", "api"):
@@ -33,6 +27,4 @@ def test_bulk_demo_moves_the_application_back(tmp_path: Path) -> None:
     assert rows == {"ConfigMap/default/settings": ["Successful"], "Deployment.apps/default/api": ["Successful"],
                     "Deployment.apps/default/web": ["Successful"]}
     assert re.search(r"\$ kubectl --context member1 get configmap settings\nNAME +DATA +AGE\nsettings +1 ", out)
-    for pid in (int(p) for p in re.findall(r"\(pid (\d+)\)", out)):
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    _assert_gone([int(p) for p in re.findall(r"\(pid (\d+)\)", out)])

@@ -200,10 +200,13 @@ async def finish(kube: KubeClient, results: dict[str, tuple[str, str]]) -> None:
 async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: KubeClient) -> None:
     results = {"web": ("Successful", ""), "settings": ("Failed", "ReferencedBindingNotFound")}
     controller = asyncio.create_task(finish(kube, results))
-    code, out, err = await cli(world, "create", "back", "--cluster", "member1", "--max-per-rebalancer", "1",
-                               "--wait", "--timeout", "20s")
-    await controller
-    assert code == 0, err
+    try:
+        code, out, err = await cli(world, "create", "back", "--cluster", "member1", "--max-per-rebalancer", "1",
+                                   "--wait", "--timeout", "20s")
+        assert code == 0, err
+        await asyncio.wait_for(controller, 10)
+    finally:
+        controller.cancel()
     assert out.splitlines() == [
         "workloadrebalancer.apps.karmada.io/back-1 created (1 workloads)",
         "workloadrebalancer.apps.karmada.io/back-2 created (1 workloads)",
