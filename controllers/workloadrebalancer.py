@@ -41,6 +41,7 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api.names import binding_name
+from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.timeutil import format_time, now, parse_time
 
@@ -58,11 +59,6 @@ WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
 
 class RetryNeeded(Exception):
     """Some workloads could not be triggered for a transient reason: retry the rebalancer with backoff."""
-
-
-def workload_key(workload: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (str(workload.get("apiVersion", "")), str(workload.get("kind", "")),
-            str(workload.get("namespace", "") or ""), str(workload.get("name", "")))
 
 
 def _sort_key(item: dict[str, Any]) -> str:

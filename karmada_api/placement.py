@@ -260,6 +260,15 @@ def _cluster_fields(cluster: Obj) -> dict[str, str]:
     return fields
 
 
+def affinity_allows(placement: Obj, cluster: Obj) -> bool:
+    """Whether the placement's ``clusterAffinity``, or any term of its ``clusterAffinities`` (each term holds
+    its affinity fields itself, beside ``affinityName``), lets ``cluster`` be chosen."""
+    terms = placement.get("clusterAffinities")
+    if terms:
+        return any(cluster_matches(cluster, term) for term in terms)
+    return cluster_matches(cluster, placement.get("clusterAffinity"))
+
+
 def cluster_matches(cluster: Obj, affinity: Obj | None) -> bool:
     """``ClusterMatches``: not excluded, label selector, field selector and clusterNames all hold.
 

@@ -18,6 +18,7 @@ from controller_manager.client import ApiError, KubeClient
 from controller_manager.objects import Obj
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
+from karmada_api.rebalancers import chunks
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
 
 from .discovery import GroupKind, discover, resolve_kind, resource_for
@@ -37,13 +38,6 @@ class Request:
     cluster: str = ""
     policy: str = ""
     cluster_policy: str = ""
-
-
-def chunks(workloads: Sequence[Workload], size: int) -> list[list[Workload]]:
-    """``workloads`` in order, at most ``size`` per rebalancer."""
-    if size < 1:
-        raise ValueError("--max-per-rebalancer must be at least 1")
-    return [list(workloads[i:i + size]) for i in range(0, len(workloads), size)]
 
 
 def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from karmada_api.placement import PlacementError, applied_placement, cluster_matches, target_contains
+from karmada_api.placement import PlacementError, affinity_allows, applied_placement, target_contains
 
 from .discovery import GroupKind, group_of
 
@@ -67,10 +67,7 @@ def placement_allows(binding: Obj, cluster: Obj) -> bool:
         return False
     if placement is None:
         return False
-    terms = placement.get("clusterAffinities")
-    if terms:
-        return any(cluster_matches(cluster, term) for term in terms)
-    return cluster_matches(cluster, placement.get("clusterAffinity"))
+    return affinity_allows(placement, cluster)
 
 
 def belongs_on(binding: Obj, cluster: Obj) -> bool:

@@ -37,6 +37,7 @@ from controller_manager.predicate import AnnotationChangedPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from sharedcli.flagtypes import duration, format_duration, positive_int
 
@@ -220,7 +221,7 @@ class ClusterFailback:
         for kind, binding in records:
             reason = recovery.skip_reason(binding, cluster)
             if reason is None:
-                allowed.setdefault(recovery.workload_key(recovery.workload_of(binding)), []).append((kind, binding))
+                allowed.setdefault(workload_key(recovery.workload_of(binding)), []).append((kind, binding))
             else:
                 skipped.append((kind, binding, reason))
         bodies = recovery.rebalancers_for(name, (recovery.workload_of(b) for group in allowed.values()
@@ -235,7 +236,7 @@ class ClusterFailback:
             workloads += len(listed)
             REBALANCERS_CREATED.labels(name).inc()
             WORKLOADS_FAILED_BACK.labels(name).inc(len(listed))
-            await self._clear(name, [kb for w in listed for kb in allowed[recovery.workload_key(w)]])
+            await self._clear(name, [kb for w in listed for kb in allowed[workload_key(w)]])
         await self._clear(name, [(kind, b) for kind, b, _ in skipped])
         for _, binding, reason in skipped:
             self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")

@@ -6,15 +6,16 @@ No I/O here: :mod:`.controller` reads the caches, calls these and writes the res
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
-from karmada_api.placement import applied_placement, cluster_matches
-from karmada_api.taints import has_no_execute_taints
+from karmada_api.placement import affinity_allows, applied_placement
+from karmada_api.rebalancers import chunks, workload_key
+from karmada_api.taints import binding_cluster_names, has_no_execute_taints
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
 EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
@@ -109,10 +110,6 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
     return {str(task["fromCluster"]) for task in tasks if task.get("fromCluster")}
 
 
-def _target_names(binding: Obj) -> set[str]:
-    return {str(target["name"]) for target in objects.spec(binding).get("clusters") or [] if target.get("name")}
-
-
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None]) -> set[str]:
     """The clusters ``new`` lost through eviction and does not record yet.
 
@@ -127,7 +124,7 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
     if old is not None:
         # Only a task that appears: one still there after its fail-back must not record it again.
         evicted -= eviction_task_clusters(old)
-        for name in _target_names(old) - _target_names(new):
+        for name in set(binding_cluster_names(objects.spec(old))) - set(binding_cluster_names(objects.spec(new))):
             cluster = clusters(name)
             if cluster is not None and is_unhealthy(cluster):
                 evicted.add(name)
@@ -154,12 +151,9 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
     if placement is None:
         return None
     name = objects.name(cluster)
-    affinities: Sequence[Mapping[str, Any]] = [
-        group.get("affinity") or {} for group in placement.get("clusterAffinities") or []]
-    if affinities:
-        if not any(cluster_matches(cluster, affinity) for affinity in affinities):
+    if not affinity_allows(placement, cluster):
+        if placement.get("clusterAffinities"):
             return f"no cluster affinity of its placement matches cluster {name}"
-    elif not cluster_matches(cluster, placement.get("clusterAffinity")):
         return f"its placement's cluster affinity no longer matches cluster {name}"
     taint = find_untolerated_taint(objects.spec(cluster).get("taints"), placement.get("clusterTolerations"))
     if taint is not None:
@@ -176,19 +170,6 @@ def workload_of(binding: Obj) -> dict[str, str]:
     if resource.get("namespace"):
         workload["namespace"] = str(resource["namespace"])
     return workload
-
-
-def workload_key(workload: Mapping[str, str]) -> tuple[str, str, str, str]:
-    """A workload's identity in a rebalancer's list (and its sort order): apiVersion, kind, namespace, name."""
-    return (workload.get("apiVersion", ""), workload.get("kind", ""), workload.get("namespace", ""),
-            workload.get("name", ""))
-
-
-def chunks(items: Sequence[Any], size: int) -> list[list[Any]]:
-    """``items`` in runs of at most ``size`` (≥ 1), in order."""
-    if size < 1:
-        raise ValueError(f"chunk size must be at least 1, got {size}")
-    return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
 def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max_workloads: int,

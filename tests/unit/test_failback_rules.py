@@ -10,6 +10,7 @@ import pytest
 from controllers.failback import recovery
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from karmada_api.rebalancers import chunks
 
 
 def cluster(name: str = "member1", ready: str | None = "True", taints: list[dict[str, str]] | None = None,
@@ -116,7 +117,7 @@ def test_skip_reasons() -> None:
     assert "no longer matches cluster member1" in (recovery.skip_reason(moved, member1) or "")
     kept = binding([], placement={"clusterAffinity": {"clusterNames": ["member1", "member2"]}})
     assert recovery.skip_reason(kept, member1) is None
-    groups = binding([], placement={"clusterAffinities": [{"affinityName": "a", "affinity": {"clusterNames": ["x"]}}]})
+    groups = binding([], placement={"clusterAffinities": [{"affinityName": "a", "clusterNames": ["x"]}]})
     assert "no cluster affinity" in (recovery.skip_reason(groups, member1) or "")
     tainted = cluster(taints=[{"key": "maintenance", "effect": "NoSchedule"}])
     assert "does not tolerate the taint maintenance:NoSchedule" in (recovery.skip_reason(kept, tainted) or "")
@@ -142,4 +143,4 @@ def test_ttl_zero_keeps_the_rebalancer() -> None:
 
 def test_chunk_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        recovery.chunks([1], 0)
+        chunks([1], 0)

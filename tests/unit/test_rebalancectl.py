@@ -11,9 +11,10 @@ import yaml
 
 from controller_manager.client import Resource
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, PP_PERMANENT_ID
+from karmada_api.rebalancers import chunks
 from rebalancectl import kubeconfig
 from rebalancectl.cli import _ttl_seconds, build_parser
-from rebalancectl.create import chunks, namespace_scope, rebalancers
+from rebalancectl.create import namespace_scope, rebalancers
 from rebalancectl.discovery import ApiResource, GroupKind, resolve_kind
 from rebalancectl.errors import UsageError
 from rebalancectl.output import render, result_rows, table
