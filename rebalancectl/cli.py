@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 import aiohttp
 import anyio
@@ -116,8 +116,12 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
     if args.dry_run:
         out.write(render(objs, args.output or "yaml"))
         return 0
-    created = await create.create_all(client, objs)
-    out.write(render(created, args.output) if args.output else summary(created))
+    created: list[dict[str, Any]] = []
+    try:
+        await create.create_all(client, objs, created)
+    finally:  # on a failure too: say which rebalancers exist before the error is reported
+        if created:
+            out.write(render(created, args.output) if args.output else summary(created))
     if args.wait:
         finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], args.timeout)
         out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))

@@ -21,7 +21,7 @@ from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.rebalancers import chunks
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
 
-from .discovery import GroupKind, discover, resolve_kind, resource_for
+from .discovery import Discovered, GroupKind, discover, resolve_kind, resource_for
 from .errors import UsageError
 from .selection import Criteria, Selection, Workload, count_in_scope, describe_empty, select, workload_of
 
@@ -114,15 +114,16 @@ async def _bindings(client: KubeClient, namespace: str | None) -> list[Obj]:
 
 
 async def _labelled(client: KubeClient, selector: str, bindings: Sequence[Obj], namespace: str | None,
-                    resources: Any) -> frozenset[Workload]:
+                    resources: Discovered) -> frozenset[Workload]:
     """The bound templates whose labels match ``selector``, read from the templates themselves (the server
     applies the selector; a syntax error it reports is a bad flag)."""
     kinds = {w.group_kind for w in (workload_of(b) for b in bindings) if w is not None}
     matched: set[Workload] = set()
 
     async def one(kind: GroupKind) -> None:
-        resource = resource_for(kind, resources)
+        resource = resource_for(kind, resources.resources)
         if resource is None:
+            resources.explain_missing(f"-l {selector}: the templates of kind {kind.kind}")
             return  # a binding for a kind no longer served: no template to read
         try:
             listed = await client.list(resource, namespace or "" if resource.namespaced else "",
@@ -141,6 +142,14 @@ async def _labelled(client: KubeClient, selector: str, bindings: Sequence[Obj], 
                      if w is not None and (w.group_kind, w.namespace, w.name) in by_identity)
 
 
+def _kind(text: str, resources: Discovered) -> GroupKind:
+    try:
+        return resolve_kind(text, resources.resources)
+    except UsageError:
+        resources.explain_missing(f"--kind {text}")
+        raise
+
+
 async def resolve(client: KubeClient, request: Request) -> tuple[Criteria, list[Obj]]:
     """Read what the flags name (kinds, cluster, policy, template labels) and the bindings in scope."""
     namespace = request.namespace
@@ -150,8 +159,8 @@ async def resolve(client: KubeClient, request: Request) -> tuple[Criteria, list[
         cluster = await client.get_or_none(CLUSTERS, request.cluster)
         if cluster is None:
             raise UsageError(f"--cluster {request.cluster}: no such cluster")
-    resources = await discover(client) if request.kinds or request.selector else []
-    kinds = [(text, resolve_kind(text, resources)) for text in request.kinds]
+    resources = await discover(client) if request.kinds or request.selector else Discovered([])
+    kinds = [(text, _kind(text, resources)) for text in request.kinds]
     bindings = await _bindings(client, namespace)
     labelled = None
     if request.selector:
@@ -169,6 +178,9 @@ async def selection(client: KubeClient, request: Request) -> tuple[Selection, Cr
     return chosen, criteria
 
 
-async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Create the rebalancers one by one (a failure stops the rest: what was created is reported)."""
-    return [await client.create(WORKLOAD_REBALANCERS, obj) for obj in objs]
+async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]],
+                     created: list[dict[str, Any]]) -> None:
+    """Create the rebalancers one by one into ``created``: a failure stops the rest, and the caller still
+    holds (and reports) those that were created before it."""
+    for obj in objs:
+        created.append(await client.create(WORKLOAD_REBALANCERS, obj))

@@ -14,9 +14,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller_manager.client import KubeClient, Resource
+import aiohttp
 
-from .errors import UsageError
+from controller_manager.client import ApiError, KubeClient, Resource
+
+from .errors import CommandError, UsageError
 
 
 @dataclass(frozen=True)
@@ -56,19 +58,46 @@ def _parse_list(group_version: str, body: dict[str, Any]) -> list[ApiResource]:
     return found
 
 
-async def discover(client: KubeClient) -> list[ApiResource]:
-    """Every resource of the preferred version of every group (``/api/v1`` first, like kubectl)."""
+@dataclass(frozen=True)
+class Discovered:
+    resources: list[ApiResource]
+    unavailable: tuple[str, ...] = ()
+    """Group versions whose resource list could not be read (an aggregated API down, a busy server)."""
+
+    def explain_missing(self, what: str) -> None:
+        """When ``what`` was not found and some groups could not be read, say so (CommandError, exit 1):
+        the answer may be there once they can be; otherwise the caller reports a plain usage error."""
+        if self.unavailable:
+            raise CommandError(f"{what}: not found, and the resource lists of {', '.join(self.unavailable)} "
+                               "could not be read; try again")
+
+
+async def discover(client: KubeClient) -> Discovered:
+    """Every resource of the preferred version of every group (``/api/v1`` first, like kubectl).
+
+    As kubectl, a group version whose list fails (503 from an unavailable aggregated API, a 5xx, a 404
+    while it is not served, a dropped connection) is left out and named, instead of failing the command.
+    """
     groups = await client.request("GET", "/apis")
     versions = ["v1"] + [str((g.get("preferredVersion") or {}).get("groupVersion") or "")
                          for g in groups.get("groups") or []]
     versions = [v for v in versions if v]
+    unavailable: list[str] = []
 
     async def one(group_version: str) -> list[ApiResource]:
         path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-        return _parse_list(group_version, await client.request("GET", path))
+        try:
+            return _parse_list(group_version, await client.request("GET", path))
+        except ApiError as exc:
+            if exc.status < 500 and not exc.is_not_served and exc.status != 429:
+                raise
+        except (aiohttp.ClientError, TimeoutError):
+            pass
+        unavailable.append(group_version)
+        return []
 
     lists = await asyncio.gather(*(one(v) for v in versions))
-    return [resource for listed in lists for resource in listed]
+    return Discovered([resource for listed in lists for resource in listed], tuple(sorted(unavailable)))
 
 
 def resolve_kind(text: str, resources: Sequence[ApiResource]) -> GroupKind:

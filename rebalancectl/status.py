@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aiohttp
 import anyio
 
 from controller_manager import objects
@@ -12,6 +13,15 @@ from karmada_api.resources import WORKLOAD_REBALANCERS
 from .errors import CommandError
 
 WATCH_SECONDS = 60  # one watch request; the wait re-watches from the last resourceVersion until its deadline
+RETRY_PAUSE = 1.0  # after an answer a restarting or busy API server also gives, before reading again
+TRANSIENT_STATUSES = frozenset({410, 429, 500, 502, 503, 504})
+
+
+def _transient(exc: Exception) -> bool:
+    """An error the wait outlives: the server restarting, overloaded, or the watch's resourceVersion expired."""
+    if isinstance(exc, ApiError):
+        return exc.status in TRANSIENT_STATUSES or exc.is_not_served
+    return isinstance(exc, (aiohttp.ClientError, OSError, TimeoutError))
 
 
 def is_finished(rebalancer: Obj) -> bool:
@@ -26,9 +36,24 @@ async def get(client: KubeClient, name: str) -> Obj:
     return await client.get(WORKLOAD_REBALANCERS, name)
 
 
+async def _read(client: KubeClient, name: str) -> Obj:
+    """:func:`get`, read again after a transient error (the caller's deadline bounds it)."""
+    while True:
+        try:
+            return await get(client, name)
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+        await anyio.sleep(RETRY_PAUSE)
+
+
 async def _until_finished(client: KubeClient, name: str) -> Obj:
-    """Watch the one rebalancer (by a field selector on its name) until it has finished."""
-    current = await get(client, name)
+    """Watch the one rebalancer (by a field selector on its name) until it has finished.
+
+    An expired watch, a restarting or overloaded API server, a dropped connection: read it again and
+    re-watch. Its deletion, or any other error, ends the wait.
+    """
+    current = await _read(client, name)
     while not is_finished(current):
         version = objects.metadata(current).get("resourceVersion", "")
         try:
@@ -40,10 +65,12 @@ async def _until_finished(client: KubeClient, name: str) -> Obj:
                     current = dict(event["object"])
                     if is_finished(current):
                         return current
-        except ApiError as exc:
-            if exc.status != 410:  # an expired resourceVersion: read again and re-watch
+        except Exception as exc:
+            if not _transient(exc):
                 raise
-        current = await get(client, name)
+            if not (isinstance(exc, ApiError) and exc.status == 410):
+                await anyio.sleep(RETRY_PAUSE)
+        current = await _read(client, name)
     return current
 
 
@@ -55,9 +82,12 @@ async def wait_finished(client: KubeClient, names: list[str], timeout: float) ->
         done[name] = await _until_finished(client, name)
 
     with anyio.move_on_after(timeout) as scope:
-        async with anyio.create_task_group() as group:
-            for name in names:
-                group.start_soon(one, name)
+        try:
+            async with anyio.create_task_group() as group:
+                for name in names:
+                    group.start_soon(one, name)
+        except BaseExceptionGroup as failed:  # anyio groups what a task raised: report the first, as itself
+            raise failed.exceptions[0] from None
     if scope.cancelled_caught:
         waiting = [n for n in names if n not in done]
         raise CommandError(f"timed out after {timeout:g}s waiting for workloadrebalancer(s) {', '.join(waiting)} "

@@ -219,6 +219,33 @@ async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: Kub
                    "to finish (is a WorkloadRebalancer controller running?)\n")
 
 
+async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dict[str, str], kube: KubeClient) -> None:
+    async def delete_once_created() -> None:
+        await eventually(lambda: kube.get_or_none(WORKLOAD_REBALANCERS, "gone"))
+        await kube.delete(WORKLOAD_REBALANCERS, "gone")
+
+    deleter = asyncio.create_task(delete_once_created())
+    try:
+        code, out, err = await cli(world, "create", "gone", "--kind", "cm", "--wait", "--timeout", "20s")
+        await asyncio.wait_for(deleter, 10)
+    finally:
+        deleter.cancel()
+    assert (code, out) == (1, "workloadrebalancer.apps.karmada.io/gone created (1 workloads)\n")
+    assert err == "karmada-rebalance create: error: workloadrebalancer gone was deleted before it finished\n"
+
+
+async def test_a_failed_create_still_reports_the_rebalancers_made_before_it(world: dict[str, str],
+                                                                           kube: KubeClient) -> None:
+    await kube.create(WORKLOAD_REBALANCERS, {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+                                             "metadata": {"name": "part-2"},
+                                             "spec": {"workloads": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                                     "name": "x", "namespace": "shop"}]}})
+    code, out, err = await cli(world, "create", "part", "--cluster", "member1", "--max-per-rebalancer", "1")
+    assert code == 1
+    assert out == "workloadrebalancer.apps.karmada.io/part-1 created (1 workloads)\n"
+    assert err == 'Error from server (AlreadyExists): workloadrebalancers.apps.karmada.io "part-2" already exists\n'
+
+
 def test_real_process_exit_codes(tmp_path: Path) -> None:
     """The installed command as a process: an unreachable server is exit 1, a bad flag exit 2, one line each."""
     config = tmp_path / "config"

@@ -9,16 +9,17 @@ from typing import Any
 import pytest
 import yaml
 
-from controller_manager.client import Resource
+from controller_manager.client import ApiError, Resource
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, PP_PERMANENT_ID
 from karmada_api.rebalancers import chunks
 from rebalancectl import kubeconfig
 from rebalancectl.cli import _ttl_seconds, build_parser
-from rebalancectl.create import namespace_scope, rebalancers
-from rebalancectl.discovery import ApiResource, GroupKind, resolve_kind
-from rebalancectl.errors import UsageError
+from rebalancectl.create import _kind, namespace_scope, rebalancers
+from rebalancectl.discovery import ApiResource, GroupKind, discover, resolve_kind
+from rebalancectl.errors import CommandError, UsageError
 from rebalancectl.output import render, result_rows, table
 from rebalancectl.selection import Criteria, Workload, belongs_on, select
+from rebalancectl.status import _transient
 
 
 def binding(name: str, *, namespace: str = "default", kind: str = "Deployment", api_version: str = "apps/v1",
@@ -210,3 +211,36 @@ def test_output_formats_and_table() -> None:
         "WORKLOAD                    RESULT    REASON\n"
         "Deployment.apps/default/a   Pending\n"
         "ConfigMap/default/b         Failed    ReferencedBindingNotFound\n")
+
+
+def test_wait_outlives_what_a_restarting_server_answers() -> None:
+    for status in (410, 429, 500, 503, 504):
+        assert _transient(ApiError(status, "x", "y"))
+    assert _transient(ApiError(404, "NotFound", "the server could not find the requested resource"))  # not served
+    assert not _transient(ApiError(404, "NotFound", 'workloadrebalancers.apps.karmada.io "a" not found',
+                                   {"details": {"name": "a"}}))
+    assert not _transient(ApiError(403, "Forbidden", "no"))
+    assert _transient(ConnectionResetError()) and not _transient(ValueError())
+
+
+class _Discovery:
+    """A stand-in for the API server's discovery answers, with one aggregated API down (503): the dev API
+    server serves no aggregated APIs, so that answer cannot come from it here."""
+
+    async def request(self, method: str, path: str) -> dict[str, Any]:
+        if path == "/apis":
+            return {"groups": [{"preferredVersion": {"groupVersion": "apps/v1"}},
+                               {"preferredVersion": {"groupVersion": "metrics.k8s.io/v1beta1"}}]}
+        if path == "/apis/metrics.k8s.io/v1beta1":
+            raise ApiError(503, "ServiceUnavailable", "the server is currently unable to handle the request")
+        if path == "/apis/apps/v1":
+            return {"resources": [{"name": "deployments", "kind": "Deployment", "namespaced": True}]}
+        return {"resources": [{"name": "configmaps", "kind": "ConfigMap", "namespaced": True, "shortNames": ["cm"]}]}
+
+
+async def test_an_unavailable_group_is_left_out_and_named() -> None:
+    found = await discover(_Discovery())  # type: ignore[arg-type]
+    assert found.unavailable == ("metrics.k8s.io/v1beta1",)
+    assert _kind("deployments", found) == GroupKind("apps", "Deployment")
+    with pytest.raises(CommandError, match=r"metrics\.k8s\.io/v1beta1 could not be read"):
+        _kind("podmetrics", found)
