@@ -178,12 +178,14 @@ class Indexer:
         packed = self._packer.pack_json(json_text) if json_text is not None and self._packer is not None else None
         return self._upsert(obj, packed)
 
-    def _upsert(self, obj: MutableObj, packed: Any) -> Delta:
-        """upsert(), storing ``packed`` (``obj`` as :meth:`pack` gives it) when the caller has it already."""
+    def _upsert(self, obj: MutableObj, packed: Any, *, old: MutableObj | None = None) -> Delta:
+        """upsert(), storing ``packed`` (``obj`` as :meth:`pack` gives it) when the caller has it already, and
+        taking ``old`` as the stored version when the caller has decoded it already."""
         key = objects.key(obj)
         values = self._index_values(obj)  # first: a failing index function must leave the store as it was
-        stored = self._items.get(key)
-        old = self._load(stored) if stored is not None else None
+        if old is None:
+            stored = self._items.get(key)
+            old = self._load(stored) if stored is not None else None
         self._items[key] = self._dump(obj) if packed is None else packed
         self._reindex(key, self._index_values(old) if old is not None else None, values)
         return Delta("added", obj) if old is None else Delta("updated", obj, old)
@@ -226,16 +228,16 @@ class Indexer:
                 seen.add(key)
                 continue
             try:
-                delta = self._upsert(obj, packed)
+                delta = self._upsert(obj, packed, old=old)
             except Exception:  # an index function failed on it: leave it out, keep the rest of the cache
                 log.exception("object left out of the cache: an index function failed on it", key=key)
                 continue
             seen.add(key)
             yield delta
         for key in [k for k in self._items if k not in seen]:
-            deleted = self.delete(self._load(self._items[key]))
-            if deleted is not None:
-                yield deleted
+            old = self._load(self._items.pop(key))
+            self._reindex(key, self._index_values(old), None)
+            yield Delta("deleted", old)
 
     def _index_values(self, obj: MutableObj) -> dict[str, set[str]]:
         return {name: set(func(obj)) for name, func in self._indexers.items()}

@@ -484,9 +484,9 @@ class KubeClient:
 
     async def watch_events(self, resource: Resource, namespace: str = "", *, resource_version: str = "",
                            timeout_seconds: int = 300, allow_bookmarks: bool = True, label_selector: str = "",
-                           field_selector: str = "") -> AsyncIterator[tuple[dict[str, Any], bytes | None]]:
-        """:meth:`watch`, each event with its object's JSON as the server sent it (None when it cannot be
-        cut out of the event's line exactly): a compact cache keeps that instead of encoding the object again."""
+                           field_selector: str = "") -> AsyncIterator[tuple[dict[str, Any], bytes]]:
+        """:meth:`watch`, each event with the line it was read from: a compact cache keeps the object's JSON
+        as the server sent it (:func:`object_json`) instead of encoding the parsed object again."""
         query = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds),
                  "allowWatchBookmarks": "true" if allow_bookmarks else "", "labelSelector": label_selector,
                  "fieldSelector": field_selector}
@@ -521,7 +521,7 @@ class KubeClient:
                     raise ApiError(int(status.get("code") or 500), str(status.get("reason") or ""),
                                    str(status.get("message") or ""), status,
                                    target=RequestTarget.from_path(resource.path(namespace)))
-                yield event, object_json(line, event)
+                yield event, line
 
 
 def object_json(line: bytes, event: dict[str, Any]) -> bytes | None:

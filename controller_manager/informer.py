@@ -22,7 +22,7 @@ import structlog
 
 from . import objects
 from .cache import Delta, Indexer, IndexFunc, share_item_strings, share_strings
-from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource
+from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource, object_json
 from .objects import MutableObj
 
 log = structlog.get_logger(__name__)
@@ -200,11 +200,11 @@ class SharedInformer:
             events = 0
             timeout = random.randint(self._watch_timeout, 2 * self._watch_timeout)
             try:
-                async for event, object_json in self.client.watch_events(
+                async for event, line in self.client.watch_events(
                         self.resource, self.namespace, resource_version=self.last_sync_resource_version,
                         timeout_seconds=timeout, label_selector=self.label_selector):
                     events += 1
-                    self._handle(event, object_json)
+                    self._handle(event, line)
             except ApiError as exc:
                 if exc.is_gone:
                     log.info("watch expired, relisting", resource=self.resource.key, reason=exc.message)
@@ -216,7 +216,7 @@ class SharedInformer:
             if events == 0 and time.monotonic() - started < 1.0:
                 raise ConnectionError("very short watch: ended in under a second with no events")
 
-    def _handle(self, event: dict[str, Any], object_json: bytes | None = None) -> None:
+    def _handle(self, event: dict[str, Any], line: bytes | None = None) -> None:
         etype = event.get("type")
         obj = event.get("object")
         if not isinstance(obj, dict):
@@ -229,7 +229,7 @@ class SharedInformer:
         if etype in ("ADDED", "MODIFIED"):
             try:
                 if self.store.compact:
-                    delta = self.store.upsert(obj, json_text=object_json)
+                    delta = self.store.upsert(obj, json_text=object_json(line, event) if line else None)
                 else:
                     delta = self.store.upsert(share_strings(obj))
             except Exception:  # an index function failed: skip this version, keep watching
@@ -270,7 +270,7 @@ class InformerFactory:
     """One shared informer per (resource, namespace) in the process, started and synced together."""
 
     def __init__(self, client: KubeClient, *, watch_timeout: int = WATCH_TIMEOUT_MIN, compact: bool = True) -> None:
-        # compact (the default): the lean store, JSON bytes (see Indexer); False for caches read whole and often
+        # compact (the default): the lean store, deflated JSON (see Indexer); False for caches read whole and often
         self.client = client
         self.compact = compact
         self._informers: dict[tuple[Resource, str], SharedInformer] = {}
@@ -279,7 +279,7 @@ class InformerFactory:
 
     def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None) -> SharedInformer:
         """The shared informer; ``compact`` (decided by whoever asks first, default the factory's) keeps
-        objects as JSON bytes."""
+        objects packed (deflated JSON)."""
         key = (resource, namespace)
         informer = self._informers.get(key)
         if informer is None:

@@ -61,8 +61,8 @@ class ManagerOptions:
     cache_sync_timeout: float = 120.0
     graceful_shutdown_timeout: float = 30.0
     compact_caches: bool = True
-    """Informers keep objects as JSON bytes unless they ask otherwise (see Indexer): about 1.1x the JSON
-    size instead of 3.6-4.7x as dicts (docs/benchmarks.md, Memory)."""
+    """Informers keep objects packed (deflated JSON, see Indexer and jsonpack) unless they ask otherwise:
+    about 0.2x the JSON size instead of 3.6-4.7x as dicts (docs/benchmarks.md, Memory)."""
 
 
 @dataclass

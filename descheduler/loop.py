@@ -30,7 +30,7 @@ from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
-from controller_manager.objects import MutableObj
+from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
 from controller_manager.workqueue import WorkQueue
 from karmada_api.resources import RESOURCE_BINDINGS
@@ -140,7 +140,7 @@ class Descheduler:
             return None
         return await self._deschedule(binding)
 
-    async def _deschedule(self, binding: MutableObj) -> Outcome | None:
+    async def _deschedule(self, binding: Obj) -> Outcome | None:
         key = objects.key(binding)
         if objects.is_deleting(binding):
             return None
@@ -173,7 +173,7 @@ class Descheduler:
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
 
-    def _record(self, binding: MutableObj, event_type: str, reason: str, message: str) -> None:
+    def _record(self, binding: Obj, event_type: str, reason: str, message: str) -> None:
         """Karmada records the result on the binding and on its resource template."""
         self.events.event(binding, event_type, reason, message)
         ref = objects.spec(binding)["resource"]
