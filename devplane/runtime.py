@@ -1,13 +1,11 @@
 """What the dev plane's controllers share beyond the runtime: read-your-writes and Go's error texts.
 
 The number in a resourceVersion (the dev API server writes integers, so two copies of an object
-compare; kube's resourceVersions are opaque to real clients), and the text of an error, or of
-several, as Go's controllers print it in conditions and events.
+compare; kube's resourceVersions are opaque to real clients), and the text of an error as Go's
+controllers print it in conditions and events (several: ``devplane.apiserver.errors.aggregate_messages``).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from controller_manager import objects
 from controller_manager.client import ApiError
@@ -29,8 +27,3 @@ def error_text(err: BaseException) -> str:
     return err.message if isinstance(err, ApiError) and err.message else str(err)
 
 
-def aggregate_text(texts: Sequence[str]) -> str:
-    """``utilerrors.NewAggregate(errs).Error()`` of errors with these texts: one bare, several in ``[a, b]``
-    (duplicates kept: apimachinery prints a repeated message once, the API server's
-    :func:`~devplane.apiserver.errors.aggregate_messages` does too)."""
-    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"

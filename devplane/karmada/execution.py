@@ -41,7 +41,8 @@ from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import WORKS
 
-from ..runtime import aggregate_text, error_text
+from ..apiserver.errors import aggregate_messages
+from ..runtime import error_text
 from .memberobjects import (
     APPLIED_MESSAGE,
     SYNC_FAILED,
@@ -70,7 +71,7 @@ class SyncError(Exception):
 
 
 def applied_failed_message(succeeded: int, total: int, errors: list[str]) -> str:
-    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate_text(errors)}"
+    return f"Failed to apply all manifests ({succeeded}/{total}): {aggregate_messages(errors)}"
 
 
 # Spec changes and deletions: status and finalizer writes (ours included) are not acted on.

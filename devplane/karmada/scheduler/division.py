@@ -34,7 +34,8 @@ from karmada_api.placement import (
     strategy_type,
 )
 
-from ...runtime import aggregate_text, error_text
+from ...apiserver.errors import aggregate_messages
+from ...runtime import error_text
 
 MAX_INT32 = 2**31 - 1
 
@@ -67,7 +68,7 @@ class AggregateError(SchedulingError):
 
     def __init__(self, errors: Sequence[BaseException]) -> None:
         self.errors = list(errors)
-        super().__init__(aggregate_text([error_text(e) for e in self.errors]))
+        super().__init__(aggregate_messages([error_text(e) for e in self.errors]))
 
 
 def aggregate(errors: Iterable[BaseException | None]) -> AggregateError | None:
