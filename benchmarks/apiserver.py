@@ -27,7 +27,6 @@ import functools
 import json
 import os
 import platform
-import signal
 import statistics
 import sys
 import time
@@ -357,10 +356,6 @@ async def bench(args: argparse.Namespace, data_dir: Path | None, log_path: Path,
 
 
 async def bench_all(args: argparse.Namespace, tmp: Path) -> list[Run]:
-    task = asyncio.current_task()
-    assert task is not None
-    # SIGTERM unwinds like Ctrl-C: the server is stopped and the temp dir removed.
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     started = time.monotonic()
     runs: list[Run] = []
     for i in range(args.repeat):

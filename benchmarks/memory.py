@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import os
 import platform
-import signal
 import statistics
 import sys
 import time
@@ -146,9 +145,6 @@ def report(store: str, layout: Layout, rounds: list[StoreRound]) -> None:
 
 
 async def bench(args: argparse.Namespace, tmp: Path) -> None:
-    task = asyncio.current_task()
-    assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)  # unwind: children stopped
     layout = Layout(args.bindings // 10, 10, 4)
     async with asyncio.timeout(args.time_limit), \
             run_server(tmp / "server-empty.log") as empty, run_server(tmp / "server-full.log") as full, \

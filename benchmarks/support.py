@@ -249,6 +249,13 @@ async def pool(count: int, concurrency: int, time_limit: float, job: Callable[[i
     return done
 
 
+async def pool_all(what: str, count: int, concurrency: int, time_limit: float,
+                   job: Callable[[int], Awaitable[None]]) -> None:
+    """:func:`pool`, and BenchError naming ``what`` unless every job ran within ``time_limit``."""
+    if (done := await pool(count, concurrency, time_limit, job)) < count:
+        raise BenchError(f"{what}: only {done:,} of {count:,} within {time_limit:.0f}s")
+
+
 async def expect(resp: aiohttp.ClientResponse, *statuses: int) -> bytes:
     """The body, or BenchError naming the request when the status is not one of ``statuses``."""
     body = await resp.read()
