@@ -127,18 +127,33 @@ class EvictionRecorder:
         self.client = client
         self.clusters = clusters
         self.pending: dict[Request, set[str]] = {}
+        self.unverified: dict[Request, set[str]] = {}
+        """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
+        start-up): whether they were unhealthy is checked by the reconcile, which runs once it has synced."""
         self.controller: Controller | None = None
 
     def observe(self, old: MutableObj | None, new: MutableObj) -> None:
         """Informer handler: note what ``new`` lost through eviction and queue the binding."""
-        evicted = recovery.evicted_clusters(old, new, self.clusters.get)
-        if not evicted or self.controller is None:
+        unknown: set[str] = set()
+        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown)
+        if not (evicted or unknown) or self.controller is None:
             return
         request = Request.for_object(new)
-        self.pending.setdefault(request, set()).update(evicted)
+        if evicted:
+            self.pending.setdefault(request, set()).update(evicted)
+        if unknown:
+            self.unverified.setdefault(request, set()).update(unknown)
         self.controller.enqueue(request)
 
+    def verify(self, request: Request) -> None:
+        """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
+        for name in self.unverified.pop(request, ()):
+            cluster = self.clusters.get(name)
+            if cluster is not None and recovery.is_unhealthy(cluster):
+                self.pending.setdefault(request, set()).add(name)
+
     async def reconcile(self, request: Request) -> Result:
+        self.verify(request)
         pending = set(self.pending.get(request, ()))
         if not pending:
             return Result()

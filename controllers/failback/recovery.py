@@ -110,13 +110,15 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
     return {str(task["fromCluster"]) for task in tasks if task.get("fromCluster")}
 
 
-def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None]) -> set[str]:
+def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
+                     unknown: set[str] | None = None) -> set[str]:
     """The clusters ``new`` lost through eviction and does not record yet.
 
     Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
     ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``
-    (``old`` → ``new``) while it is unhealthy (:func:`is_unhealthy`; a cluster ``clusters`` does not
-    know is left out). A binding being deleted records nothing.
+    (``old`` → ``new``) while it is unhealthy (:func:`is_unhealthy`). A dropped cluster that ``clusters``
+    does not know (yet: its cache may still be filling) is added to ``unknown`` instead, for the caller
+    to check later. A binding being deleted records nothing.
     """
     if objects.is_deleting(new):
         return set()
@@ -126,7 +128,10 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
         evicted -= eviction_task_clusters(old)
         for name in set(binding_cluster_names(objects.spec(old))) - set(binding_cluster_names(objects.spec(new))):
             cluster = clusters(name)
-            if cluster is not None and is_unhealthy(cluster):
+            if cluster is None:
+                if unknown is not None:
+                    unknown.add(name)
+            elif is_unhealthy(cluster):
                 evicted.add(name)
     return evicted - set(recorded_clusters(new))
 

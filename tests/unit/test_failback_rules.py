@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from controller_manager.cache import Indexer
+from controller_manager.reconcile import Request
 from controllers.failback import recovery
+from controllers.failback.controller import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
@@ -144,3 +147,24 @@ def test_ttl_zero_keeps_the_rebalancer() -> None:
 def test_chunk_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         chunks([1], 0)
+
+
+def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_later() -> None:
+    old, new = binding(["member1", "member2"]), binding(["member2"])
+    unknown: set[str] = set()
+    assert recovery.evicted_clusters(old, new, {}.get, unknown) == set()
+    assert unknown == {"member1"}
+
+    class Queue:
+        def enqueue(self, request: Request) -> None:
+            self.request = request
+
+    clusters = Indexer()
+    recorder = EvictionRecorder(None, clusters)  # type: ignore[arg-type]  # verify() sends no request
+    recorder.controller = Queue()  # type: ignore[assignment]
+    recorder.observe(old, new)  # the Clusters cache is still empty, as at start-up
+    request = Request.for_object(new)
+    assert recorder.pending == {} and recorder.unverified == {request: {"member1"}}
+    clusters.upsert(cluster(taints=[NO_EXECUTE]))
+    recorder.verify(request)  # the reconcile, once the cache has synced: it was an eviction
+    assert recorder.pending == {request: {"member1"}} and recorder.unverified == {}
