@@ -228,8 +228,9 @@ class ClusterFailback:
         return Result()
 
     async def _fail_back(self, cluster: Obj, records: list[tuple[BindingKind, Obj]]) -> None:
-        """Each rebalancer first, then the records of its workloads: a failure in between repeats that
-        rebalancer on the retry, never loses a fail-back, and never repeats the rebalancers already made."""
+        """Each rebalancer first, then the records of its workloads: a failure in between never loses a
+        fail-back, and the retry finds the rebalancers already made (:meth:`_create_once`) instead of
+        making them again (unless the process restarted in between: a new window, a new batch)."""
         name = objects.name(cluster)
         allowed: dict[tuple[str, ...], list[tuple[BindingKind, Obj]]] = {}
         skipped: list[tuple[BindingKind, Obj, str]] = []
@@ -244,8 +245,9 @@ class ClusterFailback:
                                           max_workloads=self.options.max_workloads,
                                           ttl_seconds=int(self.options.rebalancer_ttl))
         created, workloads = [], 0
+        window = repr(self.windows.started.get(name))
         for body in bodies:
-            rebalancer = await self.client.create(WORKLOAD_REBALANCERS, body)
+            rebalancer = await self._create_once(body, recovery.batch_id(name, window, body["spec"]["workloads"]))
             created.append(objects.name(rebalancer))
             listed = body["spec"]["workloads"]
             workloads += len(listed)
@@ -260,6 +262,18 @@ class ClusterFailback:
                               f"created WorkloadRebalancer(s) {', '.join(created)} for {workloads} workload(s) "
                               f"evicted from cluster {name}")
         log.info("failed back", cluster=name, rebalancers=created, skipped=len(skipped))
+
+    async def _create_once(self, body: dict[str, Any], batch: str) -> Obj:
+        """Create the rebalancer unless an earlier attempt of this fail-back did: a create that timed out or
+        answered 5xx may have been stored, and the records it would have cleared are still there."""
+        selector = f"{recovery.BATCH_LABEL}={batch}"
+        existing = (await self.client.list(WORKLOAD_REBALANCERS, label_selector=selector)).get("items") or []
+        if existing:
+            found: Obj = existing[0]
+            return found
+        labelled = {**body, "metadata": {**body["metadata"], "labels": {recovery.BATCH_LABEL: batch}}}
+        created: Obj = await self.client.create(WORKLOAD_REBALANCERS, labelled)
+        return created
 
     async def _clear(self, cluster: str, records: Iterable[tuple[BindingKind, Obj]]) -> None:
         for kind, binding in records:
@@ -280,7 +294,7 @@ RBAC_RULES: list[PolicyRule] = [
     # _rewrite_record(): a fresh GET, then a merge patch of the record annotation
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "patch")),
     # _fail_back(): the WorkloadRebalancers
-    *for_resources((WORKLOAD_REBALANCERS,), "create"),
+    *for_resources((WORKLOAD_REBALANCERS,), ("create", "list")),  # list: _create_once's look for an earlier try
     *EVENT_RULES,  # FailbackScheduled, FailbackTriggered, FailbackSkipped
 ]
 """The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""

@@ -6,6 +6,7 @@ No I/O here: :mod:`.controller` reads the caches, calls these and writes the res
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,9 @@ EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
 """On a binding: the clusters it was evicted from and has not failed back to (sorted, comma-separated)."""
 
 GENERATE_NAME_PREFIX = "failback-"
+BATCH_LABEL = "failback.karmada-rebalance.io/batch"
+"""On a rebalancer this controller created: which fail-back made it (cluster, window, workloads), so that a
+retry after an uncertain create (a timeout, a 5xx: created or not?) finds it instead of making a second."""
 REBALANCER_API_VERSION = "apps.karmada.io/v1alpha1"
 
 
@@ -193,3 +197,10 @@ def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max
         bodies.append({"apiVersion": REBALANCER_API_VERSION, "kind": "WorkloadRebalancer",
                        "metadata": {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}, "spec": spec})
     return bodies
+
+
+def batch_id(cluster: str, window: str, workloads: Iterable[Mapping[str, str]]) -> str:
+    """The :data:`BATCH_LABEL` value of one rebalancer of a fail-back: the same fail-back (cluster, the
+    window it ended, the same workloads) gives the same value; another one, another value."""
+    text = "\n".join([cluster, window, *("/".join(workload_key(w)) for w in workloads)])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
