@@ -82,15 +82,20 @@ async def _deployments_on_member1(s: Session) -> list[str]:
     """The Deployments whose binding places replicas on member1 and that run them all there, ready."""
     running = []
     for name in DEPLOYMENTS:
+        if not await _on_member1(s, f"{name}-deployment"):
+            continue  # one binding GET decides most polls: the member reads below cost more
         ready = (await s.ready_replicas(name)).get("member1")
-        if await _on_member1(s, f"{name}-deployment") and ready and ready[0] == ready[1] > 0:
+        if ready and ready[0] == ready[1] > 0:
             running.append(name)
     return running
 
 
+async def _bindings_off_member1(s: Session, names: list[str]) -> bool:
+    return not any([await _on_member1(s, name) for name in names])
+
+
 async def _none_on_member1(s: Session) -> bool:
-    return not any([*[await _on_member1(s, f"{n}-deployment") for n in DEPLOYMENTS],
-                    await _on_member1(s, f"{CONFIGMAP}-configmap")])
+    return await _bindings_off_member1(s, [*(f"{n}-deployment" for n in DEPLOYMENTS), f"{CONFIGMAP}-configmap"])
 
 
 async def _all_back(s: Session) -> bool:
@@ -98,7 +103,7 @@ async def _all_back(s: Session) -> bool:
 
 
 async def _no_deployment_on_member1(s: Session) -> bool:
-    return not any([await _on_member1(s, f"{n}-deployment") for n in DEPLOYMENTS])
+    return await _bindings_off_member1(s, [f"{n}-deployment" for n in DEPLOYMENTS])
 
 
 async def _configmap_gone(s: Session) -> bool:

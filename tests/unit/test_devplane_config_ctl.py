@@ -18,6 +18,7 @@ from devplane.ctl import (
     format_table,
     parse_taint,
 )
+from devplane.demo import DEMOS, DOCUMENTS, demos
 from devplane.karmada.modeling import resource_summary
 from estimator.general import GeneralEstimator
 
@@ -154,3 +155,7 @@ def test_deploy_table_is_karmadactls() -> None:
     table = format_table(DEPLOY_HEADER, [("foo", "member1", "2/2", "2", "2", "20s", "Y")])
     assert table.splitlines() == ["NAME   CLUSTER   READY   UP-TO-DATE   AVAILABLE   AGE   ADOPTION",
                                   "foo    member1   2/2     2            2           20s   Y"]
+
+
+def test_every_demo_name_the_command_offers_can_be_played() -> None:
+    assert set(DEMOS) == set(demos()) and set(DOCUMENTS) <= set(DEMOS)
