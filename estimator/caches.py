@@ -68,7 +68,7 @@ def unschedulable_replicas_in(member: MemberView, namespace: str, name: str, thr
     grow with the namespace; ``get_unschedulable_replicas`` applies Karmada's selector and owner
     checks on top. LookupError when the Deployment is not in this member.
     """
-    deployment = member.cache("deployments").get(f"{namespace}/{name}" if namespace else name)
+    deployment = member.cache("deployments").get(objects.join_key(namespace, name))
     if deployment is None:
         raise LookupError(f"deployments.apps {name!r} not found in namespace {namespace!r} of cluster {member.name}")
     if deployment.get("kind") != DEPLOYMENT_KIND:  # LIST items carry no kind

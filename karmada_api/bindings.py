@@ -60,8 +60,7 @@ class BindingKind:
 
     def key(self, binding: Obj) -> str:
         """``namespace/name`` (``name`` for a ClusterResourceBinding), as messages print it."""
-        name = objects.name(binding)
-        return name if self.cluster_scoped else f"{objects.namespace(binding)}/{name}"
+        return objects.key(binding)
 
     def describe(self, binding: Obj) -> str:
         """``ResourceBinding(namespace/name)`` or ``ClusterResourceBinding(name)``."""
