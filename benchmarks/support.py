@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import sys
 import tempfile
 import time
@@ -28,6 +29,21 @@ REPO = Path(__file__).resolve().parent.parent
 READY_PREFIX = "apiserver ready at "
 STARTUP_TIMEOUT = 30.0
 REQUEST_TIMEOUT = 30.0
+
+CLIENT_TLS: ssl.SSLContext | None = None
+"""The TLS (CA and client certificate) of the benchmarks' own HTTP clients: None for the dev plane's plain HTTP;
+``benchmarks/side_by_side.py`` sets the reference plane's admin certificate (:func:`use_tls`)."""
+
+
+def use_tls(context: ssl.SSLContext | None) -> None:
+    """Make every session and watch of the benchmarks use ``context`` (the server is then an https URL)."""
+    global CLIENT_TLS
+    CLIENT_TLS = context
+
+
+def connector(limit: int) -> aiohttp.TCPConnector:
+    """A connection pool of ``limit`` connections, with :data:`CLIENT_TLS`."""
+    return aiohttp.TCPConnector(limit=limit, ssl=CLIENT_TLS if CLIENT_TLS is not None else True)
 
 
 class BenchError(Exception):
@@ -210,7 +226,7 @@ async def watch_until_all(url: str, path: str, resource_version: str, *, want: i
     distinct objects were seen ``done`` in an ADDED or MODIFIED event."""
     seen: set[str] = set()
     timeout = aiohttp.ClientTimeout(total=time_limit + 5, sock_read=time_limit)
-    async with aiohttp.ClientSession(url, timeout=timeout) as watch_http:
+    async with aiohttp.ClientSession(url, timeout=timeout, connector=connector(1)) as watch_http:
         params = {"watch": "true", "resourceVersion": resource_version, "timeoutSeconds": str(int(time_limit) + 5)}
         async with watch_http.get(path, params=params) as resp:
             if resp.status != 200:

@@ -1,0 +1,175 @@
+"""The real-plane tier: our programs in place of Karmada's, on a real kube-apiserver with Karmada's Go components.
+
+One reference plane (``../shared/refplane``, see ``benchmarks/refplane.py``) for this folder's tests, started with
+Karmada's controller-manager running every controller but ``workloadRebalancer`` and ``bindingStatus``, and
+without Karmada's descheduler; our ``karmada-controller-manager`` and ``karmada-descheduler`` run in their
+place as users run them (leader election on). Everything is stopped after the last test here.
+
+Without the kit, etcd or kubectl every test here is skipped with one line saying why. For a quicker loop,
+``REFPLANE_RUNNING=<its REFPLANE_DIR>`` uses a plane already started with the same switches
+(``KCM_CONTROLLERS='*,deploymentReplicasSyncer,-workloadRebalancer,-bindingStatus' START_DESCHEDULER=0 up.sh``)
+and leaves it running.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from benchmarks.refplane import OURS_IN_PLACE, PlaneError, RefPlane, missing
+from benchmarks.support import free_port
+from controller_manager.client import KubeClient
+
+pytestmark = pytest.mark.realplane
+
+FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
+                 "--leader-elect-retry-period=1s")
+DESCHEDULING_INTERVAL = "3s"
+RESTART_DELAY = 1.0  # seconds before a program that exited is started again
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.realplane)
+
+
+@pytest.fixture(scope="package")
+def refplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefPlane]:
+    """The running reference plane (started here, or the one ``REFPLANE_RUNNING`` names)."""
+    reason = missing()
+    if reason:
+        pytest.skip(f"realplane: {reason}")
+    running = os.environ.get("REFPLANE_RUNNING")
+    if running:
+        yield RefPlane(Path(running), OURS_IN_PLACE)
+        return
+    plane = RefPlane(tmp_path_factory.mktemp("refplane"), OURS_IN_PLACE)
+    try:
+        plane.up()
+    except (PlaneError, subprocess.TimeoutExpired) as exc:
+        plane.down(purge=True)
+        pytest.fail(f"the reference plane did not start: {exc}", pytrace=False)
+    try:
+        yield plane
+    finally:
+        plane.down(purge=True)
+
+
+@dataclass
+class Program:
+    """One of our programs, started as users start it and restarted when it exits, as a Pod's containers are
+    (``restartPolicy: Always``): a component that loses its Lease exits 1, as Karmada's do."""
+
+    argv: list[str]
+    log: Path
+    metrics_port: int
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _keeper: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._spawn()
+        self._keeper = threading.Thread(target=self._keep_running, name=f"keep {self.log.stem}", daemon=True)
+        self._keeper.start()
+
+    def _spawn(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def _keep_running(self) -> None:
+        while not self._stopping.is_set():
+            assert self.proc is not None
+            self.proc.wait()
+            if self._stopping.wait(RESTART_DELAY):
+                return
+            self.restarts += 1
+            self._spawn()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._keeper is not None:
+            self._keeper.join(timeout=RESTART_DELAY + 5)
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+
+@dataclass
+class Ours:
+    """Our controller-manager and descheduler on the plane; tests may start more (``launch``)."""
+
+    plane: RefPlane
+    directory: Path
+    controller_manager: Program
+    descheduler: Program
+    extra: list[Program] = field(default_factory=list)
+
+    def launch(self, module: str, name: str, *flags: str) -> Program:
+        """Start ``python -m module`` against the plane (a test stops it with ``stop``)."""
+        program = _program(self.plane, self.directory, module, name, *flags)
+        program.start()
+        self.extra.append(program)
+        return program
+
+
+def _program(plane: RefPlane, directory: Path, module: str, name: str, *flags: str) -> Program:
+    port = free_port()
+    argv = [sys.executable, "-m", module, "--kubeconfig", str(plane.karmada_kubeconfig),
+            "--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0",
+            *FAST_ELECTION, *flags]
+    return Program(argv, directory / f"{name}.log", port)
+
+
+@pytest.fixture(scope="package")
+def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
+    """``karmada-controller-manager`` (every default controller) and ``karmada-descheduler`` (a short
+    interval, Karmada's default threshold), each leading on its Lease; stopped after the last test here."""
+    directory = tmp_path_factory.mktemp("ours")
+    running = Ours(refplane, directory,
+                   _program(refplane, directory, "controller_manager", "karmada-controller-manager"),
+                   _program(refplane, directory, "descheduler", "karmada-descheduler",
+                            f"--descheduling-interval={DESCHEDULING_INTERVAL}"))
+    running.controller_manager.start()
+    running.descheduler.start()
+    try:
+        yield running
+    finally:
+        for program in (*running.extra, running.descheduler, running.controller_manager):
+            program.stop()
+
+
+@pytest.fixture
+async def karmada(ours: Ours) -> AsyncIterator[KubeClient]:
+    """A client of the Karmada API server (admin), not rate-limited."""
+    client = await KubeClient.from_kubeconfig(str(ours.plane.karmada_kubeconfig), qps=0)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+async def member1(ours: Ours) -> AsyncIterator[KubeClient]:
+    client = await KubeClient.from_kubeconfig(str(ours.plane.member_kubeconfig("member1")), qps=0)
+    try:
+        yield client
+    finally:
+        await client.close()
