@@ -67,6 +67,7 @@ from benchmarks.support import (  # noqa: E402
     REQUEST_TIMEOUT,
     BenchError,
     child_env,
+    connector,
     cpu_seconds,
     die_with_parent,
     expect,
@@ -143,7 +144,7 @@ def profiled(directory: Path | None, pids: dict[str, int]) -> contextlib.Abstrac
 
 def session(url: str, connections: int) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(url, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
-                                 connector=aiohttp.TCPConnector(limit=connections))
+                                 connector=connector(connections))
 
 
 # ------------------------------------------------------------------------------------------ the data
@@ -313,8 +314,10 @@ async def scrape(http: aiohttp.ClientSession, url: str) -> list[tuple[str, str, 
     return out
 
 
-async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, time_limit: float) -> float:
-    """Wait for /readyz 200, then until the start-up work is over: work queues empty, no active worker and no
+async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, time_limit: float, *,
+                          probe: str = "/readyz") -> float:
+    """Wait for ``probe`` to answer 200 (/readyz; Karmada's Go controller-manager serves /healthz only), then until
+    the start-up work is over: work queues empty, no active worker and no
     request made (events still being written count) over three polls 0.2 s apart. Returns the seconds waited."""
     t0 = time.monotonic()
     deadline = t0 + time_limit
@@ -328,7 +331,7 @@ async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, ti
                              f"{log_tail(cm.log_path)}")
         idle = False
         try:
-            async with http.get(cm.health + "/readyz") as resp:
+            async with http.get(cm.health + probe) as resp:
                 await resp.read()
             if resp.status == 200:
                 metrics = await scrape(http, cm.metrics)
