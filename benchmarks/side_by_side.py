@@ -90,11 +90,12 @@ class Run:
     cpu: float = 0.0
     peak_rss_mib: float = 0.0
     requests: dict[str, float] = field(default_factory=dict)
-    """``resource[/subresource] VERB`` → requests kube-apiserver counted."""
+    """``resource[/subresource] VERB`` (and the code, when not 2xx) → requests kube-apiserver counted."""
 
 
 async def api_requests(http: aiohttp.ClientSession) -> dict[str, float]:
-    """kube-apiserver's ``apiserver_request_total`` for the counted resources, by resource, subresource and verb."""
+    """kube-apiserver's ``apiserver_request_total`` for the counted resources, by resource, subresource and verb;
+    answers other than 2xx (a 409 Conflict, a 404) apart."""
     async with http.get("/metrics") as resp:
         text = (await expect(resp, 200)).decode()
     totals: dict[str, float] = {}
@@ -106,7 +107,8 @@ async def api_requests(http: aiohttp.ClientSession) -> dict[str, float]:
         if labels.get("resource") not in COUNTED:
             continue
         resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
-        key = f"{resource} {labels.get('verb', '?')}"
+        code = labels.get("code", "")
+        key = f"{resource} {labels.get('verb', '?')}" + ("" if code.startswith("2") else f" {code}")
         totals[key] = totals.get(key, 0.0) + float(match.group(2))
     return totals
 
@@ -240,10 +242,10 @@ def report(work: str, size: int, runs: dict[str, list[Run]], args: argparse.Name
         print(f"  {system:9} {spread(seconds):>22} {to_ceiling:>18} {to_karmada:>18} {cpu:>20} {rss:>16}")
     keys = sorted({key for system in SYSTEMS for run in runs[system] for key in run.requests})
     print("  kube-apiserver requests (apiserver_request_total), median per run:")
-    print(f"  {'':34} " + " ".join(f"{system:>10}" for system in SYSTEMS))
+    print(f"  {'':38} " + " ".join(f"{system:>10}" for system in SYSTEMS))
     for key in keys:
         medians = [statistics.median(run.requests.get(key, 0.0) for run in runs[system]) for system in SYSTEMS]
-        print(f"  {key:34} " + " ".join(f"{value:>10,.0f}" for value in medians))
+        print(f"  {key:38} " + " ".join(f"{value:>10,.0f}" for value in medians))
 
 
 # ------------------------------------------------------------------------------------------ main
