@@ -51,6 +51,8 @@ NAME = "workload-rebalancer"
 SUCCESSFUL = "Successful"
 FAILED = "Failed"
 BINDING_NOT_FOUND = "ReferencedBindingNotFound"
+RESCHEDULE_TRIGGERED = "RescheduleTriggered"
+TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
                           "Workloads processed by the workload-rebalancer, by result (Successful, Failed, Retry).",
@@ -155,12 +157,14 @@ class WorkloadRebalancerReconciler:
                        events: list[tuple[str, str, str]]) -> tuple[int, float]:
         """Trigger every item without a result: (items to retry, seconds until a not-yet-due trigger).
 
-        ``events`` gets an Event (type, reason, message) for each result, to record once it is stored.
+        ``events`` gets the Events (type, reason, message) to record once the results are stored: a Warning for
+        each workload whose binding is gone, then one for all the workloads triggered.
 
         The bindings are written concurrently (``_trigger_all``): each item is independent. The results,
         Events and metrics are then taken in the items' (sorted) order, as if written one after the other.
         """
         retries, due_in = 0, 0.0
+        triggered: list[str] = []
         pending = [item for item in status["observedWorkloads"] if item.get("result") not in (SUCCESSFUL, FAILED)]
         outcomes = await self._trigger_all(rebalancer, [item["workload"] for item in pending])
         for item, outcome in zip(pending, outcomes, strict=True):
@@ -183,7 +187,9 @@ class WorkloadRebalancerReconciler:
             else:
                 item["result"] = SUCCESSFUL
                 WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
-                events.append((NORMAL, "RescheduleTriggered", f"{_describe(workload)}: rescheduling triggered"))
+                triggered.append(_describe(workload))
+        if triggered:
+            events.append((NORMAL, RESCHEDULE_TRIGGERED, triggered_message(triggered)))
         return retries, due_in
 
     async def _trigger_all(self, rebalancer: Obj, workloads: list[dict[str, Any]]) -> list[Exception | None]:
@@ -239,6 +245,18 @@ class WorkloadRebalancerReconciler:
             await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status})
 
         await retry_on_conflict(patch)
+
+
+def triggered_message(described: list[str]) -> str:
+    """One Event for every workload a reconcile triggered: their count and the first few, in status order.
+
+    One per reconcile rather than one per workload: a rebalancer of a thousand workloads (``karmada-rebalance``,
+    fail-back) would otherwise write a thousand Events, as many writes as its binding updates; each
+    workload's own result is in ``status.observedWorkloads``.
+    """
+    shown = ", ".join(described[:TRIGGERED_SHOWN])
+    more = f", and {len(described) - TRIGGERED_SHOWN} more" if len(described) > TRIGGERED_SHOWN else ""
+    return f"rescheduling triggered for {len(described)} workload(s): {shown}{more}"
 
 
 def _describe(workload: dict[str, Any]) -> str:

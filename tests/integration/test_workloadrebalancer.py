@@ -19,7 +19,7 @@ from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
-from controllers.workloadrebalancer import trigger_time
+from controllers.workloadrebalancer import trigger_time, triggered_message
 from devplane.apiserver.server import ApiServer
 from karmada_api.timeutil import format_time, now, parse_time
 from tests.conftest import events_about, eventually, get_or_none, running
@@ -190,8 +190,8 @@ async def test_batch_with_cluster_role_sorted(manager: Manager, http: aiohttp.Cl
 # ----------------------------------------------------------------------------- beyond Karmada
 
 
-async def test_each_workload_result_is_an_event_in_status_order(manager: Manager,
-                                                                 http: aiohttp.ClientSession) -> None:
+async def test_workload_results_are_events_in_status_order(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """A Warning for each workload without a binding; one Event for all those triggered (not one each)."""
     for name in ("b", "d", "e"):
         await make_binding(http, "Deployment", name)
     wr = await create_rebalancer(http, "told", [deploy_ref(n) for n in ("e", "d", "c", "b", "a")])
@@ -203,17 +203,25 @@ async def test_each_workload_result_is_an_event_in_status_order(manager: Manager
     async def all_recorded() -> list[dict[str, Any]]:
         events = (await events_about(http, wr, "RescheduleTriggered")
                   + await events_about(http, wr, "ReferencedBindingNotFound"))
-        assert len(events) == 5
+        assert len(events) == 3
         return sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))
 
     events = await eventually(all_recorded)
     assert [(e["type"], e["reason"], e["message"]) for e in events] == [
         ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/a: its binding was not found"),
-        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/b: rescheduling triggered"),
         ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/c: its binding was not found"),
-        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/d: rescheduling triggered"),
-        ("Normal", "RescheduleTriggered", "apps/v1 Deployment default/e: rescheduling triggered"),
+        ("Normal", "RescheduleTriggered", "rescheduling triggered for 3 workload(s): apps/v1 Deployment default/b, "
+                                          "apps/v1 Deployment default/d, apps/v1 Deployment default/e"),
     ]
+
+
+def test_a_triggered_event_names_the_first_ten_workloads() -> None:
+    described = [f"apps/v1 Deployment default/w{k:02d}" for k in range(12)]
+    message = triggered_message(described)
+    assert message.startswith("rescheduling triggered for 12 workload(s): apps/v1 Deployment default/w00, ")
+    assert message.endswith("apps/v1 Deployment default/w09, and 2 more")
+    one = triggered_message(described[:1])
+    assert one == "rescheduling triggered for 1 workload(s): apps/v1 Deployment default/w00"
 
 
 async def test_a_failed_status_write_records_each_event_once(manager: Manager, server: ApiServer,
