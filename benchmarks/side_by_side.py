@@ -5,9 +5,10 @@ kube-controller-manager for namespace deletion) runs once for the whole benchmar
 round, three runs in a rotating order, each alone on the plane:
 
 - ``ceiling``  the writes the controller must make, issued directly by this process over ``--concurrency``
-               connections: per rebalancer its binding PUTs and its status PATCH (the rebalancers created
-               before the timing); per binding its two Work status writes, then one binding status PUT, one
-               template status PUT and two Events (one write each, as Karmada makes them);
+               connections: per rebalancer its create (the benchmark's, in every run), its binding PUTs and
+               its status PATCH (no Events: Karmada's rebalancer writes none); per binding its two Work
+               status writes, then one binding status PUT, one template status PUT and two Events (one
+               write each, as Karmada makes them);
 - ``karmada``  Karmada's ``karmada-controller-manager`` (the kit's binary, commit f8fdd02) with only the
                controller under test (``--controllers=workloadRebalancer`` or ``bindingStatus``);
 - ``ours``     ``python -m controller_manager`` with the same ``--controllers``.
@@ -108,7 +109,8 @@ async def api_requests(http: aiohttp.ClientSession) -> dict[str, float]:
             continue
         resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
         code = labels.get("code", "")
-        key = f"{resource} {labels.get('verb', '?')}" + ("" if code.startswith("2") else f" {code}")
+        # long-running requests (WATCH) are counted with code 0
+        key = f"{resource} {labels.get('verb', '?')}" + ("" if code.startswith("2") or code == "0" else f" {code}")
         totals[key] = totals.get(key, 0.0) + float(match.group(2))
     return totals
 
@@ -141,13 +143,16 @@ async def controller(system: str, *, plane: RefPlane, work: str, tmp: Path, tag:
         await stop_process(proc, grace=10.0)
 
 
-async def timed(system: str, process: rebalancer.ControllerProcess | None,
-                body: Callable[[], Awaitable[float]]) -> tuple[float, float]:
-    """``body()`` returns the monotonic end; (seconds, the controller's CPU seconds in that window)."""
-    cpu0 = cpu_seconds(process.proc.pid) if process else 0.0
-    t0 = time.monotonic()
-    end = await body()
-    return end - t0, (cpu_seconds(process.proc.pid) - cpu0 if process else 0.0)
+async def timed(process: rebalancer.ControllerProcess | None, body: Callable[[], Awaitable[float]], *,
+                profile: Path | None, name: str) -> tuple[float, float]:
+    """``body()`` returns the monotonic end; (seconds, the controller's CPU seconds in that window). With
+    ``profile``, py-spy samples the controller over the window into ``profile/<name>.txt``."""
+    pids = {name: process.proc.pid} if process is not None and profile is not None else {}
+    async with rebalancer.profiled(profile, pids):
+        cpu0 = cpu_seconds(process.proc.pid) if process else 0.0
+        t0 = time.monotonic()
+        end = await body()
+        return end - t0, (cpu_seconds(process.proc.pid) - cpu0 if process else 0.0)
 
 
 async def run_once(system: str, work: str, size: int, args: argparse.Namespace, *, plane: RefPlane,
@@ -159,7 +164,8 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
             layout = rebalancer.Layout(size, args.workloads, args.namespaces, prefix=tag)
             if system == "ceiling":
                 counts = {"POST": 0, "PUT": 0, "PATCH": 0}
-                writes = await rebalancer.direct_writes(http, layout, args, events=None, counts=counts)
+                # events=0: each rebalancer's create inside the timing, as in the controllers' runs; no Events
+                writes = await rebalancer.direct_writes(http, layout, args, events=0, counts=counts)
             else:
                 await rebalancer.populate(http, layout, args.concurrency, args.phase_time)
             process = None if system == "ceiling" else await stack.enter_async_context(
@@ -173,7 +179,8 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
                         await rebalancer.create_rebalancers(http, layout, args.concurrency, args.phase_time)
                     return await asyncio.wait_for(watcher, args.phase_time)
 
-                seconds, cpu = await timed(system, process, rebalance)
+                seconds, cpu = await timed(process, rebalance, profile=args.profile if system == "ours" else None,
+                                          name=f"{system}-{tag}")
             await rebalancer.check_results(http, layout)
         else:
             layout_b = bindingstatus.Layout(size, args.namespaces, prefix=tag)
@@ -188,7 +195,8 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
                     await pool_all("Work writes", size, args.concurrency, args.phase_time, member)
                     return await finished()
 
-                seconds, cpu = await timed(system, process, aggregate)
+                seconds, cpu = await timed(process, aggregate, profile=args.profile if system == "ours" else None,
+                                          name=f"{system}-{tag}")
         peak = 0.0
         if process is not None:
             await rebalancer.wait_until_idle(http, process, args.phase_time, probe="/healthz")
@@ -262,6 +270,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=16, help="connections of this process")
     p.add_argument("--phase-time", type=float, default=300.0, help="time limit of each phase, seconds")
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the controllers' logs here")
+    p.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                   help="sample our controller-manager with py-spy in its timed window: DIR/ours-<run>.txt")
     args = p.parse_args()
     args.work = [w.strip() for w in args.work.split(",") if w.strip()]
     unknown = [w for w in args.work if w not in WORKS]
@@ -273,6 +283,9 @@ def parse_args() -> argparse.Namespace:
         if getattr(args, name) < 1:
             p.error(f"--{name} must be at least 1")
     args.warm_up = 0
+    if args.profile is not None:
+        args.profile = args.profile.resolve()
+        args.profile.mkdir(parents=True, exist_ok=True)
     return args
 
 
@@ -287,7 +300,7 @@ async def bench_all(args: argparse.Namespace, plane: RefPlane, tmp: Path) -> Non
                     order = SYSTEMS[round_index % 3:] + SYSTEMS[:round_index % 3]  # the host's speed drifts
                     for system in order:
                         run_index += 1
-                        tag = f"sbs{run_index}"
+                        tag = f"sbs{os.getpid()}r{run_index}"  # another invocation's may still be going away
                         run = await run_once(system, work, size, args, plane=plane, http=http, tmp=tmp, tag=tag)
                         runs[system].append(run)
                         print(f"  {work} {size:,} round {round_index + 1} {system}: {run.seconds:.2f} s, "
