@@ -23,6 +23,10 @@ are waited for until idle after their start-up, and are stopped after the run. T
                  (each binding's two Works one right after the other, 16 connections) until watches have seen
                  every binding FullyApplied with both clusters and every template's summed status.
 
+- memory         N bindings (settled status) created once; each controller-manager in turn started on them with
+                 the controllers ours hosts by default (Karmada: ``workloadRebalancer,bindingStatus``; ours:
+                 ``*``), and its RSS read once it is idle after its start-up (no ceiling).
+
 Per run: wall time, ratio to the ceiling and to Karmada, the controller's CPU in the timed phase only, its peak
 RSS (VmHWM), and the API requests by resource and verb: the difference of kube-apiserver's
 ``apiserver_request_total`` from before the controller started until it was idle after the timed phase (the
@@ -32,6 +36,7 @@ previous run's namespaces (and so its objects) are gone.
     .venv/bin/python benchmarks/side_by_side.py                                   # both works, small sizes
     .venv/bin/python benchmarks/side_by_side.py --work bindingStatus --bindings 500,2000 --rounds 3
     .venv/bin/python benchmarks/side_by_side.py --work rebalancer --rebalancers 100,1000 --rounds 3
+    .venv/bin/python benchmarks/side_by_side.py --work memory --bindings 10000 --rounds 3
 """
 
 from __future__ import annotations
@@ -74,7 +79,11 @@ from benchmarks.support import (  # noqa: E402
 from karmada_api.names import EXECUTION_SPACE_PREFIX  # noqa: E402
 
 SYSTEMS = ("ceiling", "karmada", "ours")
-WORKS = {"rebalancer": "workloadRebalancer", "bindingStatus": "bindingStatus"}
+WORKS = {"rebalancer": "workloadRebalancer", "bindingStatus": "bindingStatus",
+         "memory": "workloadRebalancer,bindingStatus"}
+"""Each work's ``--controllers``: the memory work runs the controllers ours hosts by default (Karmada's
+workloadRebalancer also does the TTL clean-up that ours runs as ttlCleaner)."""
+OURS_CONTROLLERS = {"memory": "*"}
 QPS = ("--kube-api-qps=10000", "--kube-api-burst=10000")
 COUNTED = {"resourcebindings", "deployments", "works", "events", "workloadrebalancers"}
 _REQUEST = re.compile(r'^apiserver_request_total\{([^}]*)\} (\S+)$')
@@ -124,7 +133,8 @@ async def controller(system: str, *, plane: RefPlane, work: str, tmp: Path, tag:
                      http: aiohttp.ClientSession, time_limit: float) -> AsyncIterator[rebalancer.ControllerProcess]:
     """Karmada's controller-manager or ours with only ``work``'s controller, idle after its start-up."""
     health, metrics = free_port(), free_port()
-    flags = [f"--kubeconfig={plane.karmada_kubeconfig}", f"--controllers={WORKS[work]}", *QPS,
+    controllers = OURS_CONTROLLERS.get(work, WORKS[work]) if system == "ours" else WORKS[work]
+    flags = [f"--kubeconfig={plane.karmada_kubeconfig}", f"--controllers={controllers}", *QPS,
              "--leader-elect=false", f"--metrics-bind-address=127.0.0.1:{metrics}",
              f"--health-probe-bind-address=127.0.0.1:{health}"]
     program = [str(plane.binary("karmada-controller-manager"))] if system == "karmada" else [
@@ -204,6 +214,44 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
     return Run(system, seconds, cpu, peak, difference(await api_requests(http), before))
 
 
+@dataclass
+class Memory:
+    system: str
+    rss_mib: float
+    peak_mib: float
+
+
+async def memory_once(system: str, args: argparse.Namespace, *, plane: RefPlane,
+                      http: aiohttp.ClientSession, tmp: Path, tag: str) -> Memory:
+    """The controller-manager's RSS, idle after its start-up, with the bindings created beforehand cached."""
+    async with controller(system, plane=plane, work="memory", tmp=tmp, tag=tag, http=http,
+                          time_limit=args.phase_time) as process:
+        return Memory(system, status_kib("VmRSS", process.proc.pid) / 1024,
+                      status_kib("VmHWM", process.proc.pid) / 1024)
+
+
+async def bench_memory(args: argparse.Namespace, plane: RefPlane, http: aiohttp.ClientSession, tmp: Path) -> None:
+    """Per size: the bindings created once, then each controller-manager started on them in turn, per round."""
+    for size in args.bindings:
+        tag = f"sbs{os.getpid()}m{size}"
+        layout = rebalancer.Layout(size, 1, args.namespaces, prefix=tag)
+        await rebalancer.populate(http, layout, args.concurrency, args.phase_time)
+        found: dict[str, list[Memory]] = {"karmada": [], "ours": []}
+        for round_index in range(args.rounds):
+            for system in ("karmada", "ours") if round_index % 2 == 0 else ("ours", "karmada"):
+                found[system].append(await memory_once(system, args, plane=plane, http=http, tmp=tmp,
+                                                       tag=f"{tag}r{round_index}"))
+                print(f"  memory {size:,} round {round_index + 1} {system}: RSS {found[system][-1].rss_mib:.0f} MiB",
+                      flush=True)
+        print(f"\nmemory: {size:,} ResourceBindings cached, idle after start-up, median of {args.rounds} round(s)")
+        print(f"  {'':9} {'RSS MiB':>16} {'peak (VmHWM) MiB':>18}   --controllers")
+        for system, runs in found.items():
+            controllers = OURS_CONTROLLERS["memory"] if system == "ours" else WORKS["memory"]
+            print(f"  {system:9} {spread([m.rss_mib for m in runs], '{:.0f}'):>16} "
+                  f"{spread([m.peak_mib for m in runs], '{:.0f}'):>18}   {controllers}", flush=True)
+        await clean(http, tag, args.namespaces, args.phase_time)
+
+
 async def clean(http: aiohttp.ClientSession, tag: str, namespaces: int, time_limit: float) -> None:
     """Delete a run's namespaces (kube-controller-manager deletes what they hold) and its Works; wait until gone."""
     names = [f"{tag}-{n}" for n in range(namespaces)]
@@ -261,10 +309,12 @@ def report(work: str, size: int, runs: dict[str, list[Run]], args: argparse.Name
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--work", default="rebalancer,bindingStatus", help="rebalancer, bindingStatus or both")
+    p.add_argument("--work", default="rebalancer,bindingStatus",
+                   help="comma-separated: rebalancer, bindingStatus, memory (default: the first two)")
     p.add_argument("--rebalancers", default="100", help="WorkloadRebalancer counts, comma-separated (default 100)")
     p.add_argument("--workloads", type=int, default=10, help="workloads per rebalancer (default 10)")
-    p.add_argument("--bindings", default="500", help="binding counts, comma-separated (default 500)")
+    p.add_argument("--bindings", default="500",
+                   help="binding counts, comma-separated (default 500; for --work memory, say 10000)")
     p.add_argument("--rounds", type=int, default=3, help="rounds per size (default 3); medians printed")
     p.add_argument("--namespaces", type=int, default=4, help="namespaces the objects are spread over")
     p.add_argument("--concurrency", type=int, default=16, help="connections of this process")
@@ -294,6 +344,9 @@ async def bench_all(args: argparse.Namespace, plane: RefPlane, tmp: Path) -> Non
     async with rebalancer.session(KARMADA_API, args.concurrency) as http:
         run_index = 0
         for work in args.work:
+            if work == "memory":
+                await bench_memory(args, plane, http, tmp)
+                continue
             for size in args.rebalancers if work == "rebalancer" else args.bindings:
                 runs: dict[str, list[Run]] = {system: [] for system in SYSTEMS}
                 for round_index in range(args.rounds):

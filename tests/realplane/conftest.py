@@ -13,10 +13,13 @@ and leaves it running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,8 @@ FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadl
                  "--leader-elect-retry-period=1s")
 DESCHEDULING_INTERVAL = "3s"
 RESTART_DELAY = 1.0  # seconds before a program that exited is started again
+CONTROLLER_MANAGER_LEASE = "karmada-rebalance-controller-manager"
+DESCHEDULER_LEASE = "karmada-descheduler"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -150,10 +155,26 @@ def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     running.controller_manager.start()
     running.descheduler.start()
     try:
+        for program, lease in ((running.controller_manager, CONTROLLER_MANAGER_LEASE),
+                               (running.descheduler, DESCHEDULER_LEASE)):
+            _wait_until_leading(program, lease)
         yield running
     finally:
         for program in (*running.extra, running.descheduler, running.controller_manager):
             program.stop()
+
+
+def _wait_until_leading(program: Program, lease: str, timeout: float = 60.0) -> None:
+    """Block until ``program`` holds ``lease`` (its metrics say so), or fail with its log's tail."""
+    wanted = f'leader_election_master_status{{name="{lease}"}} 1'
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), urllib.request.urlopen(program.metrics_url, timeout=5) as answer:
+            if any(line.startswith(wanted) for line in answer.read().decode().splitlines()):
+                return
+        time.sleep(0.25)
+    tail = "\n".join(program.log.read_text(errors="replace").splitlines()[-20:]) if program.log.exists() else ""
+    pytest.fail(f"{program.log.stem} did not lead on {lease} within {timeout:.0f}s:\n{tail}", pytrace=False)
 
 
 @pytest.fixture

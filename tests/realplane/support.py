@@ -148,3 +148,14 @@ def log_tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+async def leads(metrics_url: str, lease: str) -> bool:
+    """Whether the program serving ``metrics_url`` holds ``lease`` (``leader_election_master_status``)."""
+    try:
+        async with aiohttp.ClientSession() as http, http.get(metrics_url) as resp:
+            text = await resp.text()
+    except aiohttp.ClientError:
+        return False  # not serving yet
+    wanted = f'leader_election_master_status{{name="{lease}"}} 1'
+    return any(line.startswith(wanted) for line in text.splitlines())

@@ -10,6 +10,7 @@ from tests.realplane.support import (
     SCHEDULED,
     binding_of,
     fresh_namespace,
+    leads,
     log_tail,
     propagate,
     results,
@@ -28,6 +29,8 @@ async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_remov
                            "--leader-elect-resource-name=rp-failback", "--failback-stabilization-window=5s",
                            "--failback-rebalancer-ttl=0s", "-v", "4")
     try:
+        # It records evictions as they happen: it must lead before the taint, or it never sees this one
+        await eventually(lambda: leads(failback.metrics_url, "rp-failback"), timeout=30, interval=0.25)
         ns = await fresh_namespace(karmada, "rp-failback")
         await propagate(karmada, ns, ["back"], 4)
         await wait_assigned(karmada, ns, "back", lambda a: set(a) == {"member1", "member2"})
