@@ -10,6 +10,7 @@ Blocking on purpose: each call waits for a shell script of the kit (seconds); as
 
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import signal
@@ -87,7 +88,17 @@ class RefPlane:
         return self.directory / "logs" / f"{component}.log"
 
     def binary(self, name: str) -> Path:
-        return self.directory / "bin" / name
+        """A binary of the kit, unpacked into the plane's ``bin/`` when up.sh has not (an API-only plane)."""
+        path = self.directory / "bin" / name
+        found = kit()
+        if not path.exists() and found is not None and (found / "bin" / f"{name}.xz").is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".unpacking")
+            with lzma.open(found / "bin" / f"{name}.xz") as packed, partial.open("wb") as out:
+                shutil.copyfileobj(packed, out)
+            partial.chmod(0o755)
+            partial.rename(path)
+        return path
 
     def client_tls(self) -> ssl.SSLContext:
         """TLS for clients of the plane's API servers: its CA, and the admin certificate (``system:masters``)."""

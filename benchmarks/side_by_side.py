@@ -137,7 +137,7 @@ async def controller(system: str, *, plane: RefPlane, work: str, tmp: Path, tag:
     flags = [f"--kubeconfig={plane.karmada_kubeconfig}", f"--controllers={controllers}", *QPS,
              "--leader-elect=false", f"--metrics-bind-address=127.0.0.1:{metrics}",
              f"--health-probe-bind-address=127.0.0.1:{health}"]
-    program = [str(plane.binary("karmada-controller-manager"))] if system == "karmada" else [
+    program = [str(await asyncio.to_thread(plane.binary, "karmada-controller-manager"))] if system == "karmada" else [
         sys.executable, "-m", "controller_manager"]
     log_path = tmp / f"{system}-{tag}.log"
     with log_path.open("wb") as log_file:
