@@ -30,8 +30,6 @@ from benchmarks.refplane import OURS_IN_PLACE, PlaneError, RefPlane, missing
 from benchmarks.support import free_port
 from controller_manager.client import KubeClient
 
-pytestmark = pytest.mark.realplane
-
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
                  "--leader-elect-retry-period=1s")
 DESCHEDULING_INTERVAL = "3s"
@@ -41,6 +39,7 @@ DESCHEDULER_LEASE = "karmada-descheduler"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test in this folder is marked ``realplane`` (``pytest -m realplane`` / ``-m "not realplane"``)."""
     here = Path(__file__).parent
     for item in items:
         if here in item.path.parents:
