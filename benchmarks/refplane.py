@@ -84,9 +84,6 @@ class RefPlane:
     def member_kubeconfig(self, member: str) -> Path:
         return self.directory / "kube" / f"{member}.config"
 
-    def log(self, component: str) -> Path:
-        return self.directory / "logs" / f"{component}.log"
-
     def binary(self, name: str) -> Path:
         """A binary of the kit, unpacked into the plane's ``bin/`` when up.sh has not (an API-only plane)."""
         path = self.directory / "bin" / name
