@@ -238,7 +238,7 @@ class WorkloadRebalancerReconciler:
             await asyncio.sleep(delay)
         # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
         spec = {**objects.spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
-        await self.client.update(resource, {**binding, "spec": spec})
+        await self.client.update_unread(resource, {**binding, "spec": spec})
 
     async def _write_status(self, name: str, status: dict[str, Any]) -> None:
         async def patch() -> None:

@@ -49,3 +49,14 @@ async def test_a_409_is_freed_without_the_cyclic_collector(kube: KubeClient, no_
             errors.append(weakref.ref(exc))
     assert len(errors) == 3
     assert [e() for e in errors] == [None, None, None]
+
+
+async def test_an_unread_update_writes_and_still_reports_a_conflict(kube: KubeClient) -> None:
+    """update_unread skips decoding the answer, not checking it: the write lands, a stale copy is a 409."""
+    created = await kube.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                             "metadata": {"name": "unread", "namespace": "default"}})
+    assert await kube.update_unread(CONFIGMAPS, {**created, "data": {"k": "v"}}) is None
+    assert (await kube.get(CONFIGMAPS, "unread", "default"))["data"] == {"k": "v"}
+    with pytest.raises(ApiError) as caught:
+        await kube.update_unread(CONFIGMAPS, {**created, "data": {"k": "stale"}})
+    assert caught.value.is_conflict
