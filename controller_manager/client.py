@@ -241,6 +241,11 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and exc.is_conflict
 
 
+def _object_path(resource: Resource, obj: dict[str, Any], subresource: str = "") -> str:
+    """The path of ``obj`` itself (or of its ``subresource``): where a PUT of it goes."""
+    return resource.path(objects.namespace(obj), objects.metadata(obj)["name"], subresource)
+
+
 class KubeClient:
     """Get/list/watch/create/update/patch/delete of JSON objects, rate-limited and measured."""
 
@@ -442,8 +447,7 @@ class KubeClient:
 
     async def update(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> dict[str, Any]:
         """PUT; the object's resourceVersion makes it conditional (409 Conflict when stale)."""
-        path = resource.path(objects.namespace(obj), objects.metadata(obj)["name"], subresource)
-        result: dict[str, Any] = await self.request("PUT", path, body=obj)
+        result: dict[str, Any] = await self.request("PUT", _object_path(resource, obj, subresource), body=obj)
         return result
 
     async def update_status(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
@@ -452,8 +456,7 @@ class KubeClient:
     async def update_unread(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> None:
         """:meth:`update` for a caller that does not read the answer: the stored object is not decoded (a
         controller writing thousands of bindings spent a few percent of its CPU decoding answers it dropped)."""
-        path = resource.path(objects.namespace(obj), objects.metadata(obj)["name"], subresource)
-        await self.request("PUT", path, body=obj, decode=False)
+        await self.request("PUT", _object_path(resource, obj, subresource), body=obj, decode=False)
 
     async def patch(self, resource: Resource, name: str, patch: Any, *, namespace: str = "",
                     content_type: str = MERGE_PATCH, subresource: str = "") -> dict[str, Any]:
