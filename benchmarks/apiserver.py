@@ -46,6 +46,7 @@ from benchmarks.support import (
     expect,
     prepare_profile_dir,
     py_spy_recording,
+    require_at_least_one,
     run_in_tmp,
     run_server,
 )
@@ -402,9 +403,8 @@ def parse_args() -> argparse.Namespace:
                         "DIR/<phase>.txt (overwritten by each --repeat run; the sampling slows the figures)")
     p.add_argument("--no-karmada", action="store_true", help="serve without Karmada's CRDs (a member server)")
     args = p.parse_args()
-    for name in ("objects", "updates", "concurrency", "list_runs", "watchers", "watch_writes", "repeat"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    require_at_least_one(p, args, "objects", "updates", "concurrency", "list_runs", "watchers", "watch_writes",
+                         "repeat")
     for name in ("updates", "watch_writes"):
         if getattr(args, name) > max(args.objects, args.list_objects):
             p.error(f"--{name.replace('_', '-')} must not exceed the number of objects (one update per object)")

@@ -62,6 +62,7 @@ from benchmarks.support import (  # noqa: E402
     pool,
     pool_all,
     positive_counts,
+    require_at_least_one,
     run_in_tmp,
     run_server,
     status_kib,
@@ -474,9 +475,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
     args.bindings = positive_counts(p, args.bindings, "--bindings")
-    for name in ("namespaces", "concurrency", "runs"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
+    require_at_least_one(p, args, "namespaces", "concurrency", "runs")
     if args.warm_up < 0:
         p.error("--warm-up must not be negative")
     return args

@@ -69,6 +69,7 @@ from benchmarks.support import (  # noqa: E402
     die_with_parent,
     expect,
     pool,
+    require_at_least_one,
     run_server,
     status_kib,
     stop_process,
@@ -851,9 +852,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--time-limit", type=float, default=120.0, help="time limit of the whole benchmark, seconds")
     p.add_argument("--cprofile", type=Path, metavar="DIR", help="dump cProfile stats of each timed phase here")
     args = p.parse_args()
-    for name in ("objects", "ingest_runs", "watch_updates", "queue_items", "queue_runs", "controller_objects"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    require_at_least_one(p, args, "objects", "ingest_runs", "watch_updates", "queue_items", "queue_runs",
+                         "controller_objects")
     if args.watch_updates > args.objects:
         p.error("--watch-updates must not exceed --objects (one update per object)")
     if any(w < 1 for w in args.workers):

@@ -53,7 +53,7 @@ from benchmarks.rebalancer import (
     spread,
     wait_until_idle,
 )
-from benchmarks.support import BenchError, expect, pool, run_in_tmp, run_server, status_kib
+from benchmarks.support import BenchError, expect, pool, require_at_least_one, run_in_tmp, run_server, status_kib
 from devplane.kubeconfig import write_kubeconfig
 
 AIM = 1.2
@@ -188,9 +188,7 @@ def parse_args() -> argparse.Namespace:
         p.error(f"--stores takes {' and/or '.join(PROGRAMS)}, comma-separated")
     if args.bindings < 10 or args.bindings % 10:
         p.error("--bindings must be a positive multiple of 10")
-    for name in ("rounds", "concurrency"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
+    require_at_least_one(p, args, "rounds", "concurrency")
     return args
 
 

@@ -78,6 +78,7 @@ from benchmarks.support import (  # noqa: E402
     preemptions,
     prepare_profile_dir,
     py_spy_recording,
+    require_at_least_one,
     run_in_tmp,
     run_server,
     status_kib,
@@ -648,9 +649,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args()
     args.sizes = positive_counts(p, args.sizes, "--sizes")
-    for name in ("workloads", "namespaces", "concurrency", "rounds"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
+    require_at_least_one(p, args, "workloads", "namespaces", "concurrency", "rounds")
     return args
 
 

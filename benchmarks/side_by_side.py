@@ -71,6 +71,7 @@ from benchmarks.support import (  # noqa: E402
     free_port,
     pool_all,
     positive_counts,
+    require_at_least_one,
     run_in_tmp,
     status_kib,
     stop_process,
@@ -329,9 +330,7 @@ def parse_args() -> argparse.Namespace:
         p.error(f"--work: {', '.join(unknown) or 'nothing'}; choose from {', '.join(WORKS)}")
     args.rebalancers = positive_counts(p, args.rebalancers, "--rebalancers")
     args.bindings = positive_counts(p, args.bindings, "--bindings")
-    for name in ("workloads", "rounds", "namespaces", "concurrency"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name} must be at least 1")
+    require_at_least_one(p, args, "workloads", "rounds", "namespaces", "concurrency")
     args.warm_up = 0
     if args.profile is not None:
         args.profile = args.profile.resolve()

@@ -186,6 +186,13 @@ def positive_counts(parser: argparse.ArgumentParser, text: str, flag: str) -> li
     return counts
 
 
+def require_at_least_one(parser: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """The parser's usage error for the first of the integer options ``names`` (``dest`` names) below 1."""
+    for name in names:
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+
+
 def run_in_tmp(bench: Callable[[Path], Coroutine[Any, Any, None]], prefix: str, keep_logs: Path | None) -> int:
     """``asyncio.run(bench(tmp))`` in a fresh temp dir, always removed (``keep_logs``: its logs copied there first).
 
