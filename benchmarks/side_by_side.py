@@ -61,6 +61,7 @@ if str(REPO) not in sys.path:  # as a script: the repository importable without 
     sys.path.insert(0, str(REPO))
 
 from benchmarks import bindingstatus, rebalancer  # noqa: E402
+from benchmarks.rebalancer import spread  # noqa: E402
 from benchmarks.refplane import KARMADA_API, PlaneError, RefPlane, missing  # noqa: E402
 from benchmarks.support import (  # noqa: E402
     BenchError,
@@ -87,7 +88,6 @@ workloadRebalancer also does the TTL clean-up that ours runs as ttlCleaner)."""
 OURS_CONTROLLERS = {"memory": "*"}
 QPS = ("--kube-api-qps=10000", "--kube-api-burst=10000")
 COUNTED = {"resourcebindings", "deployments", "works", "events", "workloadrebalancers"}
-_REQUEST = re.compile(r'^apiserver_request_total\{([^}]*)\} (\S+)$')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -96,7 +96,6 @@ _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 @dataclass
 class Run:
-    system: str
     seconds: float
     cpu: float = 0.0
     peak_rss_mib: float = 0.0
@@ -107,21 +106,16 @@ class Run:
 async def api_requests(http: aiohttp.ClientSession) -> dict[str, float]:
     """kube-apiserver's ``apiserver_request_total`` for the counted resources, by resource, subresource and verb;
     answers other than 2xx (a 409 Conflict, a 404) apart."""
-    async with http.get("/metrics") as resp:
-        text = (await expect(resp, 200)).decode()
     totals: dict[str, float] = {}
-    for line in text.splitlines():
-        match = _REQUEST.match(line)
-        if not match:
-            continue
-        labels = dict(_LABEL.findall(match.group(1)))
-        if labels.get("resource") not in COUNTED:
+    for name, label_text, value in await rebalancer.scrape(http, ""):  # "": the session's server
+        labels = dict(_LABEL.findall(label_text))
+        if name != "apiserver_request_total" or labels.get("resource") not in COUNTED:
             continue
         resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
         code = labels.get("code", "")
         # long-running requests (WATCH) are counted with code 0
         key = f"{resource} {labels.get('verb', '?')}" + ("" if code.startswith("2") or code == "0" else f" {code}")
-        totals[key] = totals.get(key, 0.0) + float(match.group(2))
+        totals[key] = totals.get(key, 0.0) + value
     return totals
 
 
@@ -171,6 +165,15 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
     """One run of ``system`` on ``work`` of ``size`` (rebalancers or bindings), in namespaces named ``tag``."""
     before = await api_requests(http)
     async with contextlib.AsyncExitStack() as stack:
+
+        async def start() -> rebalancer.ControllerProcess | None:
+            """The controller (none for the ceiling), once the objects exist: its start-up has nothing to write."""
+            if system == "ceiling":
+                return None
+            return await stack.enter_async_context(controller(system, plane=plane, work=work, tmp=tmp, tag=tag,
+                                                              http=http, time_limit=args.phase_time))
+
+        profile = args.profile if system == "ours" else None
         if work == "rebalancer":
             layout = rebalancer.Layout(size, args.workloads, args.namespaces, prefix=tag)
             if system == "ceiling":
@@ -179,8 +182,7 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
                 writes = await rebalancer.direct_writes(http, layout, args, events=0, counts=counts)
             else:
                 await rebalancer.populate(http, layout, args.concurrency, args.phase_time)
-            process = None if system == "ceiling" else await stack.enter_async_context(
-                controller(system, plane=plane, work=work, tmp=tmp, tag=tag, http=http, time_limit=args.phase_time))
+            process = await start()
             async with rebalancer.finishes_seen(http, KARMADA_API, layout, args.phase_time) as watcher:
 
                 async def rebalance() -> float:
@@ -190,14 +192,12 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
                         await rebalancer.create_rebalancers(http, layout, args.concurrency, args.phase_time)
                     return await asyncio.wait_for(watcher, args.phase_time)
 
-                seconds, cpu = await timed(process, rebalance, profile=args.profile if system == "ours" else None,
-                                          name=f"{system}-{tag}")
+                seconds, cpu = await timed(process, rebalance, profile=profile, name=f"{system}-{tag}")
             await rebalancer.check_results(http, layout)
         else:
             layout_b = bindingstatus.Layout(size, args.namespaces, prefix=tag)
             objs = await bindingstatus.populate(http, layout_b, args.concurrency, args.phase_time)
-            process = None if system == "ceiling" else await stack.enter_async_context(
-                controller(system, plane=plane, work=work, tmp=tmp, tag=tag, http=http, time_limit=args.phase_time))
+            process = await start()
             async with bindingstatus.all_seen(http, KARMADA_API, layout_b, args.phase_time) as finished:
                 member = bindingstatus.member_writes(http, layout_b, objs, {"PATCH": 0, "PUT": 0, "POST": 0},
                                                      direct=system == "ceiling", events=2 * size)
@@ -206,18 +206,16 @@ async def run_once(system: str, work: str, size: int, args: argparse.Namespace, 
                     await pool_all("Work writes", size, args.concurrency, args.phase_time, member)
                     return await finished()
 
-                seconds, cpu = await timed(process, aggregate, profile=args.profile if system == "ours" else None,
-                                          name=f"{system}-{tag}")
+                seconds, cpu = await timed(process, aggregate, profile=profile, name=f"{system}-{tag}")
         peak = 0.0
         if process is not None:
             await rebalancer.wait_until_idle(http, process, args.phase_time, probe="/healthz")
             peak = status_kib("VmHWM", process.proc.pid) / 1024
-    return Run(system, seconds, cpu, peak, difference(await api_requests(http), before))
+    return Run(seconds, cpu, peak, difference(await api_requests(http), before))
 
 
 @dataclass
 class Memory:
-    system: str
     rss_mib: float
     peak_mib: float
 
@@ -227,7 +225,7 @@ async def memory_once(system: str, args: argparse.Namespace, *, plane: RefPlane,
     """The controller-manager's RSS, idle after its start-up, with the bindings created beforehand cached."""
     async with controller(system, plane=plane, work="memory", tmp=tmp, tag=tag, http=http,
                           time_limit=args.phase_time) as process:
-        return Memory(system, status_kib("VmRSS", process.proc.pid) / 1024,
+        return Memory(status_kib("VmRSS", process.proc.pid) / 1024,
                       status_kib("VmHWM", process.proc.pid) / 1024)
 
 
@@ -250,35 +248,39 @@ async def bench_memory(args: argparse.Namespace, plane: RefPlane, http: aiohttp.
             controllers = OURS_CONTROLLERS["memory"] if system == "ours" else WORKS["memory"]
             print(f"  {system:9} {spread([m.rss_mib for m in runs], '{:.0f}'):>16} "
                   f"{spread([m.peak_mib for m in runs], '{:.0f}'):>18}   {controllers}", flush=True)
-        await clean(http, tag, args.namespaces, args.phase_time)
+        await clean(http, tag, args)
 
 
-async def clean(http: aiohttp.ClientSession, tag: str, namespaces: int, time_limit: float) -> None:
-    """Delete a run's namespaces (kube-controller-manager deletes what they hold) and its Works; wait until gone."""
-    names = [f"{tag}-{n}" for n in range(namespaces)]
+async def clean(http: aiohttp.ClientSession, tag: str, args: argparse.Namespace) -> None:
+    """Delete what a run made and wait until it is gone: its namespaces (kube-controller-manager deletes what they
+    hold), and by name its Works and WorkloadRebalancers, which live elsewhere. Nothing else on the plane is
+    touched (``REFPLANE_RUNNING`` may name a plane that holds more)."""
+    names = [f"{tag}-{n}" for n in range(args.namespaces)]
     for name in names:
         async with http.delete(f"/api/v1/namespaces/{name}") as resp:
             await expect(resp, 200, 202, 404)
-    for cluster in ("member1", "member2"):
-        async with http.delete(bindingstatus.WORK_PATH.format(ns=EXECUTION_SPACE_PREFIX + cluster)) as resp:
-            await expect(resp, 200, 404)
-    async with http.delete(rebalancer.WR_PATH, params={"labelSelector": ""}) as resp:
-        await expect(resp, 200, 404)
-    deadline = time.monotonic() + time_limit
+    # A Work is named <namespace>-<deployment> (bindingstatus.Layout), a rebalancer <tag>-<i> (rebalancer.Layout)
+    works = [bindingstatus.WORK_PATH.format(ns=EXECUTION_SPACE_PREFIX + cluster) for cluster in ("member1", "member2")]
+    paths = [f"{collection}/{item['metadata']['name']}" for collection in (*works, rebalancer.WR_PATH)
+             for item in await rebalancer.list_items(http, collection)
+             if str(item["metadata"]["name"]).startswith(f"{tag}-")]
+
+    async def delete(k: int) -> None:
+        async with http.delete(paths[k]) as resp:
+            await expect(resp, 200, 202, 404)
+
+    await pool_all(f"deleting the objects of {tag}", len(paths), args.concurrency, args.phase_time, delete)
+    deadline = time.monotonic() + args.phase_time
     while time.monotonic() < deadline:
         async with http.get("/api/v1/namespaces") as resp:
             present = {ns["metadata"]["name"] for ns in json.loads(await expect(resp, 200))["items"]}
         if not present & set(names):
             return
         await asyncio.sleep(0.5)
-    raise BenchError(f"the namespaces of {tag} were not deleted within {time_limit:.0f}s")
+    raise BenchError(f"the namespaces of {tag} were not deleted within {args.phase_time:.0f}s")
 
 
 # ------------------------------------------------------------------------------------------ report
-
-
-def spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return rebalancer.spread(values, fmt)
 
 
 def report(work: str, size: int, runs: dict[str, list[Run]], args: argparse.Namespace) -> None:
@@ -331,7 +333,6 @@ def parse_args() -> argparse.Namespace:
     args.rebalancers = positive_counts(p, args.rebalancers, "--rebalancers")
     args.bindings = positive_counts(p, args.bindings, "--bindings")
     require_at_least_one(p, args, "workloads", "rounds", "namespaces", "concurrency")
-    args.warm_up = 0
     if args.profile is not None:
         args.profile = args.profile.resolve()
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -357,7 +358,7 @@ async def bench_all(args: argparse.Namespace, plane: RefPlane, tmp: Path) -> Non
                         runs[system].append(run)
                         print(f"  {work} {size:,} round {round_index + 1} {system}: {run.seconds:.2f} s, "
                               f"CPU {run.cpu:.2f} s, load {os.getloadavg()[0]:.2f}", flush=True)
-                        await clean(http, tag, args.namespaces, args.phase_time)
+                        await clean(http, tag, args)
                 report(work, size, runs, args)
 
 
