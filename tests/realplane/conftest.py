@@ -77,7 +77,6 @@ class Program:
     log: Path
     metrics_port: int
     proc: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
     _stopping: threading.Event = field(default_factory=threading.Event)
     _keeper: threading.Thread | None = None
 
@@ -96,7 +95,6 @@ class Program:
             self.proc.wait()
             if self._stopping.wait(RESTART_DELAY):
                 return
-            self.restarts += 1
             self._spawn()
 
     def stop(self) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import secrets
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ async def binding_of(karmada: KubeClient, namespace: str, name: str) -> dict[str
     return await karmada.get_or_none(RESOURCE_BINDINGS, f"{name}-deployment", namespace)
 
 
-async def wait_assigned(karmada: KubeClient, namespace: str, name: str, check: Any,
+async def wait_assigned(karmada: KubeClient, namespace: str, name: str, check: Callable[[dict[str, int]], bool],
                         timeout: float = SCHEDULED) -> dict[str, Any]:
     """The binding once ``check(assigned(binding))`` holds."""
 

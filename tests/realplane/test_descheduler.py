@@ -120,11 +120,13 @@ async def test_replica_unschedulable_on_a_member_is_moved(ours: Ours, karmada: K
 
 async def _record_assignments(karmada: KubeClient, ns: str, binding: dict[str, Any],
                               seen: list[dict[str, int]]) -> None:
-    """Every assignment the binding goes through (a watch sees each version, however briefly it lasted)."""
+    """Every assignment the binding goes through (a watch sees each version, however briefly it lasted); watched
+    again from the last version when the server ends a watch, and not at all after an error (an expired version
+    cannot be watched from again: the test then fails on what was seen)."""
     version = binding["metadata"]["resourceVersion"]
     name = binding["metadata"]["name"]
-    while True:
-        with contextlib.suppress(ApiError):
+    with contextlib.suppress(ApiError):
+        while True:
             async for event in karmada.watch(RESOURCE_BINDINGS, ns, resource_version=version,
                                              field_selector=f"metadata.name={name}"):
                 obj = event.get("object") or {}

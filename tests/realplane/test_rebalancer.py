@@ -127,7 +127,9 @@ async def test_api_server_killed_under_load_fails_no_workload(ours: Ours, karmad
     await asyncio.gather(*(karmada.create(WORKLOAD_REBALANCERS, rebalancer(r, workloads)) for r in rebalancers))
     plane: RefPlane = ours.plane
     plane.signal("apiserver-karmada", signal.SIGKILL)
-    await anyio.sleep(1.0)  # the kill must be seen as an outage, not a blip: let the clients fail
+    # started again once it is gone (its script refuses while it runs); until it serves, clients are refused or
+    # get 503s and the CRDs' early 404s
+    await eventually(lambda: "apiserver-karmada" in plane.dead(), timeout=10)
     await anyio.to_thread.run_sync(plane.restart, "apiserver-karmada")
     try:
         outcomes = [results(await wait_finished(karmada, r, timeout=120)) for r in rebalancers]
