@@ -14,6 +14,7 @@ import lzma
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -26,7 +27,8 @@ KIT_ENV = "REFPLANE_KIT"
 ETCD = "/usr/bin/etcd"
 UP_TIMEOUT = 240.0  # a first up unpacks ~570 MB of binaries; later ones take ~20 s
 
-KARMADA_API = "https://127.0.0.1:5443"
+KARMADA_API_PORT = 5443
+KARMADA_API = f"https://127.0.0.1:{KARMADA_API_PORT}"
 """The Karmada kube-apiserver's address (fixed by the kit)."""
 
 OURS_IN_PLACE = {
@@ -165,6 +167,17 @@ class RefPlane:
         for component in gone:
             self.restart(component)
         return gone
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``.
+
+    After a SIGKILL this is the sign a component is really gone: its main thread turns zombie first, and its
+    sockets close only once its last thread has exited; a copy started in between cannot bind the port.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _running(pid: int) -> bool:

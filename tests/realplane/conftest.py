@@ -13,7 +13,6 @@ and leaves it running.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -27,15 +26,15 @@ from pathlib import Path
 import pytest
 
 from benchmarks.refplane import OURS_IN_PLACE, PlaneError, RefPlane, missing
-from benchmarks.support import free_port
+from benchmarks.support import free_port, log_tail
 from controller_manager.client import KubeClient
+from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
+from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
 
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
                  "--leader-elect-retry-period=1s")
 DESCHEDULING_INTERVAL = "3s"
 RESTART_DELAY = 1.0  # seconds before a program that exited is started again
-CONTROLLER_MANAGER_LEASE = "karmada-rebalance-controller-manager"
-DESCHEDULER_LEASE = "karmada-descheduler"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -113,6 +112,16 @@ class Program:
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
+    def leads(self, lease: str) -> bool:
+        """Whether it holds ``lease`` (its ``leader_election_master_status``); blocking: async tests call it in a
+        thread."""
+        wanted = f'leader_election_master_status{{name="{lease}"}} 1'
+        try:
+            with urllib.request.urlopen(self.metrics_url, timeout=5) as answer:
+                return any(line.startswith(wanted) for line in answer.read().decode().splitlines())
+        except OSError:
+            return False  # not serving yet
+
 
 @dataclass
 class Ours:
@@ -162,16 +171,14 @@ def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 def _wait_until_leading(program: Program, lease: str, timeout: float = 60.0) -> None:
-    """Block until ``program`` holds ``lease`` (its metrics say so), or fail with its log's tail."""
-    wanted = f'leader_election_master_status{{name="{lease}"}} 1'
+    """Block until ``program`` holds ``lease``, or fail with its log's tail."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), urllib.request.urlopen(program.metrics_url, timeout=5) as answer:
-            if any(line.startswith(wanted) for line in answer.read().decode().splitlines()):
-                return
+        if program.leads(lease):
+            return
         time.sleep(0.25)
-    tail = "\n".join(program.log.read_text(errors="replace").splitlines()[-20:]) if program.log.exists() else ""
-    pytest.fail(f"{program.log.stem} did not lead on {lease} within {timeout:.0f}s:\n{tail}", pytrace=False)
+    pytest.fail(f"{program.log.stem} did not lead on {lease} within {timeout:.0f}s:\n{log_tail(program.log)}",
+                pytrace=False)
 
 
 @pytest.fixture

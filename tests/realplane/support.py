@@ -7,7 +7,6 @@ import os
 import secrets
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -142,21 +141,3 @@ async def delete_quietly(karmada: KubeClient, resource: Resource, name: str, nam
     """Delete what a test made, if it is still there."""
     with contextlib.suppress(ApiError):
         await karmada.delete(resource, name, namespace)
-
-
-def log_tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-async def leads(metrics_url: str, lease: str) -> bool:
-    """Whether the program serving ``metrics_url`` holds ``lease`` (``leader_election_master_status``)."""
-    try:
-        async with aiohttp.ClientSession() as http, http.get(metrics_url) as resp:
-            text = await resp.text()
-    except aiohttp.ClientError:
-        return False  # not serving yet
-    wanted = f'leader_election_master_status{{name="{lease}"}} 1'
-    return any(line.startswith(wanted) for line in text.splitlines())

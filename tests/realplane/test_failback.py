@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import anyio
+
+from benchmarks.support import log_tail
 from controller_manager.client import KubeClient
+from controllers.failback.recovery import BATCH_LABEL
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from tests.conftest import eventually
 from tests.realplane.conftest import Ours
@@ -10,15 +14,11 @@ from tests.realplane.support import (
     SCHEDULED,
     binding_of,
     fresh_namespace,
-    leads,
-    log_tail,
     propagate,
     results,
     set_taint,
     wait_assigned,
 )
-
-BATCH_LABEL = "failback.karmada-rebalance.io/batch"
 
 
 async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_removed(
@@ -30,7 +30,7 @@ async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_remov
                            "--failback-rebalancer-ttl=0s", "-v", "4")
     try:
         # It records evictions as they happen: it must lead before the taint, or it never sees this one
-        await eventually(lambda: leads(failback.metrics_url, "rp-failback"), timeout=30, interval=0.25)
+        await eventually(lambda: anyio.to_thread.run_sync(failback.leads, "rp-failback"), timeout=30, interval=0.25)
         ns = await fresh_namespace(karmada, "rp-failback")
         await propagate(karmada, ns, ["back"], 4)
         await wait_assigned(karmada, ns, "back", lambda a: set(a) == {"member1", "member2"})
