@@ -139,7 +139,7 @@ class RefPlane:
         except (OSError, ValueError):
             return None
 
-    def signal(self, component: str, signum: signal.Signals) -> None:
+    def send_signal(self, component: str, signum: signal.Signals) -> None:
         pid = self.pid(component)
         if pid is None:
             raise PlaneError(f"{component} has no pid file under {self.directory}")

@@ -37,11 +37,11 @@ POD_TEMPLATE_HASH = "7f9d8c6b5d"
 
 @contextlib.asynccontextmanager
 async def faker_paused(plane: RefPlane) -> AsyncIterator[None]:
-    plane.signal("readiness-faker", signal.SIGSTOP)
+    plane.send_signal("readiness-faker", signal.SIGSTOP)
     try:
         yield
     finally:
-        plane.signal("readiness-faker", signal.SIGCONT)
+        plane.send_signal("readiness-faker", signal.SIGCONT)
 
 
 async def make_one_replica_unschedulable(member: KubeClient, ns: str, name: str) -> None:

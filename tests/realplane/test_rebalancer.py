@@ -126,7 +126,7 @@ async def test_api_server_killed_under_load_fails_no_workload(ours: Ours, karmad
     rebalancers = [f"{ns}-{k:02d}" for k in range(REBALANCERS)]
     await asyncio.gather(*(karmada.create(WORKLOAD_REBALANCERS, rebalancer(r, workloads)) for r in rebalancers))
     plane: RefPlane = ours.plane
-    plane.signal("apiserver-karmada", signal.SIGKILL)
+    plane.send_signal("apiserver-karmada", signal.SIGKILL)
     # started again once its port is free (a copy started sooner cannot bind it and exits); until it serves,
     # clients are refused or get 503s and the CRDs' early 404s
     await eventually(lambda: not listening(KARMADA_API_PORT), timeout=10)
