@@ -1,0 +1,218 @@
+"""The Karmada object parts the product reads, as ``TypedDict``s, and typed views of whole objects.
+
+As in ``kube_api.shapes``: objects stay parsed JSON dicts, these types let mypy check the keys and the
+value types of every read (``binding_spec(rb).get("clusters")`` is a ``list[TargetCluster]``), at no
+runtime cost. Every key is optional (``total=False``) because the server omits empty fields. Field
+names and comments follow Karmada's Go types at ``f8fdd02`` (``pkg/apis/work/v1alpha2/binding_types.go``,
+``pkg/apis/policy/v1alpha1/propagation_types.go``, ``pkg/apis/apps/v1alpha1/workloadrebalancer_types.go``).
+
+The views (:func:`binding_spec`, ...) are casts: they return the object's own part, which, like
+every part read through ``controller_manager.objects``, must not be changed (copy first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+from controller_manager.objects import Obj
+from kube_api.shapes import Condition, LabelSelector, NodeSelector, ResourceList, Toleration
+
+
+class ObjectReference(TypedDict, total=False):
+    """``workv1alpha2.ObjectReference``: the resource template a binding is for."""
+
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resourceVersion: str
+
+
+class TargetCluster(TypedDict, total=False):
+    """``workv1alpha2.TargetCluster``: a cluster a binding is scheduled to, with its share of the replicas."""
+
+    name: str
+    replicas: int
+
+
+class GracefulEvictionTask(TypedDict, total=False):
+    """``workv1alpha2.GracefulEvictionTask``: a cluster the workload is leaving, kept until it runs elsewhere."""
+
+    fromCluster: str
+    purgeMode: str
+    replicas: int
+    reason: str
+    message: str
+    producer: str
+    gracePeriodSeconds: int
+    suppressDeletion: bool
+    creationTimestamp: str
+    clustersBeforeFailover: list[str]
+
+
+class NodeClaim(TypedDict, total=False):
+    """``workv1alpha2.NodeClaim``: where a replica may run in a member."""
+
+    hardNodeAffinity: NodeSelector
+    nodeSelector: dict[str, str]
+    tolerations: list[Toleration]
+
+
+class ReplicaRequirements(TypedDict, total=False):
+    """``workv1alpha2.ReplicaRequirements``: what one replica needs."""
+
+    nodeClaim: NodeClaim
+    resourceRequest: ResourceList
+    namespace: str
+    priorityClassName: str
+
+
+class StaticClusterWeight(TypedDict, total=False):
+    """``policyv1alpha1.StaticClusterWeight``."""
+
+    targetCluster: ClusterAffinity
+    weight: int
+
+
+class ClusterPreferences(TypedDict, total=False):
+    """``policyv1alpha1.ClusterPreferences``: static weights, or a dynamic weight by a factor."""
+
+    staticWeightList: list[StaticClusterWeight]
+    dynamicWeight: str
+
+
+class ReplicaSchedulingStrategy(TypedDict, total=False):
+    """``policyv1alpha1.ReplicaSchedulingStrategy``: Duplicated or Divided, and how to divide."""
+
+    replicaSchedulingType: str
+    replicaDivisionPreference: str
+    weightPreference: ClusterPreferences
+
+
+class ClusterAffinity(TypedDict, total=False):
+    """``policyv1alpha1.ClusterAffinity``."""
+
+    labelSelector: LabelSelector
+    fieldSelector: dict[str, Any]
+    clusterNames: list[str]
+    exclude: list[str]
+
+
+class ClusterAffinityTerm(ClusterAffinity, total=False):
+    """``policyv1alpha1.ClusterAffinityTerm``: a named affinity of an ordered list."""
+
+    affinityName: str
+
+
+class SpreadConstraint(TypedDict, total=False):
+    """``policyv1alpha1.SpreadConstraint``."""
+
+    spreadByField: str
+    spreadByLabel: str
+    maxGroups: int
+    minGroups: int
+
+
+class Placement(TypedDict, total=False):
+    """``policyv1alpha1.Placement``: a policy's placement, copied into each binding it makes."""
+
+    clusterAffinity: ClusterAffinity
+    clusterAffinities: list[ClusterAffinityTerm]
+    clusterTolerations: list[Toleration]
+    spreadConstraints: list[SpreadConstraint]
+    replicaScheduling: ReplicaSchedulingStrategy
+
+
+class BindingSpec(TypedDict, total=False):
+    """``workv1alpha2.ResourceBindingSpec`` (also ClusterResourceBinding's), the parts the product reads."""
+
+    resource: ObjectReference
+    replicas: int
+    replicaRequirements: ReplicaRequirements
+    clusters: list[TargetCluster]
+    placement: Placement
+    gracefulEvictionTasks: list[GracefulEvictionTask]
+    rescheduleTriggeredAt: str
+    schedulerName: str
+    conflictResolution: str
+    propagateDeps: bool
+    preserveResourcesOnDeletion: bool
+
+
+class AggregatedStatusItem(TypedDict, total=False):
+    """``workv1alpha2.AggregatedStatusItem``: one member's state of the workload."""
+
+    clusterName: str
+    status: dict[str, Any]
+    applied: bool
+    appliedMessage: str
+    health: str
+
+
+class BindingStatus(TypedDict, total=False):
+    """``workv1alpha2.ResourceBindingStatus``."""
+
+    schedulerObservedGeneration: int
+    schedulerObservingAffinityName: str
+    lastScheduledTime: str
+    conditions: list[Condition]
+    aggregatedStatus: list[AggregatedStatusItem]
+
+
+class Workload(TypedDict, total=False):
+    """``appsv1alpha1.ObjectReference``: a workload a WorkloadRebalancer names (no uid, no resourceVersion)."""
+
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+
+
+class ObservedWorkload(TypedDict, total=False):
+    """``appsv1alpha1.ObservedWorkload``: one workload's result in a WorkloadRebalancer's status."""
+
+    workload: Workload
+    result: str
+    reason: str
+
+
+class RebalancerSpec(TypedDict, total=False):
+    """``appsv1alpha1.WorkloadRebalancerSpec``."""
+
+    workloads: list[Workload]
+    ttlSecondsAfterFinished: int
+
+
+class RebalancerStatus(TypedDict, total=False):
+    """``appsv1alpha1.WorkloadRebalancerStatus``."""
+
+    observedWorkloads: list[ObservedWorkload]
+    observedGeneration: int
+    finishTime: str
+
+
+def _part(obj: Obj, field: str) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = obj.get(field) or {}
+    return value
+
+
+def binding_spec(binding: Obj) -> BindingSpec:
+    """A (Cluster)ResourceBinding's ``spec``, typed; ``{}`` when missing."""
+    return cast(BindingSpec, _part(binding, "spec"))
+
+
+def binding_status(binding: Obj) -> BindingStatus:
+    """A (Cluster)ResourceBinding's ``status``, typed; ``{}`` when missing."""
+    return cast(BindingStatus, _part(binding, "status"))
+
+
+def rebalancer_spec(rebalancer: Obj) -> RebalancerSpec:
+    """A WorkloadRebalancer's ``spec``, typed; ``{}`` when missing."""
+    return cast(RebalancerSpec, _part(rebalancer, "spec"))
+
+
+def rebalancer_status(rebalancer: Obj) -> RebalancerStatus:
+    """A WorkloadRebalancer's ``status``, typed; ``{}`` when missing."""
+    return cast(RebalancerStatus, _part(rebalancer, "status"))
