@@ -74,18 +74,22 @@ class MutationCache:
         self._ttl, self._limit, self._clock = ttl, limit, clock
         self._writes: dict[str, _Write] = {}  # oldest first: one ttl for all, so also the order they expire in
 
-    def __len__(self) -> int:
-        """Writes remembered now (the informer has not caught up with them, or they have not expired yet)."""
+    def remembered(self) -> int:
+        """How many writes are remembered now: those the informer has not caught up with (nor expired)."""
         return len(self._writes)
 
     # ----------------------------------------------------------------- writes
 
     def mutated(self, obj: Written) -> Written:
-        """Remember ``obj``, what one of our writes returned (its resourceVersion is the server's); returns it."""
+        """Remember ``obj``, what one of our writes returned (its resourceVersion is the server's); returns it.
+
+        Of two writes of one object whose answers arrive out of order, the newer is kept.
+        """
         key = objects.key(obj)
-        self._writes.pop(key, None)
+        previous = self._writes.pop(key, None)
+        kept: Obj = previous.obj if previous is not None and is_older(obj, previous.obj) else obj
         now = self._clock()
-        self._writes[key] = _Write(obj, now + self._ttl)
+        self._writes[key] = _Write(kept, now + self._ttl)
         self._expire(now)
         return obj
 

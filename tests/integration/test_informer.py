@@ -198,7 +198,7 @@ async def test_a_mutation_cache_reads_our_write_until_the_informer_has_it(server
     await factory.wait_for_sync(timeout=10)
     written = own.mutated(await factory.client.patch(CONFIGMAPS, "mine", {"data": {"v": "1"}}, namespace="default"))
     assert (own.get("default/mine") or {})["data"] == {"v": "1"}  # at once, whether or not the watch delivered it
-    await eventually(lambda: len(own) == 0)  # the informer's event made it forget our write
+    await eventually(lambda: own.remembered() == 0)  # the informer's event made it forget our write
     cached = informer.store.get("default/mine")
     assert cached is not None and objects.resource_version(cached) == objects.resource_version(written)
 

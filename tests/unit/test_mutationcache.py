@@ -37,7 +37,14 @@ def test_our_newer_write_is_read_until_the_informer_has_it(store: Indexer) -> No
     assert cache.list() == [written]
     store.upsert(config_map("7", "ours"))  # the informer caught up: its copy is read, our write forgotten
     assert cache.get("ns/cm") == config_map("7", "ours")
-    assert len(cache) == 0
+    assert cache.remembered() == 0
+
+
+def test_of_two_answers_arriving_out_of_order_the_newer_is_kept(store: Indexer) -> None:
+    cache = MutationCache(store)
+    cache.mutated(config_map("8", "second write"))
+    cache.mutated(config_map("7", "first write"))
+    assert cache.get("ns/cm") == config_map("8", "second write")
 
 
 def test_a_newer_informer_copy_wins_over_our_write(store: Indexer) -> None:
@@ -45,7 +52,7 @@ def test_a_newer_informer_copy_wins_over_our_write(store: Indexer) -> None:
     cache.mutated(config_map("7", "ours"))
     store.upsert(config_map("9", "someone else's"))
     assert cache.get("ns/cm") == config_map("9", "someone else's")
-    assert len(cache) == 0
+    assert cache.remembered() == 0
 
 
 @pytest.mark.parametrize(("cached", "written"), [
@@ -58,7 +65,7 @@ def test_the_informer_is_trusted_when_the_versions_do_not_compare(cached: Mutabl
     cache = MutationCache(store)
     cache.mutated(written)
     assert cache.get("ns/cm") == cached
-    assert len(cache) == 0
+    assert cache.remembered() == 0
 
 
 def test_an_object_the_informer_does_not_hold_reads_as_absent() -> None:
@@ -76,7 +83,7 @@ def test_writes_are_forgotten_after_the_ttl(store: Indexer) -> None:
     assert cache.get("ns/cm") == config_map("7", "ours")
     clock.now += 1
     assert cache.get("ns/cm") == config_map("5", "cached")
-    assert len(cache) == 0
+    assert cache.remembered() == 0
 
 
 def test_expired_and_excess_writes_go_when_another_is_remembered() -> None:
@@ -85,22 +92,22 @@ def test_expired_and_excess_writes_go_when_another_is_remembered() -> None:
     cache.mutated(config_map("1", "x", name="old"))
     clock.now += 60
     cache.mutated(config_map("2", "x", name="a"))
-    assert len(cache) == 1  # "old" expired
+    assert cache.remembered() == 1  # "old" expired
     cache.mutated(config_map("3", "x", name="b"))
     cache.mutated(config_map("4", "x", name="c"))
-    assert len(cache) == 2  # "a", the oldest, made room
+    assert cache.remembered() == 2  # "a", the oldest, made room
 
 
 def test_informer_events_forget_what_it_caught_up_with(store: Indexer) -> None:
     cache = MutationCache(store)
     cache.mutated(config_map("7", "ours"))
     cache.on_update(config_map("5", "cached"), config_map("6", "an older version"))
-    assert len(cache) == 1
+    assert cache.remembered() == 1
     cache.on_update(config_map("6", "an older version"), config_map("7", "ours"))
-    assert len(cache) == 0
+    assert cache.remembered() == 0
     cache.mutated(config_map("8", "ours again"))
     cache.on_delete(config_map("8", "ours again"))
-    assert len(cache) == 0
+    assert cache.remembered() == 0
 
 
 def test_forget_after_our_own_delete(store: Indexer) -> None:
