@@ -79,7 +79,7 @@ from controller_manager.client import KubeClient  # noqa: E402
 from controller_manager.controller import Controller  # noqa: E402
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer  # noqa: E402
 from controller_manager.manager import Manager, ManagerOptions  # noqa: E402
-from controller_manager.objects import MutableObj  # noqa: E402
+from controller_manager.objects import MutableObj, Obj  # noqa: E402
 from controller_manager.ratelimiter import default_controller_rate_limiter  # noqa: E402
 from controller_manager.reconcile import Request, Result  # noqa: E402
 from controller_manager.workqueue import RateLimitingQueue  # noqa: E402
@@ -234,7 +234,7 @@ def rss_bytes() -> int:
     return status_kib("VmRSS") * 1024
 
 
-def json_size(obj: MutableObj) -> int:
+def json_size(obj: Obj) -> int:
     """Bytes of the object as the API server sends it (compact JSON, UTF-8)."""
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
 
@@ -257,7 +257,7 @@ class Footprint:
         return sum(sum(sizes) - sizes[0] for sizes in self.copies[role].values())
 
 
-def footprint(objects: list[MutableObj]) -> Footprint:
+def footprint(objects: list[Obj]) -> Footprint:
     fp = Footprint()
     seen: set[int] = set()
 
@@ -308,14 +308,14 @@ def label_values_shared(obj: MutableObj, table: dict[str, str]) -> None:
                 labels[k] = table.setdefault(v, v)
 
 
-def list_pages(objects: list[MutableObj], page_size: int = 500) -> list[bytes]:
+def list_pages(objects: list[Obj], page_size: int = 500) -> list[bytes]:
     """The objects as LIST pages, encoded like the API server's (compact JSON)."""
     return [json.dumps({"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {},
                         "items": objects[i:i + page_size]}, separators=(",", ":")).encode()
             for i in range(0, len(objects), page_size)]
 
 
-def watch_lines(objects: list[MutableObj]) -> list[bytes]:
+def watch_lines(objects: list[Obj]) -> list[bytes]:
     """The objects as watch-event lines, as the API server streams them (one JSON document each)."""
     return [json.dumps({"type": "MODIFIED", "object": o}, separators=(",", ":")).encode() for o in objects]
 

@@ -1,9 +1,10 @@
 """The informer cache: objects by key, with indexes (client-go's thread-safe store + indexer).
 
 A parsed store keeps JSON dicts shared with every reader: treat them as read-only (copy before
-changing one, e.g. ``copy.deepcopy`` or a fresh dict for a patch). A compact store (the Manager's
-default) keeps packed bytes (jsonpack) and hands each reader a fresh dict. Either way objects come out
-as :data:`~controller_manager.objects.MutableObj` so that such a deep copy is typed as one.
+changing one, e.g. ``objects.deep_copy`` or a fresh dict for a patch). A compact store (the Manager's
+default) keeps packed bytes (jsonpack) and hands each reader a fresh dict. The reads (``get``, ``list``,
+``by_index``) say so in their type, :data:`~controller_manager.objects.Obj` (a read-only mapping, at no
+runtime cost). Reads that must see the controller's own writes go through :mod:`.mutationcache`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import structlog
 
 from . import objects
 from .jsonpack import JsonPacker
-from .objects import MutableObj
+from .objects import MutableObj, Obj
 
 IndexFunc = Callable[[MutableObj], Iterable[str]]
 
@@ -136,11 +137,12 @@ class Indexer:
         """``obj`` as this store keeps it (packed bytes if compact, else ``obj`` itself), for :meth:`replace_packed`."""
         return self._dump(obj)
 
-    def get(self, key: str) -> MutableObj | None:
+    def get(self, key: str) -> Obj | None:
+        """The object of ``key``, read-only (a compact store's is a private copy, a parsed store's is shared)."""
         stored = self._items.get(key)
         return None if stored is None else self._load(stored)
 
-    def list(self) -> builtins.list[MutableObj]:
+    def list(self) -> builtins.list[Obj]:
         return [self._load(stored) for stored in self._items.values()]
 
     def keys(self) -> builtins.list[str]:
@@ -152,7 +154,7 @@ class Indexer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def by_index(self, index: str, value: str) -> builtins.list[MutableObj]:
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
         keys = self._index(index).get(value, ())
         return [self._load(self._items[k]) for k in keys]
 

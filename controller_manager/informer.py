@@ -23,6 +23,7 @@ import structlog
 from . import objects
 from .cache import Delta, Indexer, IndexFunc, share_item_strings, share_strings
 from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource, object_json
+from .mutationcache import DEFAULT_TTL, MutationCache
 from .objects import MutableObj
 
 log = structlog.get_logger(__name__)
@@ -124,6 +125,16 @@ class SharedInformer:
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
         self.store.add_indexers(indexers)
+
+    def mutation_cache(self, *, ttl: float = DEFAULT_TTL) -> MutationCache:
+        """This informer's cache as read by a controller that writes what it reads: it sees its own writes.
+
+        One per controller (its reconciler calls ``mutated`` with each write's answer); this informer's
+        events forget the writes it has caught up with. See :mod:`controller_manager.mutationcache`.
+        """
+        cache = MutationCache(self.store, ttl=ttl)
+        self.add_event_handler(cache)
+        return cache
 
     def ensure_indexer(self, name: str, func: IndexFunc) -> None:
         """Add the index ``name`` unless a controller sharing this informer already did."""

@@ -50,8 +50,8 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.handler import MapFunc
-from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
+from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
@@ -279,44 +279,20 @@ class _BindingResult:
 class BindingStatusReconciler:
     """Aggregates one binding's Works into its status, then its template's status."""
 
-    def __init__(self, client: KubeClient, kind: BindingKind, bindings: Indexer, works: Indexer,
+    def __init__(self, client: KubeClient, kind: BindingKind, bindings: MutationCache, works: Indexer,
                  events: EventRecorder) -> None:
         self.client = client
         self.kind = kind
         self.bindings = bindings
+        """With our own status writes: a reconcile before the informer has seen one starts from what we wrote,
+        not from the copy it replaced (comparing with that copy could skip a needed write)."""
         self.works = works
         self.events = events
-        self._written: dict[str, tuple[str, Obj]] = {}
-        """Binding key → (the resourceVersion our last status write replaced, the object it returned), until the
-        informer shows a newer copy: a reconcile in between starts from what we wrote, not from the cache's
-        copy that it replaced (comparing with that copy could skip a needed write)."""
-
-    def binding_seen(self, binding: Obj) -> None:
-        """The informer has a new copy of ``binding``: forget our write unless that copy is the one it replaced."""
-        if self._written:
-            key = str(Request(objects.namespace(binding), objects.name(binding)))
-            written = self._written.get(key)
-            if written is not None and written[0] != objects.resource_version(binding):
-                del self._written[key]
-
-    def binding_gone(self, binding: Obj) -> None:
-        if self._written:
-            self._written.pop(str(Request(objects.namespace(binding), objects.name(binding))), None)
-
-    def _known(self, key: str, cached: Obj) -> Obj:
-        """The newest copy of a binding held here: the cache's, or our own write that the cache has not seen."""
-        written = self._written.pop(key, None)
-        if written is not None and written[0] == objects.resource_version(cached):
-            self._written[key] = written
-            return written[1]
-        return cached
 
     async def reconcile(self, request: Request) -> Result:
-        key = str(request)
-        cached = self.bindings.get(key)
-        if cached is None or objects.is_deleting(cached):
+        binding = self.bindings.get(str(request))
+        if binding is None or objects.is_deleting(binding):
             return Result()
-        binding = self._known(key, cached)
         # The template's GET does not depend on the binding's write: it runs alongside it, so that a
         # reconcile waits for two round trips instead of three. It is still written after the binding.
         prefetch = self._prefetch_template(binding)
@@ -382,8 +358,7 @@ class BindingStatusReconciler:
             status = binding_status_with(latest, items)
             if status == objects.status(latest):
                 return _BindingResult(latest, items, written=False)
-            written = await self.client.update_status(resource, {**latest, "status": status})
-            self._written[str(request)] = (objects.resource_version(latest), written)
+            written = self.bindings.mutated(await self.client.update_status(resource, {**latest, "status": status}))
             return _BindingResult(written, items, written=True)
 
         try:
@@ -474,11 +449,9 @@ def _setup(manager: Manager, kind: BindingKind, map_func: MapFunc, *, workers: i
         works.store.index_values(kind.work_index)
     except KeyError:
         works.add_indexers({kind.work_index: work_index(kind.id_label)})
-    reconciler = BindingStatusReconciler(manager.client, kind, bindings.store, works.store,
+    reconciler = BindingStatusReconciler(manager.client, kind, bindings.mutation_cache(), works.store,
                                          manager.event_recorder(kind.status_controller))
     controller = Controller(kind.status_controller, reconciler, workers=workers, **controller_options)
-    bindings.add_event_handler(FuncHandler(update=lambda _old, new: reconciler.binding_seen(new),
-                                           delete=reconciler.binding_gone))
     controller.watches(bindings, predicates=[BINDING_PREDICATE])
     controller.watches(works, map_func=map_func, predicates=[WORK_PREDICATE])
     manager.add_controller(controller)

@@ -36,6 +36,7 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.manager import Manager
+from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
@@ -122,10 +123,12 @@ class TriggerNotDue(Exception):
 class WorkloadRebalancerReconciler:
     """One rebalancer per reconcile; bindings read from shared informer caches."""
 
-    def __init__(self, client: KubeClient, rebalancers: Indexer, bindings: Indexer, cluster_bindings: Indexer,
-                 events: EventRecorder) -> None:
+    def __init__(self, client: KubeClient, rebalancers: MutationCache, bindings: Indexer,
+                 cluster_bindings: Indexer, events: EventRecorder) -> None:
         self.client = client
         self.rebalancers = rebalancers
+        """With our own status writes: the retry after a partial success starts from the results it stored,
+        not from an older copy that would trigger (and report) the succeeded workloads again."""
         self.bindings = bindings
         self.cluster_bindings = cluster_bindings
         self.events = events
@@ -242,7 +245,7 @@ class WorkloadRebalancerReconciler:
 
     async def _write_status(self, name: str, status: dict[str, Any]) -> None:
         async def patch() -> None:
-            await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status})
+            self.rebalancers.mutated(await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status}))
 
         await retry_on_conflict(patch)
 
@@ -286,7 +289,7 @@ def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> C
     rebalancers = manager.informer(WORKLOAD_REBALANCERS)
     bindings = manager.informer(RESOURCE_BINDINGS)
     cluster_bindings = manager.informer(CLUSTER_RESOURCE_BINDINGS)
-    reconciler = WorkloadRebalancerReconciler(manager.client, rebalancers.store, bindings.store,
+    reconciler = WorkloadRebalancerReconciler(manager.client, rebalancers.mutation_cache(), bindings.store,
                                               cluster_bindings.store, manager.event_recorder(NAME))
     controller = Controller(NAME, reconciler, workers=workers, **controller_options)
     controller.watches(rebalancers, predicates=[FuncPredicate(on_update=_spec_changed,

@@ -1,7 +1,8 @@
-"""What the dev plane's controllers share beyond the runtime: read-your-writes and Go's error texts.
+"""What the dev plane's controllers share beyond the runtime: resourceVersion numbers and Go's error texts.
 
 The number in a resourceVersion (the dev API server writes integers, so two copies of an object
-compare; kube's resourceVersions are opaque to real clients), and the text of an error as Go's
+compare; kube's resourceVersions are opaque to real clients; reading one's own writes is the runtime's
+``controller_manager.mutationcache``), and the text of an error as Go's
 controllers print it in conditions and events (several: ``devplane.apiserver.errors.aggregate_messages``).
 """
 
@@ -14,7 +15,7 @@ from controller_manager.objects import Obj
 
 def resource_version_number(obj: Obj) -> int:
     """``metadata.resourceVersion`` as the integer the dev API server writes (0 when missing or not a
-    number): which of two copies of an object is newer, for the controllers that read their own writes."""
+    number): which of two copies of an object is newer."""
     try:
         return int(objects.resource_version(obj) or 0)
     except ValueError:

@@ -138,7 +138,7 @@ class ClusterReconciler:
 
     # ---- sync ------------------------------------------------------------------------------------
 
-    async def _create_execution_space(self, cluster: MutableObj) -> None:
+    async def _create_execution_space(self, cluster: Obj) -> None:
         name = objects.name(cluster)
         namespace = execution_space(name)
         try:
@@ -216,7 +216,7 @@ class ClusterReconciler:
 
     # ---- deletion --------------------------------------------------------------------------------
 
-    async def _remove(self, cluster: MutableObj) -> Result:
+    async def _remove(self, cluster: Obj) -> Result:
         name = objects.name(cluster)
         namespace = execution_space(name)
         try:
@@ -237,7 +237,7 @@ class ClusterReconciler:
         await self._edit_finalizer(name, add=False)
         return Result()
 
-    async def _remove_execution_space(self, cluster: MutableObj, namespace: str) -> None:
+    async def _remove_execution_space(self, cluster: Obj, namespace: str) -> None:
         """``removeExecutionSpace``: delete the namespace (NotFound is success); its Works go with it.
 
         Karmada deletes no Work itself; it only drops their execution finalizer when a Pull cluster

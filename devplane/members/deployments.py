@@ -31,11 +31,11 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
+from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
@@ -44,7 +44,6 @@ from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
 from .replicasets import (
     OWNER_INDEX,
-    RecentWrites,
     controller_uid_index,
     owner_request,
 )
@@ -113,22 +112,22 @@ class _Sync:
 class DeploymentReconciler:
     """Rolls a Deployment out through ReplicaSets and writes its status."""
 
-    def __init__(self, client: KubeClient, deployments: Indexer, replica_sets: Indexer,
+    def __init__(self, client: KubeClient, deployments: MutationCache, replica_sets: MutationCache,
                  events: EventRecorder) -> None:
         self.client = client
+        # Both with our own writes: a sync before the informers have seen one would write from a stale
+        # resourceVersion and get a 409.
         self.deployments = deployments
         self.replica_sets = replica_sets
         self.events = events
-        self.written = RecentWrites()  # Deployments and ReplicaSets this controller wrote
 
     async def reconcile(self, request: Request) -> Result:
-        cached = self.written.latest(str(request), self.deployments.get(str(request)))
+        cached = self.deployments.get(str(request))
         if cached is None:
             return Result()
         uid = objects.uid(cached)
-        owned = [copy.deepcopy(rs) for rs in (self.written.latest(objects.key(rs), rs)
-                                              for rs in self.replica_sets.by_index(OWNER_INDEX, uid))
-                 if rs is not None and not objects.is_deleting(rs)]
+        owned = [objects.deep_copy(rs) for rs in self.replica_sets.by_index(OWNER_INDEX, uid)
+                 if not objects.is_deleting(rs)]
         state = _Sync(copy.deepcopy(DEPLOYMENTS.typed(cached)), owned)
         try:
             return await self._sync(state)
@@ -173,13 +172,11 @@ class DeploymentReconciler:
             if objects.generation(patched) != objects.generation(d) or objects.uid(patched) != objects.uid(d):
                 raise RequeueError("the Deployment changed during the sync")
             d["metadata"] = patched["metadata"]
-            state.written = patched
-            self.written.remember(patched)
+            state.written = self.deployments.mutated(patched)
         if objects.status(d) != objects.status(state.written):
             updated = await self.client.update_status(DEPLOYMENTS, d)
             d["metadata"] = updated["metadata"]
-            state.written = updated
-            self.written.remember(updated)
+            state.written = self.deployments.mutated(updated)
 
     async def _write_status(self, state: _Sync, status: dict[str, Any]) -> None:
         state.d["status"] = status
@@ -196,7 +193,7 @@ class DeploymentReconciler:
         changed["spec"]["replicas"] = size
         set_replicas_annotations(changed, desired, desired + surge)
         updated = await self.client.update(REPLICA_SETS, changed)
-        self.written.remember(updated)
+        self.replica_sets.mutated(updated)
         rs.clear()
         rs.update(updated)
         if old_size == size:
@@ -233,7 +230,7 @@ class DeploymentReconciler:
             else:
                 changed["spec"].pop("minReadySeconds", None)
             updated = await self.client.update(REPLICA_SETS, changed)
-            self.written.remember(updated)
+            self.replica_sets.mutated(updated)
             new_rs.clear()
             new_rs.update(updated)
         set_revision(d, objects.annotations(new_rs).get(REVISION))
@@ -435,8 +432,8 @@ def setup_deployment_controller(manager: Manager, *, cluster_name: str, workers:
     deployment_informer = manager.informer(DEPLOYMENTS)
     rs_informer = manager.informer(REPLICA_SETS)
     rs_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
-    reconciler = DeploymentReconciler(manager.client, deployment_informer.store, rs_informer.store,
-                                      manager.event_recorder(COMPONENT))
+    reconciler = DeploymentReconciler(manager.client, deployment_informer.mutation_cache(),
+                                      rs_informer.mutation_cache(), manager.event_recorder(COMPONENT))
     controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
     controller.watches(deployment_informer)
     controller.watches(rs_informer, map_func=lambda rs: owner_request(rs, "Deployment"))

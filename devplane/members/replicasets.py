@@ -41,6 +41,7 @@ from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
+from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import controller_ref
@@ -49,7 +50,6 @@ from kube_api.ownerrefs import controller_reference
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
 
-from ..runtime import resource_version_number
 from .controllerref import Claimer, orphan_requests
 
 log = structlog.get_logger(__name__)
@@ -265,40 +265,6 @@ def new_pod(rs: Obj) -> dict[str, Any]:
             "spec": copy.deepcopy(objects.spec(template))}
 
 
-# ----------------------------------------------------------------------------- read your writes
-
-
-class RecentWrites:
-    """Objects a controller just wrote, used instead of the cache until the cache has caught up.
-
-    A controller that reconciles again before its own write reached the informer would write from
-    a stale resourceVersion and get a 409; the dev server's resourceVersions are one increasing
-    counter, so "newer" is a comparison.
-    """
-
-    def __init__(self, limit: int = 10_000) -> None:
-        self._objects: dict[str, MutableObj] = {}
-        self._limit = limit  # bounded: forgetting an entry only costs a possible 409 and a retry
-
-    def remember(self, obj: MutableObj) -> None:
-        key = objects.key(obj)
-        self._objects.pop(key, None)
-        self._objects[key] = obj
-        if len(self._objects) > self._limit:
-            del self._objects[next(iter(self._objects))]
-
-    def latest(self, key: str, cached: MutableObj | None) -> MutableObj | None:
-        """The newer of ``cached`` and the remembered write (None when the object is gone)."""
-        written = self._objects.get(key)
-        if written is None:
-            return cached
-        if (cached is None or objects.uid(cached) != objects.uid(written)
-                or resource_version_number(cached) >= resource_version_number(written)):
-            del self._objects[key]
-            return cached
-        return written
-
-
 # ----------------------------------------------------------------------------- expectations
 
 
@@ -367,13 +333,13 @@ async def slow_start(count: int, create: Callable[[], Awaitable[Any]]) -> tuple[
 class ReplicaSetReconciler:
     """Creates and deletes a ReplicaSet's pods and writes its status."""
 
-    def __init__(self, client: KubeClient, replica_sets: Indexer, pods: Indexer, events: EventRecorder) -> None:
+    def __init__(self, client: KubeClient, replica_sets: MutationCache, pods: Indexer, events: EventRecorder) -> None:
         self.client = client
-        self.replica_sets = replica_sets
+        self.replica_sets = replica_sets  # with our own status writes: a reconcile before the informer has
+        # seen one would write from a stale resourceVersion and get a 409
         self.pods = pods
         self.events = events
         self.expectations = Expectations()
-        self.written = RecentWrites()
 
     # informer handler: expectations are lowered as the cache sees the writes
     def on_pod_add(self, pod: Obj, _initial: bool) -> None:
@@ -394,11 +360,11 @@ class ReplicaSetReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         key = str(request)
-        rs = self.written.latest(key, self.replica_sets.get(key))
-        if rs is None:
+        cached = self.replica_sets.get(key)
+        if cached is None:
             self.expectations.forget(key)
             return Result()
-        rs = REPLICA_SETS.typed(rs)
+        rs = REPLICA_SETS.typed(cached)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):
@@ -434,7 +400,7 @@ class ReplicaSetReconciler:
             updated = copy.deepcopy(rs)
             updated["status"] = status
             try:
-                self.written.remember(await self.client.update_status(REPLICA_SETS, updated))
+                self.replica_sets.mutated(await self.client.update_status(REPLICA_SETS, updated))
                 return wait
             except ApiError as exc:
                 if exc.is_not_found:
@@ -519,7 +485,7 @@ def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers:
     pod_informer = manager.informer(PODS)
     rs_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
     pod_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
-    reconciler = ReplicaSetReconciler(manager.client, rs_informer.store, pod_informer.store,
+    reconciler = ReplicaSetReconciler(manager.client, rs_informer.mutation_cache(), pod_informer.store,
                                       manager.event_recorder(COMPONENT))
     pod_informer.add_event_handler(FuncHandler(add=reconciler.on_pod_add, update=reconciler.on_pod_update,
                                                delete=reconciler.on_pod_delete))

@@ -28,6 +28,7 @@ from controller_manager.controller import Controller
 from controller_manager.events import EventRecorder
 from controller_manager.informer import InformerFactory
 from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.mutationcache import MutationCache
 from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.reconcile import Request, TerminalError
 from controllers.bindingstatus import (
@@ -651,7 +652,8 @@ async def direct(kube: KubeClient) -> Direct:
     recorder = EventRecorder(kube, RB_KIND.status_controller)
     factory.start()
     await factory.wait_for_sync(timeout=10)
-    return Direct(BindingStatusReconciler(kube, RB_KIND, bindings.store, works.store, recorder), factory, recorder)
+    reconciler = BindingStatusReconciler(kube, RB_KIND, bindings.mutation_cache(), works.store, recorder)
+    return Direct(reconciler, factory, recorder)
 
 
 async def work_cached(setup: Direct, replicas: int) -> None:
@@ -769,7 +771,7 @@ async def test_stale_cached_binding_costs_a_409_and_ends_right(kube: KubeClient,
     await send(http, "PATCH", f"{binding.path}/status", {"status": {"schedulerObservedGeneration": 4}})
     setup = await direct(kube)
     counting = CountingClient(kube)
-    setup.reconciler.client, setup.reconciler.bindings = counting, stale
+    setup.reconciler.client, setup.reconciler.bindings = counting, MutationCache(stale)
     try:
         await work_cached(setup, 3)
         await setup.reconciler.reconcile(binding.request)
@@ -797,7 +799,7 @@ async def test_a_change_back_before_the_cache_sees_our_write_is_written(kube: Ku
         await work_cached(setup, 3)
         await setup.reconciler.reconcile(binding.request)  # through the live informer: the status says 3
         frozen.upsert(await send(http, "GET", binding.path))
-        setup.reconciler.bindings = frozen  # from now on, the cache lags behind
+        setup.reconciler.bindings = MutationCache(frozen)  # from now on, the cache lags behind
         for replicas in (5, 3):
             await set_work_status(http, path, [applied_condition()],
                                   [manifest_status(DEPLOY_REF, {"replicas": replicas})])

@@ -188,6 +188,21 @@ async def test_restart_on_same_data_dir_mid_watch_loses_nothing(tmp_path: Path) 
         await first.stop()
 
 
+async def test_a_mutation_cache_reads_our_write_until_the_informer_has_it(server: ApiServer,
+                                                                           http: aiohttp.ClientSession,
+                                                                           factory: InformerFactory) -> None:
+    await _cm(http, "mine", "0")
+    informer = factory.informer(CONFIGMAPS, "default")
+    own = informer.mutation_cache()
+    factory.start()
+    await factory.wait_for_sync(timeout=10)
+    written = own.mutated(await factory.client.patch(CONFIGMAPS, "mine", {"data": {"v": "1"}}, namespace="default"))
+    assert (own.get("default/mine") or {})["data"] == {"v": "1"}  # at once, whether or not the watch delivered it
+    await eventually(lambda: own.remembered() == 0)  # the informer's event made it forget our write
+    cached = informer.store.get("default/mine")
+    assert cached is not None and objects.resource_version(cached) == objects.resource_version(written)
+
+
 async def test_handler_added_after_sync_gets_existing_objects(http: aiohttp.ClientSession,
                                                               factory: InformerFactory) -> None:
     await _cm(http, "x", "1")

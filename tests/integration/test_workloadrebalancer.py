@@ -8,6 +8,8 @@ table become bindings whose triggers are newer than the rebalancer.
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -15,12 +17,14 @@ from typing import Any
 import aiohttp
 import pytest
 
-from controller_manager.client import KubeClient
+from controller_manager import objects
+from controller_manager.client import KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
 from controllers.workloadrebalancer import trigger_time, triggered_message
 from devplane.apiserver.server import ApiServer
+from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.timeutil import format_time, now, parse_time
 from tests.conftest import events_about, eventually, get_or_none, running
 
@@ -243,6 +247,59 @@ async def test_a_failed_status_write_records_each_event_once(manager: Manager, s
     events = await eventually(recorded)
     assert sorted((e["reason"], e["count"]) for e in events) == [("ReferencedBindingNotFound", 1),
                                                                  ("RescheduleTriggered", 1)]
+
+
+class LaggingRebalancerWatch(KubeClient):
+    """The rebalancers' watch delivers each rebalancer's creation, then holds back every later event until
+    ``caught_up`` is set: an informer behind the controller's own status writes, for as long as a test needs.
+    Counts the binding writes that succeeded, by binding name."""
+
+    def __init__(self, base: KubeClient) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.caught_up = asyncio.Event()
+        self.binding_writes: Counter[str] = Counter()
+
+    async def watch_events(self, resource: Resource, namespace: str = "",
+                           **options: Any) -> AsyncIterator[tuple[dict[str, Any], bytes]]:
+        async for event, line in super().watch_events(resource, namespace, **options):
+            if resource == WORKLOAD_REBALANCERS and event.get("type") != "ADDED":
+                await self.caught_up.wait()
+            yield event, line
+
+    async def update_unread(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> None:
+        await super().update_unread(resource, obj, subresource=subresource)
+        self.binding_writes[objects.name(obj)] += 1
+
+
+def triggered_counts(events: list[dict[str, Any]]) -> Counter[str]:
+    """How many times each workload was reported triggered, over the RescheduleTriggered Events and their counts."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        for described in event["message"].split(": ", 1)[1].split(", "):
+            counts[described] += event.get("count", 1)
+    return counts
+
+
+async def test_a_retry_after_a_partial_success_reads_its_own_status_write(
+        kube: KubeClient, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """One workload triggered, the other failing once: the retry must start from the status it wrote (the
+    first workload Successful), not from the informer's older copy, or it triggers and reports it again."""
+    client = LaggingRebalancerWatch(kube)
+    mgr = Manager(client, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
+    workloadrebalancer.setup(mgr, rate_limiter_options=RateLimiterOptions(base_delay=0.005, max_delay=1.0))
+    await make_binding(http, "Deployment", "steady")
+    await make_binding(http, "Deployment", "flaky")
+    fault = server.inject_fault("PUT", "/resourcebindings/flaky-deployment", code=500, times=1)
+    async with running(mgr):
+        wr = await create_rebalancer(http, "partial", [deploy_ref("steady"), deploy_ref("flaky")])
+        done = await finished(http, "partial")
+        await mgr.flush_events()
+        client.caught_up.set()
+    assert fault.times == 0
+    assert observed(done) == [("flaky", "Successful", ""), ("steady", "Successful", "")]
+    assert client.binding_writes == {"steady-deployment": 1, "flaky-deployment": 1}
+    events = await events_about(http, wr, "RescheduleTriggered")
+    assert triggered_counts(events) == {"apps/v1 Deployment default/steady": 1, "apps/v1 Deployment default/flaky": 1}
 
 
 @pytest.mark.parametrize("page_not_found", [True, False], ids=["text-plain-404", "status-404-without-details"])
