@@ -27,6 +27,7 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.shapes import rebalancer_spec, rebalancer_status
 from karmada_api.timeutil import now, parse_time
 
 log = structlog.get_logger(__name__)
@@ -36,25 +37,24 @@ NAME = "workload-rebalancer-ttl-cleaner"
 
 def finished_at(rebalancer: Obj) -> str | None:
     """``finishTime`` if the rebalancer has finished its current generation, else None."""
-    status = objects.status(rebalancer)
+    status = rebalancer_status(rebalancer)
     if status.get("observedGeneration") != objects.generation(rebalancer):
         return None
     items = status.get("observedWorkloads") or []
     if any(not item.get("result") for item in items):
         return None
-    finish: str | None = status.get("finishTime")
-    return finish
+    return status.get("finishTime")
 
 
 def seconds_left(rebalancer: Obj) -> float | None:
     """Seconds until deletion is due (≤ 0: due now), or None when it must not be deleted."""
-    ttl = objects.spec(rebalancer).get("ttlSecondsAfterFinished")
+    ttl = rebalancer_spec(rebalancer).get("ttlSecondsAfterFinished")
     if ttl is None:
         return None
     finish = finished_at(rebalancer)
     if finish is None:
         return None
-    due = parse_time(finish) + timedelta(seconds=int(ttl))
+    due = parse_time(finish) + timedelta(seconds=ttl)
     return (due - now()).total_seconds()
 
 
@@ -88,7 +88,7 @@ class TTLCleaner:
                 return Result()
             raise  # 409: it changed meanwhile; the retry re-reads it
         log.info("deleted finished rebalancer", rebalancer=request.name,
-                 ttl=objects.spec(fresh).get("ttlSecondsAfterFinished"))
+                 ttl=rebalancer_spec(fresh).get("ttlSecondsAfterFinished"))
         return Result()
 
 

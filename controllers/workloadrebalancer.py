@@ -44,6 +44,15 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.names import binding_name
 from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from karmada_api.shapes import (
+    ObservedWorkload,
+    RebalancerStatus,
+    Workload,
+    binding_spec,
+    binding_status,
+    rebalancer_spec,
+    rebalancer_status,
+)
 from karmada_api.timeutil import format_time, now, parse_time
 
 log = structlog.get_logger(__name__)
@@ -64,29 +73,29 @@ class RetryNeeded(Exception):
     """Some workloads could not be triggered for a transient reason: retry the rebalancer with backoff."""
 
 
-def _sort_key(item: dict[str, Any]) -> str:
-    api_version, kind, namespace, name = workload_key(item["workload"])
+def _sort_key(item: ObservedWorkload) -> str:
+    api_version, kind, namespace, name = workload_key(item.get("workload") or {})
     return f"{api_version} {kind} {namespace} {name}"
 
 
-def sync_spec_to_status(rebalancer: Obj) -> dict[str, Any]:
+def sync_spec_to_status(rebalancer: Obj) -> RebalancerStatus:
     """The status a rebalancer should have before triggering (``syncWorkloadsFromSpecToStatus``); finishTime later.
 
     Each item is a new dict (the reconciler sets its result), sharing the rebalancer's ``workload``
     dicts, which nothing writes to: a deep copy of every item cost more than the rest of this function.
     """
-    wanted: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    for workload in objects.spec(rebalancer).get("workloads") or []:
+    wanted: dict[tuple[str, str, str, str], Workload] = {}
+    for workload in rebalancer_spec(rebalancer).get("workloads") or []:
         wanted.setdefault(workload_key(workload), workload)
-    observed: list[dict[str, Any]] = []
-    for item in objects.status(rebalancer).get("observedWorkloads") or []:
+    observed: list[ObservedWorkload] = []
+    for item in rebalancer_status(rebalancer).get("observedWorkloads") or []:
         key = workload_key(item.get("workload") or {})
         if key in wanted:
-            observed.append(dict(item))
+            observed.append(item.copy())
             del wanted[key]
         elif item.get("result") == SUCCESSFUL:
-            observed.append(dict(item))
-    observed.extend({"workload": w} for w in wanted.values())
+            observed.append(item.copy())
+    observed.extend(ObservedWorkload(workload=w) for w in wanted.values())
     observed.sort(key=_sort_key)
     return {"observedWorkloads": observed, "observedGeneration": objects.generation(rebalancer)}
 
@@ -107,7 +116,7 @@ def trigger_time(rebalancer_created: datetime, last_scheduled: datetime | None, 
     return floor + timedelta(seconds=1)
 
 
-def _status_view(status: Obj) -> dict[str, Any]:
+def _status_view(status: RebalancerStatus) -> dict[str, Any]:
     return {"observedWorkloads": status.get("observedWorkloads") or [],
             "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
 
@@ -140,13 +149,12 @@ class WorkloadRebalancerReconciler:
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
         retries, due_in = await self._trigger(rebalancer, status, events)
-        old = _status_view(objects.status(rebalancer))
-        status["finishTime"] = old["finishTime"]
+        old = _status_view(rebalancer_status(rebalancer))
+        if old["finishTime"]:
+            status["finishTime"] = old["finishTime"]
         if _status_view(status) != old:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
-            if status["finishTime"] is None:
-                del status["finishTime"]
             await self._write_status(request.name, status)
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
         # same results again; recording them before would write each Event twice.
@@ -156,7 +164,7 @@ class WorkloadRebalancerReconciler:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
 
-    async def _trigger(self, rebalancer: Obj, status: dict[str, Any],
+    async def _trigger(self, rebalancer: Obj, status: RebalancerStatus,
                        events: list[tuple[str, str, str]]) -> tuple[int, float]:
         """Trigger every item without a result: (items to retry, seconds until a not-yet-due trigger).
 
@@ -168,8 +176,9 @@ class WorkloadRebalancerReconciler:
         """
         retries, due_in = 0, 0.0
         triggered: list[str] = []
-        pending = [item for item in status["observedWorkloads"] if item.get("result") not in (SUCCESSFUL, FAILED)]
-        outcomes = await self._trigger_all(rebalancer, [item["workload"] for item in pending])
+        items = status.get("observedWorkloads") or []
+        pending = [item for item in items if item.get("result") not in (SUCCESSFUL, FAILED)]
+        outcomes = await self._trigger_all(rebalancer, [item.get("workload") or {} for item in pending])
         for item, outcome in zip(pending, outcomes, strict=True):
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
@@ -195,7 +204,7 @@ class WorkloadRebalancerReconciler:
             events.append((NORMAL, RESCHEDULE_TRIGGERED, triggered_message(triggered)))
         return retries, due_in
 
-    async def _trigger_all(self, rebalancer: Obj, workloads: list[dict[str, Any]]) -> list[Exception | None]:
+    async def _trigger_all(self, rebalancer: Obj, workloads: list[Workload]) -> list[Exception | None]:
         """``_trigger_one`` for each workload, concurrently; what each raised (None: triggered).
 
         At most ``TRIGGER_CONCURRENCY`` tasks, each taking the next workload when done with one: a
@@ -218,7 +227,7 @@ class WorkloadRebalancerReconciler:
                 group.create_task(trigger_next())
         return outcomes
 
-    async def _trigger_one(self, rebalancer: Obj, workload: dict[str, Any], created: datetime) -> None:
+    async def _trigger_one(self, rebalancer: Obj, workload: Workload, created: datetime) -> None:
         namespace = workload.get("namespace") or ""
         name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
         resource: Resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
@@ -226,10 +235,10 @@ class WorkloadRebalancerReconciler:
         binding = cache.get(f"{namespace}/{name}" if namespace else name)
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
-        last = objects.status(binding).get("lastScheduledTime")
+        last = binding_status(binding).get("lastScheduledTime")
         current = now()
         trigger = trigger_time(created, parse_time(last) if last else None, current)
-        existing = objects.spec(binding).get("rescheduleTriggeredAt")
+        existing = binding_spec(binding).get("rescheduleTriggeredAt")
         if existing and parse_time(existing) >= trigger:
             return  # a trigger at least as new is already there: never overwrite it
         if trigger > current:
@@ -240,10 +249,10 @@ class WorkloadRebalancerReconciler:
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
         # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
-        spec = {**objects.spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
+        spec = {**binding_spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
         await self.client.update_unread(resource, {**binding, "spec": spec})
 
-    async def _write_status(self, name: str, status: dict[str, Any]) -> None:
+    async def _write_status(self, name: str, status: RebalancerStatus) -> None:
         async def patch() -> None:
             self.rebalancers.mutated(await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status}))
 
@@ -262,7 +271,7 @@ def triggered_message(described: list[str]) -> str:
     return f"rescheduling triggered for {len(described)} workload(s): {shown}{more}"
 
 
-def _describe(workload: dict[str, Any]) -> str:
+def _describe(workload: Workload) -> str:
     namespace = workload.get("namespace")
     target = f"{namespace}/{workload.get('name')}" if namespace else str(workload.get("name"))
     return f"{workload.get('apiVersion')} {workload.get('kind')} {target}"
