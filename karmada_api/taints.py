@@ -28,9 +28,6 @@ from .timeutil import parse_time
 TOLERATE_FOREVER = -1.0
 """What :func:`get_min_toleration_time` returns when no tolerated taint ever expires."""
 
-PURGE_MODE_DIRECTLY = "Directly"
-PURGE_MODE_GRACEFULLY = "Gracefully"
-PURGE_MODE_NEVER = "Never"
 EVICTION_REASON_TAINT_UNTOLERATED = "TaintUntolerated"
 EVICTION_REASON_APPLICATION_FAILURE = "ApplicationFailure"
 EVICTION_PRODUCER_TAINT_MANAGER = "TaintManager"
@@ -103,11 +100,6 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 # Bindings: scheduling result and graceful eviction tasks
 
 
-def binding_cluster_names(spec: Obj) -> list[str]:
-    """``GetBindingClusterNames``: the names in ``spec.clusters`` (what the bindings-by-cluster index holds)."""
-    return [str(target["name"]) for target in spec.get("clusters") or () if target.get("name")]
-
-
 def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: str = "", reason: str = "",
                            message: str = "", producer: str = "", grace_period_seconds: int | None = None,
                            suppress_deletion: bool | None = None,
@@ -157,11 +149,7 @@ __all__ = [
     "EVICTION_PRODUCER_TAINT_MANAGER",
     "EVICTION_REASON_APPLICATION_FAILURE",
     "EVICTION_REASON_TAINT_UNTOLERATED",
-    "PURGE_MODE_DIRECTLY",
-    "PURGE_MODE_GRACEFULLY",
-    "PURGE_MODE_NEVER",
     "TOLERATE_FOREVER",
-    "binding_cluster_names",
     "generate_taints_message",
     "get_applied_placement",  # re-exported: the one parser lives in .placement
     "get_min_toleration_time",

@@ -13,10 +13,11 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.bindings import binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.placement import affinity_allows, applied_placement
 from karmada_api.rebalancers import chunks, workload_key
-from karmada_api.taints import binding_cluster_names, has_no_execute_taints
+from karmada_api.taints import has_no_execute_taints
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
 EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"

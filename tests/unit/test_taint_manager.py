@@ -35,9 +35,9 @@ from devplane.karmada.taintmanager import (
     get_purge_mode,
     need_eviction_with_current_time,
 )
+from karmada_api.bindings import binding_cluster_names
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.taints import (
-    binding_cluster_names,
     generate_taints_message,
     get_applied_placement,
     get_min_toleration_time,
