@@ -123,3 +123,13 @@ def existing_clusters(spec: Obj) -> set[str]:
         if task.get("purgeMode") != PURGE_MODE_DIRECTLY:
             names.add(str(task.get("fromCluster") or ""))
     return names
+
+
+def workload_reference(binding: Obj) -> dict[str, str]:
+    """The resource template a binding propagates (``spec.resource``) as an ``ObjectReference``: apiVersion,
+    kind, name, and namespace when it has one (the shape of a WorkloadRebalancer's ``spec.workloads`` item)."""
+    resource = objects.spec(binding).get("resource") or {}
+    reference = {key: str(resource.get(key) or "") for key in ("apiVersion", "kind", "name")}
+    if resource.get("namespace"):
+        reference["namespace"] = str(resource["namespace"])
+    return reference
