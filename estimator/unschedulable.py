@@ -19,6 +19,7 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.timeutil import parse_time
+from kube_api.ownerrefs import controller_of
 from kube_api.pods import is_pod_terminated
 from kube_api.quantity import parse_quantity
 from kube_api.selectors import compile_label_selector
@@ -66,13 +67,8 @@ def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = Non
         return False
 
 
-def controller_ref(obj: Obj) -> Obj | None:
-    """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
-    return next((reference for reference in objects.owner_references(obj) if reference.get("controller")), None)
-
-
 def _is_controlled_by(obj: Obj, owner_uid: str) -> bool:
-    reference = controller_ref(obj)
+    reference = controller_of(obj)
     return reference is not None and bool(owner_uid) and reference.get("uid") == owner_uid
 
 
@@ -140,7 +136,7 @@ def list_pods_by_replica_sets(deployment: Obj, replica_sets: Iterable[Obj | None
     for pod in pods:
         if not _in_scope(pod, namespace, selector):
             continue
-        reference = controller_ref(pod)
+        reference = controller_of(pod)
         if reference is not None and reference.get("uid") in owners:
             result.append(pod)
     return result

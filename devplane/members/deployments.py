@@ -38,14 +38,14 @@ from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj
 from controller_manager.reconcile import Request, Result
-from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
+from estimator.unschedulable import equal_ignore_hash, find_new_replica_set
 from karmada_api.timeutil import now
+from kube_api.ownerrefs import controller_of, controller_uid_index
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 
 from .replicasets import (
     OWNER_INDEX,
     RecentWrites,
-    controller_uid_index,
     owner_request,
 )
 from .rollout import (
@@ -263,7 +263,7 @@ class DeploymentReconciler:
                 self.events.event(d, WARNING, FAILED_RS_CREATE, message)
                 raise
             created = await self.client.get(REPLICA_SETS, name, objects.namespace(d))
-            reference = controller_ref(created)
+            reference = controller_of(created)
             if reference is None or reference.get("uid") != objects.uid(d) or not equal_ignore_hash(
                     objects.spec(d).get("template"), objects.spec(created).get("template")):
                 d.setdefault("status", {})["collisionCount"] = int(collision_count or 0) + 1

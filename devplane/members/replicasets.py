@@ -43,9 +43,8 @@ from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
-from estimator.unschedulable import controller_ref
 from karmada_api.timeutil import now, parse_time
-from kube_api.ownerrefs import controller_reference
+from kube_api.ownerrefs import controller_of, controller_reference, controller_uid_index
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
 
@@ -108,16 +107,9 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
-def controller_uid_index(obj: Obj) -> list[str]:
-    """Index function: the uid of the object's controller (pods by ReplicaSet, ReplicaSets by Deployment)."""
-    reference = controller_ref(obj)
-    uid = reference.get("uid") if reference else None
-    return [str(uid)] if uid else []
-
-
 def owner_request(obj: Obj, kind: str) -> list[Request]:
     """The controller of ``obj`` when it is a ``kind`` of apps/v1, as a reconcile request."""
-    reference = controller_ref(obj)
+    reference = controller_of(obj)
     if reference is None or reference.get("kind") != kind or not reference.get("name"):
         return []
     if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
@@ -504,7 +496,7 @@ class ReplicaSetReconciler:
 
     def _related_pods(self, rs: Obj, own: list[Obj]) -> list[Obj]:
         """Pods of every ReplicaSet controlled by the same owner (the ranking's "related pods")."""
-        reference = controller_ref(rs)
+        reference = controller_of(rs)
         if reference is None or not reference.get("uid"):
             return own
         pods: list[Obj] = []
