@@ -66,8 +66,8 @@ from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
-from karmada_api.timeutil import format_time
 from kube_api.ownerrefs import controller_uid_index
+from kube_api.timeutil import format_time
 from sharedcli.logs import configure_logging
 
 THRESHOLD_SECONDS = 300.0

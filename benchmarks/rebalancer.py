@@ -87,7 +87,7 @@ from benchmarks.support import (  # noqa: E402
 )
 from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
-from karmada_api.timeutil import format_time  # noqa: E402
+from kube_api.timeutil import format_time  # noqa: E402
 
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"

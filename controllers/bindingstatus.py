@@ -58,14 +58,14 @@ from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES, aggregate_status, template_resource
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, work_index
-from karmada_api.conditions import find_condition, set_condition
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+from karmada_api.works import WORK_APPLIED
+from kube_api.conditions import find_condition, set_condition
 
 log = structlog.get_logger(__name__)
 
-WORK_APPLIED = "Applied"
 FULLY_APPLIED = "FullyApplied"
 FULLY_APPLIED_SUCCESS = "FullyAppliedSuccess"
 FULLY_APPLIED_FAILED = "FullyAppliedFailed"

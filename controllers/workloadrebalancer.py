@@ -43,7 +43,7 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.names import binding_name
 from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from karmada_api.timeutil import format_time, now, parse_time
+from kube_api.timeutil import format_time, now, parse_time
 
 log = structlog.get_logger(__name__)
 

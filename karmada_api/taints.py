@@ -20,10 +20,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller_manager.objects import Obj
+from kube_api.timeutil import parse_optional_time
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
 from .placement import get_applied_placement, in_graceful_eviction_tasks
-from .timeutil import parse_time
 
 TOLERATE_FOREVER = -1.0
 """What :func:`get_min_toleration_time` returns when no tolerated taint ever expires."""
@@ -47,16 +47,6 @@ def has_no_execute_taints(taints: Iterable[Obj] | None) -> bool:
     return any(taint.get("effect") == TAINT_EFFECT_NO_EXECUTE for taint in taints or ())
 
 
-def _time_added(taint: Obj) -> datetime | None:
-    text = taint.get("timeAdded")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None  # a malformed time is as good as none: it cannot be computed with
-
-
 def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequence[Obj] | None,
                             now: datetime) -> float:
     """``GetMinTolerationTimeWithCurrentTime``: seconds before the earliest trigger, at ``now``.
@@ -75,7 +65,7 @@ def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequ
         if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, int | float):
             continue
         for taint in taints:
-            added = _time_added(taint)
+            added = parse_optional_time(taint.get("timeAdded"))
             if added is not None and tolerates(toleration, taint):
                 triggers.append(added + timedelta(seconds=int(seconds)))
     if not triggers:

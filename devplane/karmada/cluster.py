@@ -36,13 +36,13 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.clusters import CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready
-from karmada_api.conditions import find_condition
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 from karmada_api.taints import generate_taints_message
-from karmada_api.timeutil import now_text
+from kube_api.conditions import find_condition
 from kube_api.resources import NAMESPACES
+from kube_api.timeutil import now_text
 
 log = structlog.get_logger(__name__)
 

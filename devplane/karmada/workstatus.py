@@ -37,16 +37,16 @@ from controller_manager.reconcile import Request, Result
 from interpreter.health import UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status
 from interpreter.typed import ReflectError
-from karmada_api.conditions import find_condition
 from karmada_api.names import cluster_of_execution_space, execution_space
 from karmada_api.resources import WORKS
+from karmada_api.works import WORK_APPLIED
+from kube_api.conditions import find_condition
 
 from ..runtime import error_text
 from .memberobjects import (
     APPLIED_MESSAGE,
     SYNC_FAILED,
     SYNC_SUCCEED,
-    WORK_APPLIED,
     ConflictError,
     UnknownKindError,
     WorkReconciler,

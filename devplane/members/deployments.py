@@ -39,9 +39,10 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj
 from controller_manager.reconcile import Request, Result
 from estimator.unschedulable import equal_ignore_hash, find_new_replica_set
-from karmada_api.timeutil import now
+from kube_api.conditions import find_condition
 from kube_api.ownerrefs import controller_of, controller_uid_index
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
+from kube_api.timeutil import now
 
 from .replicasets import (
     OWNER_INDEX,
@@ -65,7 +66,6 @@ from .rollout import (
     creation_key,
     creation_order,
     deployment_complete,
-    get_condition,
     has_progress_deadline,
     is_active,
     is_scaling_event,
@@ -237,7 +237,7 @@ class DeploymentReconciler:
             new_rs.clear()
             new_rs.update(updated)
         set_revision(d, objects.annotations(new_rs).get(REVISION))
-        if has_progress_deadline(d) and get_condition(objects.status(d), PROGRESSING) is None:
+        if has_progress_deadline(d) and find_condition(objects.status(d).get("conditions"), PROGRESSING) is None:
             set_condition(d.setdefault("status", {}), new_condition(
                 PROGRESSING, "True", FOUND_NEW_RS, f'Found new replica set "{objects.name(new_rs)}"', now()))
         await self._flush(state)
@@ -321,7 +321,7 @@ class DeploymentReconciler:
         d = state.d
         if not has_progress_deadline(d):
             return
-        condition = get_condition(objects.status(d), PROGRESSING)
+        condition = find_condition(objects.status(d).get("conditions"), PROGRESSING)
         if condition is not None and condition.get("reason") == TIMED_OUT:
             return
         paused_exists = condition is not None and condition.get("reason") == PAUSED

@@ -27,7 +27,7 @@ import asyncio
 import copy
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,10 +43,11 @@ from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
-from karmada_api.timeutil import now, parse_time
+from kube_api.conditions import find_condition
 from kube_api.ownerrefs import controller_of, controller_reference, controller_uid_index
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
+from kube_api.timeutil import now, parse_optional_time
 
 from ..runtime import resource_version_number
 from .controllerref import Claimer, orphan_requests
@@ -64,37 +65,22 @@ _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 # ----------------------------------------------------------------------------- pod helpers
 
 
-def _time(text: Any) -> datetime | None:
-    """A metav1.Time, or None for the zero time (missing or unparsable)."""
-    if not text:
-        return None
-    try:
-        return parse_time(str(text))
-    except ValueError:
-        return None
-
-
 def is_pod_active(pod: Obj) -> bool:
     """``controller.IsPodActive``: not terminal and not being deleted."""
     return not is_pod_terminated(pod) and not objects.is_deleting(pod)
 
 
-def pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
-    conditions = objects.status(pod).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == ctype), None)
-
-
 def is_pod_ready(pod: Obj) -> bool:
-    condition = pod_condition(pod, "Ready")
+    condition = find_condition(objects.status(pod).get("conditions"), "Ready")
     return condition is not None and condition.get("status") == "True"
 
 
 def pod_ready_time(pod: Obj) -> datetime | None:
     """When the pod became ready (the Ready condition's lastTransitionTime), None if not ready."""
-    condition = pod_condition(pod, "Ready")
+    condition = find_condition(objects.status(pod).get("conditions"), "Ready")
     if condition is None or condition.get("status") != "True":
         return None
-    return _time(condition.get("lastTransitionTime"))
+    return parse_optional_time(condition.get("lastTransitionTime"))
 
 
 def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool:
@@ -165,7 +151,8 @@ def _less(a: Obj, rank_a: int, b: Obj, rank_b: int) -> bool:
     restarts_a, restarts_b = _max_restarts(a), _max_restarts(b)
     if restarts_a != restarts_b:
         return restarts_a > restarts_b  # 7. more restarts first
-    created_a, created_b = _time(objects.creation_timestamp(a)), _time(objects.creation_timestamp(b))
+    created_a = parse_optional_time(objects.creation_timestamp(a))
+    created_b = parse_optional_time(objects.creation_timestamp(b))
     if created_a != created_b:
         return _after_or_zero(created_a, created_b)  # 8. newer first
     return False

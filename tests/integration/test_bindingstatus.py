@@ -56,7 +56,7 @@ from karmada_api.labels import (
     RB_PERMANENT_ID,
 )
 from karmada_api.resources import RESOURCE_BINDINGS, WORKS
-from karmada_api.timeutil import now_text
+from kube_api.timeutil import now_text
 from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, send
 
 RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"

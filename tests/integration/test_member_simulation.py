@@ -25,9 +25,9 @@ from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.members.setup import setup_member_simulation
 from estimator.unschedulable import find_new_replica_set, get_unschedulable_replicas
-from karmada_api.timeutil import now_text, parse_time
 from kube_api.ownerrefs import controller_uid_index
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
+from kube_api.timeutil import now_text, parse_time
 from tests.conftest import eventually
 
 NS = "default"

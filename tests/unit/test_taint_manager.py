@@ -45,7 +45,7 @@ from karmada_api.taints import (
     has_no_execute_taints,
     no_execute_taints,
 )
-from karmada_api.timeutil import format_time
+from kube_api.timeutil import format_time
 
 NOW = datetime(2025, 9, 23, 12, 0, 0, tzinfo=UTC)
 ONE_SECOND_AGO = format_time(NOW - timedelta(seconds=1))

@@ -24,9 +24,9 @@ from karmada_api.placement import (
     replica_scheduling,
     target_contains,
 )
+from kube_api.limits import MAX_INT32
 
 from .division import (
-    MAX_INT32,
     Candidate,
     SchedulingError,
     WrappedError,

@@ -33,11 +33,10 @@ from karmada_api.placement import (
     reschedule_required,
     strategy_type,
 )
+from kube_api.limits import MAX_INT32
 
 from ...apiserver.errors import aggregate_messages
 from ...runtime import error_text
-
-MAX_INT32 = 2**31 - 1
 
 Assignment = list[tuple[str, int]]
 E = TypeVar("E", bound=BaseException)
