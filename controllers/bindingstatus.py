@@ -381,11 +381,11 @@ class BindingStatusReconciler:
         except ApiError as exc:
             if exc.is_not_found:  # deleted between the read and the write
                 return _BindingResult()
-            self.events.event(resource.typed(cached), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            self.events.event(resource.with_type_meta(cached), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if outcome.written and outcome.binding is not None:
             log.debug("binding status aggregated", controller=self.kind.status_controller, binding=str(request))
-            self.events.event(resource.typed(outcome.binding), NORMAL, AGGREGATE_STATUS_SUCCEED,
+            self.events.event(resource.with_type_meta(outcome.binding), NORMAL, AGGREGATE_STATUS_SUCCEED,
                               f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
         return outcome
 
@@ -427,14 +427,15 @@ class BindingStatusReconciler:
             if exc.is_not_found:
                 return False
             if fetched is not None:
-                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.with_type_meta(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         except ValueError as exc:  # a member status the interpreter cannot read
             if fetched is not None:
-                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.with_type_meta(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if written and fetched is not None:
-            self.events.event(resource.typed(fetched), NORMAL, AGGREGATE_STATUS_SUCCEED, TEMPLATE_UPDATED_MESSAGE)
+            self.events.event(resource.with_type_meta(fetched), NORMAL, AGGREGATE_STATUS_SUCCEED,
+                              TEMPLATE_UPDATED_MESSAGE)
         return written
 
 

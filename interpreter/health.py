@@ -15,8 +15,8 @@ from controller_manager.objects import Obj
 from kube_api import resources as kube
 from kube_api.conditions import find_condition
 
+from .goconvert import ReflectError, int_field, load_balancer
 from .kinds import KindTable
-from .typed import ReflectError, int_field, load_balancer
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 

@@ -218,7 +218,7 @@ class BindingReconciler:
         cached = self.bindings.get(str(request))
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
-        binding = self.kind.resource.typed(cached)
+        binding = self.kind.resource.with_type_meta(cached)
         if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
@@ -276,9 +276,9 @@ class BindingReconciler:
         cached = self.templates[kind.resource].get(objects.join_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
         if cached is not None and resource_version_number(cached) >= wanted_rv:
-            return kind.resource.typed(cached)
+            return kind.resource.with_type_meta(cached)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
-        return kind.resource.typed(fetched) if fetched is not None else None
+        return kind.resource.with_type_meta(fetched) if fetched is not None else None
 
     # ------------------------------------------------------------- works
 

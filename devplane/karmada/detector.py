@@ -191,7 +191,7 @@ class Detector:
                 namespace = str(selector.get("namespace") or "")
                 candidates = store.by_index("namespace", namespace) if namespace and kind.namespaced else store.list()
                 for obj in candidates:
-                    if selector_priority(kind.resource.typed(obj), selector) > PRIORITY_MISMATCH:
+                    if selector_priority(kind.resource.with_type_meta(obj), selector) > PRIORITY_MISMATCH:
                         requests.add(template_request(kind, obj))
             return sorted(requests)
 
@@ -236,7 +236,7 @@ class Detector:
         cached = self.templates[kind.resource.key].store.get(objects.join_key(request.namespace, name))
         if cached is None or objects.is_deleting(cached):
             return Result()  # the binding goes with its template (ownerReference)
-        template = kind.resource.typed(cached)
+        template = kind.resource.with_type_meta(cached)
         choice = self.select_policy(template)
         if choice is None:
             await self._release(template)
@@ -272,7 +272,7 @@ class Detector:
             if exc.is_not_found:
                 return None
             raise
-        return kind.resource.typed(patched)
+        return kind.resource.with_type_meta(patched)
 
     async def _schedule_priority(self, policy: Obj) -> int | None:
         """The binding's ``schedulePriority.priority`` from the policy's PriorityClass reference."""

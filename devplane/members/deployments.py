@@ -129,7 +129,7 @@ class DeploymentReconciler:
         owned = [copy.deepcopy(rs) for rs in (self.written.latest(objects.key(rs), rs)
                                               for rs in self.replica_sets.by_index(OWNER_INDEX, uid))
                  if rs is not None and not objects.is_deleting(rs)]
-        state = _Sync(copy.deepcopy(DEPLOYMENTS.typed(cached)), owned)
+        state = _Sync(copy.deepcopy(DEPLOYMENTS.with_type_meta(cached)), owned)
         try:
             return await self._sync(state)
         except RequeueError:

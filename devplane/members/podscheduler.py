@@ -470,7 +470,7 @@ class PodScheduler:
             self.unschedulable.discard(request)
             self._last_event.pop(key, None)
             return Result()
-        pod = PODS.typed(pod)
+        pod = PODS.with_type_meta(pod)
         infos = self.cache.node_infos(self.nodes.list())
         decision = schedule(pod, infos)
         if decision.node is not None:

@@ -377,7 +377,7 @@ class ReplicaSetReconciler:
         if rs is None:
             self.expectations.forget(key)
             return Result()
-        rs = REPLICA_SETS.typed(rs)
+        rs = REPLICA_SETS.with_type_meta(rs)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):
