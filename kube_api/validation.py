@@ -58,6 +58,11 @@ def _max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
 
 
+def _too_long(value: str, limit: int) -> list[str]:
+    """apimachinery's MaxLenError when ``value`` is longer than ``limit`` bytes, else nothing."""
+    return [_max_len_error(limit)] if byte_len(value) > limit else []
+
+
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:
     """apimachinery's RegexError, including its double space before each ``or``."""
     if not examples:
@@ -105,9 +110,7 @@ def is_qualified_name(value: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """Label value rule: empty, or at most 63 qualified-name characters."""
-    errs: list[str] = []
-    if byte_len(value) > _LABEL_VALUE_MAX:
-        errs.append(_max_len_error(_LABEL_VALUE_MAX))
+    errs = _too_long(value, _LABEL_VALUE_MAX)
     if _LABEL_VALUE_RE.fullmatch(value) is None:
         errs.append(_regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
@@ -115,9 +118,7 @@ def is_valid_label_value(value: str) -> list[str]:
 
 def is_dns1123_label(value: str) -> list[str]:
     """RFC 1123 label (namespaces, Clusters); a valid subdomain with dots gets the short message."""
-    errs: list[str] = []
-    if byte_len(value) > _DNS1123_LABEL_MAX:
-        errs.append(_max_len_error(_DNS1123_LABEL_MAX))
+    errs = _too_long(value, _DNS1123_LABEL_MAX)
     if _DNS1123_LABEL_RE.fullmatch(value) is None:
         if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None:
             errs.append("must not contain dots")
@@ -128,9 +129,7 @@ def is_dns1123_label(value: str) -> list[str]:
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """RFC 1123 subdomain: the default object-name rule."""
-    errs: list[str] = []
-    if byte_len(value) > _DNS1123_SUBDOMAIN_MAX:
-        errs.append(_max_len_error(_DNS1123_SUBDOMAIN_MAX))
+    errs = _too_long(value, _DNS1123_SUBDOMAIN_MAX)
     if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is None:
         errs.append(_regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errs
