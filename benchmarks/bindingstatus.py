@@ -49,6 +49,8 @@ from typing import Any
 
 import aiohttp
 
+from kube_api.conditions import find_condition
+
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # as a script: the repository importable without installing it
     sys.path.insert(0, str(REPO))
@@ -77,7 +79,7 @@ from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 from interpreter.aggregatestatus import aggregate_status  # noqa: E402
 from karmada_api.bindings import RB_KIND  # noqa: E402
 from karmada_api.names import EXECUTION_SPACE_PREFIX  # noqa: E402
-from karmada_api.timeutil import format_time  # noqa: E402
+from kube_api.timeutil import format_time  # noqa: E402
 
 RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
 WORK_PATH = "/apis/work.karmada.io/v1alpha1/namespaces/{ns}/works"
@@ -185,7 +187,8 @@ def work_status(layout: Layout, k: int, cluster: str) -> bytes:
 def binding_done(obj: dict[str, Any]) -> bool:
     status = obj.get("status") or {}
     items = status.get("aggregatedStatus") or []
-    fully = any(c.get("type") == "FullyApplied" and c.get("status") == "True" for c in status.get("conditions") or [])
+    fully_applied = find_condition(status.get("conditions"), "FullyApplied")
+    fully = fully_applied is not None and fully_applied.get("status") == "True"
     return fully and len(items) == len(MEMBERS) and all(item.get("status") for item in items)
 
 

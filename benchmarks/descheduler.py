@@ -63,10 +63,11 @@ from controller_manager.events import EventRecorder
 from controller_manager.objects import MutableObj
 from descheduler.loop import Descheduler, Outcome
 from estimator.accurate import NodeUsage
-from estimator.caches import CONTROLLER_INDEX, controller_uid
+from estimator.caches import CONTROLLER_INDEX
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
-from karmada_api.timeutil import format_time
+from kube_api.ownerrefs import controller_uid_index
+from kube_api.timeutil import format_time
 from sharedcli.logs import configure_logging
 
 THRESHOLD_SECONDS = 300.0
@@ -107,8 +108,8 @@ class MemberObjects:
 
 def new_member(name: str, objects: MemberObjects, usage: NodeUsage | None = None) -> CachedMember:
     """A member view whose stores hold ``objects``, indexed as the member informers index them."""
-    caches = {"deployments": Indexer(), "replicasets": Indexer({CONTROLLER_INDEX: controller_uid}),
-              "pods": Indexer({CONTROLLER_INDEX: controller_uid})}
+    caches = {"deployments": Indexer(), "replicasets": Indexer({CONTROLLER_INDEX: controller_uid_index}),
+              "pods": Indexer({CONTROLLER_INDEX: controller_uid_index})}
     caches["deployments"].replace(objects.deployments)
     caches["replicasets"].replace(objects.replica_sets)
     caches["pods"].replace(objects.pods)

@@ -51,8 +51,8 @@ from benchmarks.support import (
 from controller_manager.client import KubeClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
-from karmada_api.timeutil import format_time
 from kube_api.resources import DEPLOYMENTS, NAMESPACES, NODES, PODS, REPLICA_SETS, SECRETS
+from kube_api.timeutil import format_time
 
 NAMESPACE = "default"
 SECRET_NAMESPACE = "karmada-cluster"

@@ -87,7 +87,8 @@ from benchmarks.support import (  # noqa: E402
 )
 from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
-from karmada_api.timeutil import format_time  # noqa: E402
+from karmada_api.rebalancers import rebalancer_body  # noqa: E402
+from kube_api.timeutil import format_time  # noqa: E402
 
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
 WR_PATH = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
@@ -195,8 +196,7 @@ class Layout:
                  "namespace": self.namespace(k)} for k in range(i * self.workloads, (i + 1) * self.workloads)]
 
     def rebalancer(self, i: int) -> dict[str, Any]:
-        return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-                "metadata": {"name": self.rebalancer_name(i)}, "spec": {"workloads": self.workload_refs(i)}}
+        return rebalancer_body({"name": self.rebalancer_name(i)}, self.workload_refs(i), None)
 
 
 async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int,

@@ -34,7 +34,8 @@ from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.informer import Backoff, FuncHandler, SharedInformer
 from controller_manager.rbac import PolicyRule, informer_rules
 from estimator.accurate import NodeUsage
-from estimator.caches import CONTROLLER_INDEX, controller_uid
+from estimator.caches import CONTROLLER_INDEX
+from kube_api.ownerrefs import controller_uid_index
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
 
 log = structlog.get_logger(__name__)
@@ -215,10 +216,10 @@ class MemberCluster:
         nodes.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_node(obj),
                                             update=lambda _old, new: usage.update_node(new),
                                             delete=usage.remove_node))
-        pods = SharedInformer(client, PODS, indexers={CONTROLLER_INDEX: controller_uid})
+        pods = SharedInformer(client, PODS, indexers={CONTROLLER_INDEX: controller_uid_index})
         pods.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_pod(obj),
                                            update=usage.update_pod, delete=usage.remove_pod))
-        replica_sets = SharedInformer(client, REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid})
+        replica_sets = SharedInformer(client, REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid_index})
         deployments = SharedInformer(client, DEPLOYMENTS)
         self._informers = {"nodes": nodes, "pods": pods, "replicasets": replica_sets, "deployments": deployments}
         self._informer_tasks = [asyncio.create_task(informer.run(), name=f"member {self.name} {informer.name}")

@@ -59,7 +59,7 @@ class Resource:
         """``plural.group`` (``deployments.apps``, ``configmaps``): how kube names a resource."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    def typed(self, obj: Obj) -> MutableObj:
+    def with_type_meta(self, obj: Obj) -> MutableObj:
         """A shallow copy of ``obj`` with this resource's ``kind`` and ``apiVersion``, which list items
         lack and an event's ``involvedObject`` needs (kept when the object carries both)."""
         if obj.get("kind") and obj.get("apiVersion"):

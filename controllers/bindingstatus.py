@@ -57,22 +57,21 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES, aggregate_status, template_resource
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, work_index
-from karmada_api.conditions import find_condition, set_condition
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, work_index
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+from karmada_api.works import WORK_APPLIED
+from kube_api.conditions import find_condition, set_condition
 
 log = structlog.get_logger(__name__)
 
-WORK_APPLIED = "Applied"
 FULLY_APPLIED = "FullyApplied"
 FULLY_APPLIED_SUCCESS = "FullyAppliedSuccess"
 FULLY_APPLIED_FAILED = "FullyAppliedFailed"
 FULLY_APPLIED_SUCCESS_MESSAGE = "All works have been successfully applied"
 FULLY_APPLIED_FAILED_MESSAGE = "Failed to apply all works, see status.aggregatedStatus for details"
 HEALTH_UNKNOWN = "Unknown"
-PURGE_MODE_DIRECTLY = "Directly"
 
 AGGREGATE_STATUS_SUCCEED = "AggregateStatusSucceed"
 AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
@@ -161,17 +160,6 @@ def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict
     return items
 
 
-def target_clusters(spec: Obj) -> set[str]:
-    """Clusters expected to hold the resource: scheduled, required by dependants, or still being evicted."""
-    names = {str(c.get("name")) for c in spec.get("clusters") or []}
-    for required in spec.get("requiredBy") or []:
-        names.update(str(c.get("name")) for c in required.get("clusters") or [])
-    for task in spec.get("gracefulEvictionTasks") or []:
-        if task.get("purgeMode") != PURGE_MODE_DIRECTLY:
-            names.add(str(task.get("fromCluster")))
-    return names
-
-
 def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
     """Every target has exactly one applied item (health does not matter)."""
     if not targets or len(items) != len(targets):
@@ -182,7 +170,7 @@ def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
 def fully_applied_condition(spec: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``FullyApplied`` condition (``generateFullyAppliedCondition``); no observedGeneration, as
     ``util.NewCondition``."""
-    if works_fully_applied(items, target_clusters(spec)):
+    if works_fully_applied(items, existing_clusters(spec)):
         return {"type": FULLY_APPLIED, "status": "True", "reason": FULLY_APPLIED_SUCCESS,
                 "message": FULLY_APPLIED_SUCCESS_MESSAGE}
     return {"type": FULLY_APPLIED, "status": "False", "reason": FULLY_APPLIED_FAILED,
@@ -368,11 +356,11 @@ class BindingStatusReconciler:
         except ApiError as exc:
             if exc.is_not_found:  # deleted between the read and the write
                 return _BindingResult()
-            self.events.event(resource.typed(cached), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+            self.events.event(resource.with_type_meta(cached), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if outcome.written and outcome.binding is not None:
             log.debug("binding status aggregated", controller=self.kind.status_controller, binding=str(request))
-            self.events.event(resource.typed(outcome.binding), NORMAL, AGGREGATE_STATUS_SUCCEED,
+            self.events.event(resource.with_type_meta(outcome.binding), NORMAL, AGGREGATE_STATUS_SUCCEED,
                               f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
         return outcome
 
@@ -414,14 +402,15 @@ class BindingStatusReconciler:
             if exc.is_not_found:
                 return False
             if fetched is not None:
-                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.with_type_meta(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         except ValueError as exc:  # a member status the interpreter cannot read
             if fetched is not None:
-                self.events.event(resource.typed(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
+                self.events.event(resource.with_type_meta(fetched), WARNING, AGGREGATE_STATUS_FAILED, str(exc))
             raise
         if written and fetched is not None:
-            self.events.event(resource.typed(fetched), NORMAL, AGGREGATE_STATUS_SUCCEED, TEMPLATE_UPDATED_MESSAGE)
+            self.events.event(resource.with_type_meta(fetched), NORMAL, AGGREGATE_STATUS_SUCCEED,
+                              TEMPLATE_UPDATED_MESSAGE)
         return written
 
 

@@ -28,7 +28,7 @@ from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_spec, rebalancer_status
-from karmada_api.timeutil import now, parse_time
+from kube_api.timeutil import now, parse_time
 
 log = structlog.get_logger(__name__)
 

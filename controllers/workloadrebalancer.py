@@ -53,7 +53,7 @@ from karmada_api.shapes import (
     rebalancer_spec,
     rebalancer_status,
 )
-from karmada_api.timeutil import format_time, now, parse_time
+from kube_api.timeutil import format_time, now, parse_time
 
 log = structlog.get_logger(__name__)
 

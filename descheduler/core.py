@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,16 +28,15 @@ import structlog
 
 from controller_manager import objects
 from controller_manager.objects import MutableObj, Obj
+from estimator.merge import UNAUTHENTIC, combine_unschedulable_replicas
 from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided
 
 log = structlog.get_logger(__name__)
 
 Estimate = Callable[[list[str]], Awaitable[dict[str, int]]]
 
-MAX_INT32 = 2**31 - 1
-#: Estimator sentinel for "cannot calculate" (``estimatorclient.UnauthenticReplica``); also the
-#: ready count of a cluster that reported no ``readyReplicas``.
-UNAUTHENTIC_REPLICA = -1
+#: The ready count of a cluster that reported no ``readyReplicas``: the estimator's "cannot calculate".
+UNKNOWN_READY = UNAUTHENTIC
 
 DESCHEDULE_SUCCESS_MESSAGE = "Binding has been descheduled"
 EVENT_REASON_DESCHEDULE_SUCCEED = "DescheduleBindingSucceed"
@@ -133,7 +132,7 @@ def rows_for(binding: Obj) -> list[Row]:
     rows = []
     for target in objects.spec(binding).get("clusters") or []:
         name = str(target.get("name") or "")
-        rows.append(Row(name, int(target.get("replicas") or 0), ready.get(name, UNAUTHENTIC_REPLICA)))
+        rows.append(Row(name, int(target.get("replicas") or 0), ready.get(name, UNKNOWN_READY)))
     return rows
 
 
@@ -146,28 +145,23 @@ async def fill_unschedulable(rows: list[Row], estimate: Estimate) -> None:
     """Set ``unschedulable`` on the undesired rows from the estimator (rows are changed in place).
 
     ``estimate(names)`` returns unschedulable counts for the clusters that answered. A cluster
-    missing from the answer or answering -1 is unknown and ends at 0 (= leave it alone).
+    missing from the answer or answering -1 is unknown and ends at 0 (= leave it alone), as
+    :func:`estimator.merge.combine_unschedulable_replicas` combines it.
     Unlike Karmada (#6815) the answers of the clusters that did reply are kept when others
     failed; only an exception from ``estimate`` itself makes every row 0.
     """
     targets = undesired(rows)
     if not targets:
         return
-    for row in targets:
-        row.unschedulable = MAX_INT32
+    answers: Mapping[str, int] | None
     try:
         answers = await estimate([row.name for row in targets])
     except Exception as err:
         log.error(f"Max cluster unschedulable replicas error: {err}")
-        answers = {}
+        answers = None  # a failed estimator is skipped: every row ends at 0
+    combined = combine_unschedulable_replicas([row.name for row in targets], [answers])
     for row in targets:
-        value = answers.get(row.name)
-        # Only -1 is the sentinel, but no negative count can mean anything else.
-        if value is not None and value >= 0 and value < row.unschedulable:
-            row.unschedulable = value
-    for row in targets:
-        if row.unschedulable == MAX_INT32:
-            row.unschedulable = 0
+        row.unschedulable = combined[row.name]
     log.debug("Target undesired cluster of unschedulable replica result", rows=targets)
 
 

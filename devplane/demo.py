@@ -34,6 +34,7 @@ import yaml
 from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient
 from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from kube_api.conditions import find_condition
 
 from .ctl import deployments_in_members, get_deployment_table, taint_cluster
 from .plane import DevPlane, PlaneOptions
@@ -367,10 +368,9 @@ async def _member_pods(s: Session, member: str, selector: str) -> list[dict[str,
 async def _pending_unschedulable(s: Session, member: str, selector: str) -> bool:
     for pod in await _member_pods(s, member, selector):
         status = objects.status(pod)
-        conditions = status.get("conditions") or []
-        if status.get("phase") == "Pending" and any(
-                c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
-                for c in conditions):
+        scheduled = find_condition(status.get("conditions"), "PodScheduled")
+        if status.get("phase") == "Pending" and scheduled is not None and scheduled.get("status") == "False" \
+                and scheduled.get("reason") == "Unschedulable":
             return True
     return False
 

@@ -1,9 +1,9 @@
-"""What the dev plane's controllers share beyond the runtime: resourceVersion numbers and Go's error texts.
+"""Two small helpers the simulated controllers share: a resourceVersion as a number, and Go's error text.
 
-The number in a resourceVersion (the dev API server writes integers, so two copies of an object
-compare; kube's resourceVersions are opaque to real clients; reading one's own writes is the runtime's
-``controller_manager.mutationcache``), and the text of an error as Go's
-controllers print it in conditions and events (several: ``devplane.apiserver.errors.aggregate_messages``).
+The number in a resourceVersion: the dev API server writes integers, so two copies of an object
+compare (kube's resourceVersions are opaque to real clients; reading one's own writes is the runtime's
+``controller_manager.mutationcache``). The text of an error as Go's controllers print it in conditions
+and events (several: ``devplane.apiserver.errors.aggregate_messages``).
 """
 
 from __future__ import annotations

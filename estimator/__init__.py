@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from estimator.accurate import NodeUsage
 from estimator.general import GeneralEstimator
-from estimator.merge import MAX_INT32, UNAUTHENTIC, Code, EstimateError, PluginResult
+from estimator.merge import UNAUTHENTIC, Code, EstimateError, PluginResult
 from estimator.unschedulable import UnsupportedWorkloadError, get_unschedulable_replicas
 
 __all__ = [
-    "MAX_INT32",
     "UNAUTHENTIC",
     "Code",
     "EstimateError",

@@ -28,8 +28,8 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from estimator.merge import MAX_INT32
 from kube_api.affinity import RequiredNodeAffinity
+from kube_api.limits import MAX_INT32
 from kube_api.pods import is_pod_terminated
 from kube_api.quantity import (
     RESOURCE_CPU,

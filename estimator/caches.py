@@ -25,15 +25,8 @@ NEED_CAPACITY = ("nodes", "pods")
 NEED_WORKLOADS = ("deployments", "replicasets", "pods")
 
 CONTROLLER_INDEX = "controller-uid"
-"""The index of the ReplicaSet and Pod caches by their controller's UID (:func:`controller_uid`)."""
-
-
-def controller_uid(obj: Obj) -> list[str]:
-    """The :data:`CONTROLLER_INDEX` function: the UID of the object's controlling ownerReference."""
-    for reference in objects.owner_references(obj):
-        if reference.get("controller") and reference.get("uid"):
-            return [str(reference["uid"])]
-    return []
+"""The index of the ReplicaSet and Pod caches by their controller's UID
+(:func:`kube_api.ownerrefs.controller_uid_index`)."""
 
 
 class MemberView(Protocol):
@@ -84,5 +77,4 @@ def unschedulable_replicas_in(member: MemberView, namespace: str, name: str, thr
     return get_unschedulable_replicas(deployment, replica_sets, pods, threshold, now)
 
 
-__all__ = ["CONTROLLER_INDEX", "NEED_CAPACITY", "NEED_WORKLOADS", "MemberView", "controller_uid",
-           "unschedulable_replicas_in"]
+__all__ = ["CONTROLLER_INDEX", "NEED_CAPACITY", "NEED_WORKLOADS", "MemberView", "unschedulable_replicas_in"]

@@ -6,9 +6,10 @@ that makes the caller discard every answer (#6815): one broken member blinds the
 to all the others. Here each cluster is answered on its own from its member's caches (a
 :class:`~estimator.caches.MemberView` from :class:`Members`); a cluster whose member is missing,
 not synced within the timeout, unreachable or whose estimate raises is simply left out of the
-result, and the caller treats it as unknown
-(:func:`estimator.merge.combine_unschedulable_replicas` turns it into 0, the scheduler into
-``spec.replicas``).
+result, and the caller treats it as unknown (the descheduler's
+:func:`descheduler.core.fill_unschedulable` combines the answers with
+:func:`estimator.merge.combine_unschedulable_replicas`, which turns it into 0; the scheduler's
+:func:`estimator.merge.combine_available_replicas` into ``spec.replicas``).
 
 A ready member is answered at once (its caches are in memory: no task, no wait), so a
 descheduling cycle over thousands of bindings costs what the estimates cost; only members still

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from controller_manager import objects
 from controller_manager.objects import Obj
 from estimator.accurate import divide_capacity, replica_request_units
-from estimator.merge import MAX_INT32, UNAUTHENTIC
+from estimator.merge import UNAUTHENTIC
+from kube_api.limits import MAX_INT32
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_PODS, milli_value, parse_quantity, resource_list_units, value
 
 __all__ = [

@@ -17,7 +17,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-MAX_INT32 = 2**31 - 1
+from kube_api.limits import MAX_INT32
+
 UNAUTHENTIC = -1
 """``UnauthenticReplica``: the estimator cannot tell; callers skip the answer."""
 
@@ -128,7 +129,8 @@ def estimate_replicas(outputs: Iterable[tuple[int, PluginResult]]) -> int:
 
 def min_over_estimators(clusters: Sequence[str], answers: Iterable[Mapping[str, int] | None],
                         fallback: int) -> dict[str, int]:
-    """Per cluster, the minimum non-``UNAUTHENTIC`` answer (start MaxInt32); MaxInt32 left → ``fallback``.
+    """Per cluster, the minimum answer that is not ``UNAUTHENTIC`` (nor any other negative; start MaxInt32);
+    MaxInt32 left → ``fallback``.
 
     ``answers`` holds one mapping (cluster name → value) per estimator, or None for an estimator
     that failed (skipped entirely). Clusters missing from an answer are not constrained by it.
@@ -138,7 +140,8 @@ def min_over_estimators(clusters: Sequence[str], answers: Iterable[Mapping[str, 
         if answer is None:
             continue
         for name, estimate in answer.items():
-            if estimate == UNAUTHENTIC or name not in combined:
+            # Only UNAUTHENTIC is the sentinel, but no negative count can mean anything else.
+            if estimate < 0 or name not in combined:
                 continue
             combined[name] = min(combined[name], estimate)
     return {name: (fallback if estimate == MAX_INT32 else estimate) for name, estimate in combined.items()}

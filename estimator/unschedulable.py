@@ -18,10 +18,12 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from karmada_api.timeutil import parse_time
+from kube_api.conditions import find_condition
+from kube_api.ownerrefs import controller_of
 from kube_api.pods import is_pod_terminated
 from kube_api.quantity import parse_quantity
 from kube_api.selectors import compile_label_selector
+from kube_api.timeutil import parse_optional_time
 
 DEPLOYMENT_KIND = "Deployment"
 DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY = "pod-template-hash"
@@ -40,12 +42,7 @@ class UnsupportedWorkloadError(ValueError):
 
 def _time(text: Any) -> datetime:
     """A metav1.Time; missing or unparsable is Go's zero time (earlier than everything)."""
-    if not text:
-        return _ZERO_TIME
-    try:
-        return parse_time(str(text))
-    except ValueError:
-        return _ZERO_TIME
+    return parse_optional_time(text) or _ZERO_TIME
 
 
 def threshold_from_nanoseconds(nanoseconds: int) -> timedelta:
@@ -55,8 +52,7 @@ def threshold_from_nanoseconds(nanoseconds: int) -> timedelta:
 
 def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = None) -> bool:
     """``PodScheduled`` is False/Unschedulable and ``lastTransitionTime + threshold < now``."""
-    conditions = objects.status(pod).get("conditions") or []
-    condition = next((c for c in conditions if c.get("type") == POD_SCHEDULED), None)
+    condition = find_condition(objects.status(pod).get("conditions"), POD_SCHEDULED)
     if condition is None or condition.get("status") != "False" or condition.get("reason") != POD_REASON_UNSCHEDULABLE:
         return False
     now = now or datetime.now(UTC)
@@ -66,13 +62,8 @@ def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = Non
         return False
 
 
-def controller_ref(obj: Obj) -> Obj | None:
-    """``metav1.GetControllerOf``: the ownerReference with ``controller: true``."""
-    return next((reference for reference in objects.owner_references(obj) if reference.get("controller")), None)
-
-
 def _is_controlled_by(obj: Obj, owner_uid: str) -> bool:
-    reference = controller_ref(obj)
+    reference = controller_of(obj)
     return reference is not None and bool(owner_uid) and reference.get("uid") == owner_uid
 
 
@@ -140,7 +131,7 @@ def list_pods_by_replica_sets(deployment: Obj, replica_sets: Iterable[Obj | None
     for pod in pods:
         if not _in_scope(pod, namespace, selector):
             continue
-        reference = controller_ref(pod)
+        reference = controller_of(pod)
         if reference is not None and reference.get("uid") in owners:
             result.append(pod)
     return result

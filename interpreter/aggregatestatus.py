@@ -25,8 +25,8 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.client import Resource
 from controller_manager.objects import Obj
-from karmada_api.timeutil import now_text, parse_time
 from kube_api import resources as kube
+from kube_api.timeutil import now_text, parse_time
 
 from .kinds import KindTable
 

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from controller_manager import objects
 from controller_manager.objects import Obj
 from kube_api import resources as kube
+from kube_api.conditions import find_condition
 
+from .goconvert import ReflectError, int_field, load_balancer
 from .kinds import KindTable
-from .typed import ReflectError, int_field, load_balancer
 
 HEALTHY, UNHEALTHY, UNKNOWN = "Healthy", "Unhealthy", "Unknown"
 
@@ -103,8 +104,7 @@ def _pod_healthy(obj: Obj) -> bool:
     status = objects.status(obj)
     if status.get("phase") == "Succeeded":
         return True
-    ready = next((c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") == "Ready"),
-                 None)
+    ready = find_condition(status.get("conditions"), "Ready")
     return status.get("phase") == "Running" and ready is not None and ready.get("status") == "True"
 
 

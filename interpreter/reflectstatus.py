@@ -18,8 +18,8 @@ from controller_manager.objects import Obj
 from karmada_api.labels import RESOURCE_TEMPLATE_GENERATION
 from kube_api import resources as kube
 
+from .goconvert import ReflectError, int_field, load_balancer, status_map
 from .kinds import KindTable
-from .typed import ReflectError, int_field, load_balancer, status_map
 
 Reflector = Callable[[Obj], dict[str, Any] | None]
 _REFLECTORS: KindTable[Reflector] = KindTable()

@@ -23,6 +23,11 @@ from .resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
 WORK_INDEX_BY_CRB_ID = "WorkIndexByLabelClusterResourceBindingID"
 
+# A graceful-eviction task's purgeMode (policyv1alpha1.PurgeMode).
+PURGE_MODE_DIRECTLY = "Directly"
+PURGE_MODE_GRACEFULLY = "Gracefully"
+PURGE_MODE_NEVER = "Never"
+
 
 @dataclass(frozen=True)
 class BindingKind:
@@ -97,3 +102,34 @@ def work_index(label: str) -> Callable[[Obj], list[str]]:
         return [value] if value else []
 
     return index
+
+
+def binding_cluster_names(spec: Obj) -> list[str]:
+    """``GetBindingClusterNames``: the names in ``spec.clusters`` (what the bindings-by-cluster index holds)."""
+    return [str(target["name"]) for target in spec.get("clusters") or () if target.get("name")]
+
+
+def existing_clusters(spec: Obj) -> set[str]:
+    """``ObtainBindingSpecExistingClusters``: every cluster a binding's Works may live in.
+
+    The scheduled clusters, those its dependants require, and those a graceful eviction still keeps
+    (all but ``purgeMode: Directly``, whose Works are orphans at once). A task without ``fromCluster``
+    contributes Go's zero value ``""``, as Karmada does, so such a binding is never fully applied.
+    """
+    names = {str(c.get("name") or "") for c in spec.get("clusters") or []}
+    for required in spec.get("requiredBy") or []:
+        names.update(str(c.get("name") or "") for c in required.get("clusters") or [])
+    for task in spec.get("gracefulEvictionTasks") or []:
+        if task.get("purgeMode") != PURGE_MODE_DIRECTLY:
+            names.add(str(task.get("fromCluster") or ""))
+    return names
+
+
+def workload_reference(binding: Obj) -> dict[str, str]:
+    """The resource template a binding propagates (``spec.resource``) as an ``ObjectReference``: apiVersion,
+    kind, name, and namespace when it has one (the shape of a WorkloadRebalancer's ``spec.workloads`` item)."""
+    resource = objects.spec(binding).get("resource") or {}
+    reference = {key: str(resource.get(key) or "") for key in ("apiVersion", "kind", "name")}
+    if resource.get("namespace"):
+        reference["namespace"] = str(resource["namespace"])
+    return reference

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-
-from .conditions import find_condition
+from kube_api.conditions import find_condition
 
 CONDITION_READY = "Ready"
 TAINT_NOT_READY = "cluster.karmada.io/not-ready"

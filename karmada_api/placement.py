@@ -17,9 +17,9 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from kube_api.affinity import node_selector_matches
 from kube_api.selectors import label_selector_matches
+from kube_api.timeutil import parse_time
 
 from .labels import APPLIED_PLACEMENT_ANNOTATION
-from .timeutil import parse_time
 
 # ReplicaSchedulingType / ReplicaDivisionPreference values.
 DUPLICATED = "Duplicated"

@@ -1,9 +1,11 @@
-"""What every writer and reader of WorkloadRebalancer lists shares: a workload's identity, and lists in runs."""
+"""What every writer and reader of WorkloadRebalancers shares: a workload's identity, lists in runs, the body."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
+
+from .resources import WORKLOAD_REBALANCERS
 
 T = TypeVar("T")
 
@@ -19,3 +21,14 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     if size < 1:
         raise ValueError(f"chunk size must be at least 1, got {size}")
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def rebalancer_body(metadata: Mapping[str, Any], workloads: Iterable[Mapping[str, str]],
+                    ttl_seconds: int | None) -> dict[str, Any]:
+    """A WorkloadRebalancer to create: ``workloads`` (``ObjectReference`` items) in order; ``ttl_seconds``
+    None leaves ``ttlSecondsAfterFinished`` out (the rebalancer is kept once finished)."""
+    spec: dict[str, Any] = {"workloads": [dict(w) for w in workloads]}
+    if ttl_seconds is not None:
+        spec["ttlSecondsAfterFinished"] = ttl_seconds
+    return {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": WORKLOAD_REBALANCERS.kind,
+            "metadata": dict(metadata), "spec": spec}

@@ -20,17 +20,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller_manager.objects import Obj
+from kube_api.timeutil import parse_optional_time
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
 from .placement import get_applied_placement, in_graceful_eviction_tasks
-from .timeutil import parse_time
 
 TOLERATE_FOREVER = -1.0
 """What :func:`get_min_toleration_time` returns when no tolerated taint ever expires."""
 
-PURGE_MODE_DIRECTLY = "Directly"
-PURGE_MODE_GRACEFULLY = "Gracefully"
-PURGE_MODE_NEVER = "Never"
 EVICTION_REASON_TAINT_UNTOLERATED = "TaintUntolerated"
 EVICTION_REASON_APPLICATION_FAILURE = "ApplicationFailure"
 EVICTION_PRODUCER_TAINT_MANAGER = "TaintManager"
@@ -48,16 +45,6 @@ def no_execute_taints(taints: Iterable[Obj] | None) -> list[Obj]:
 def has_no_execute_taints(taints: Iterable[Obj] | None) -> bool:
     """``HasNoExecuteTaints``."""
     return any(taint.get("effect") == TAINT_EFFECT_NO_EXECUTE for taint in taints or ())
-
-
-def _time_added(taint: Obj) -> datetime | None:
-    text = taint.get("timeAdded")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None  # a malformed time is as good as none: it cannot be computed with
 
 
 def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequence[Obj] | None,
@@ -78,7 +65,7 @@ def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequ
         if seconds is None or isinstance(seconds, bool) or not isinstance(seconds, int | float):
             continue
         for taint in taints:
-            added = _time_added(taint)
+            added = parse_optional_time(taint.get("timeAdded"))
             if added is not None and tolerates(toleration, taint):
                 triggers.append(added + timedelta(seconds=int(seconds)))
     if not triggers:
@@ -101,11 +88,6 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 
 # --------------------------------------------------------------------------------------------------
 # Bindings: scheduling result and graceful eviction tasks
-
-
-def binding_cluster_names(spec: Obj) -> list[str]:
-    """``GetBindingClusterNames``: the names in ``spec.clusters`` (what the bindings-by-cluster index holds)."""
-    return [str(target["name"]) for target in spec.get("clusters") or () if target.get("name")]
 
 
 def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: str = "", reason: str = "",
@@ -157,11 +139,7 @@ __all__ = [
     "EVICTION_PRODUCER_TAINT_MANAGER",
     "EVICTION_REASON_APPLICATION_FAILURE",
     "EVICTION_REASON_TAINT_UNTOLERATED",
-    "PURGE_MODE_DIRECTLY",
-    "PURGE_MODE_GRACEFULLY",
-    "PURGE_MODE_NEVER",
     "TOLERATE_FOREVER",
-    "binding_cluster_names",
     "generate_taints_message",
     "get_applied_placement",  # re-exported: the one parser lives in .placement
     "get_min_toleration_time",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from controller_manager import objects
 from controller_manager.objects import Obj
 
+from .conditions import find_condition
+
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 """Pod phases after which no container runs again (``v1.PodSucceeded``, ``v1.PodFailed``)."""
 
@@ -20,5 +22,5 @@ def is_pod_terminated(pod: Obj) -> bool:
 
 def node_ready(node: Obj) -> bool:
     """The Node's ``Ready`` condition is True (Karmada's ``helper.NodeReady``)."""
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in objects.status(node).get("conditions") or ())
+    ready = find_condition(objects.status(node).get("conditions"), "Ready")
+    return ready is not None and ready.get("status") == "True"

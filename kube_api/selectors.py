@@ -9,47 +9,12 @@ Lt) compiled to a predicate over a label map; :func:`compile_label_selector` /
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from controller_manager.objects import Obj
 
-# --------------------------------------------------------------------------------------------------
-# Label syntax (labels.NewRequirement validates keys and values; an invalid requirement fails its term)
-
-_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_INT64 = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def is_qualified_name(key: str) -> bool:
-    """``validation.IsQualifiedName``: ``[prefix/]name``, name ≤ 63, prefix a DNS-1123 subdomain."""
-    parts = key.split("/")
-    if len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return False
-    elif len(parts) == 1:
-        name = parts[0]
-    else:
-        return False
-    return 0 < len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
-
-
-def is_label_value(value: str) -> bool:
-    """``validation.IsValidLabelValue``: empty, or ≤ 63 alphanumerics with ``-_.`` inside."""
-    return value == "" or (len(value) <= 63 and _LABEL_NAME.fullmatch(value) is not None)
-
-
-def _parse_int64(text: str) -> int | None:
-    """``strconv.ParseInt(text, 10, 64)``: optional sign, digits only, in int64 range."""
-    if not _INT64.fullmatch(text):
-        return None
-    number = int(text)
-    return number if _INT64_MIN <= number <= _INT64_MAX else None
-
+from .validation import is_qualified_name, is_valid_label_value, parse_int64
 
 # --------------------------------------------------------------------------------------------------
 # Compiled requirements
@@ -59,10 +24,11 @@ LabelPredicate = Callable[[Mapping[str, str]], bool]
 
 def compile_requirement(key: Any, operator: Any, values: Any) -> LabelPredicate:
     """One ``labels.Requirement`` as a predicate over a label map; ``ValueError`` if invalid."""
-    if not isinstance(key, str) or not is_qualified_name(key):
+    # The syntax checks answer with apimachinery's messages: any message means invalid.
+    if not isinstance(key, str) or is_qualified_name(key):
         raise ValueError(f"invalid label key {key!r}")
     vals = list(values or [])
-    if not all(isinstance(v, str) and is_label_value(v) for v in vals):
+    if not all(isinstance(v, str) and not is_valid_label_value(v) for v in vals):
         raise ValueError(f"invalid label value in {vals!r}")
     if operator in ("In", "NotIn"):
         if not vals:
@@ -80,14 +46,14 @@ def compile_requirement(key: Any, operator: Any, values: Any) -> LabelPredicate:
     if operator in ("Gt", "Lt"):
         if len(vals) != 1:
             raise ValueError(f"for 'Gt', 'Lt' operators, exactly one value is required (key {key!r})")
-        bound = _parse_int64(vals[0])
+        bound = parse_int64(vals[0])
         if bound is None:
             raise ValueError(f"for 'Gt', 'Lt' operators, the value must be an integer (key {key!r})")
 
         def compare(labels: Mapping[str, str]) -> bool:
             if key not in labels:
                 return False
-            number = _parse_int64(labels[key])
+            number = parse_int64(labels[key])
             if number is None:
                 return False
             return number > bound if operator == "Gt" else number < bound

@@ -107,9 +107,9 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
     namespace = create.namespace_scope(all_namespaces=args.all_namespaces, namespace=args.namespace,
                                        policy=args.policy, cluster_policy=args.cluster_policy,
                                        context_namespace=context_namespace)
-    request = create.Request(namespace, tuple(args.kind), args.selector, args.cluster, args.policy,
-                             args.cluster_policy)
-    chosen, _criteria = await create.selection(client, request)
+    flags = create.CreateFlags(namespace, tuple(args.kind), args.selector, args.cluster, args.policy,
+                               args.cluster_policy)
+    chosen, _criteria = await create.selection(client, flags)
     for text in chosen.unmatched:
         print(f"{PROG}: {text} matched no workload", file=err)
     objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl)

@@ -18,18 +18,18 @@ from controller_manager.client import ApiError, KubeClient
 from controller_manager.objects import Obj
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
-from karmada_api.rebalancers import chunks
+from karmada_api.rebalancers import chunks, rebalancer_body
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
 
 from .discovery import Discovered, GroupKind, discover, resolve_kind, resource_for
 from .errors import UsageError
-from .selection import Criteria, Selection, Workload, count_in_scope, describe_empty, select, workload_of
+from .selection import Criteria, Selection, Workload, binding_workload, count_in_scope, describe_empty, select
 
 GENERATE_NAME = "rebalance-"
 
 
 @dataclass(frozen=True)
-class Request:
+class CreateFlags:
     """The ``create`` flags that decide the selection."""
 
     namespace: str | None
@@ -50,11 +50,7 @@ def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,
             metadata = {"generateName": GENERATE_NAME}
         else:
             metadata = {"name": name if len(parts) == 1 else f"{name}-{index}"}
-        spec: dict[str, Any] = {"workloads": [w.reference() for w in part]}
-        if ttl_seconds is not None:
-            spec["ttlSecondsAfterFinished"] = ttl_seconds
-        built.append({"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": WORKLOAD_REBALANCERS.kind,
-                      "metadata": metadata, "spec": spec})
+        built.append(rebalancer_body(metadata, [w.reference() for w in part], ttl_seconds))
     return built
 
 
@@ -66,15 +62,15 @@ def split_policy(text: str) -> tuple[str, str]:
     return namespace, name
 
 
-async def _policy_id(client: KubeClient, request: Request) -> tuple[str, str, str] | None:
+async def _policy_id(client: KubeClient, flags: CreateFlags) -> tuple[str, str, str] | None:
     """``(flag text, label, permanent id)`` of the policy named by the flags, read from the policy."""
-    if request.policy:
-        namespace, name = split_policy(request.policy)
+    if flags.policy:
+        namespace, name = split_policy(flags.policy)
         policy = await client.get_or_none(PROPAGATION_POLICIES, name, namespace)
-        text, label, kind = f"--policy {request.policy}", PP_PERMANENT_ID, "PropagationPolicy"
-    elif request.cluster_policy:
-        policy = await client.get_or_none(CLUSTER_PROPAGATION_POLICIES, request.cluster_policy)
-        text, label, kind = f"--cluster-policy {request.cluster_policy}", CPP_PERMANENT_ID, "ClusterPropagationPolicy"
+        text, label, kind = f"--policy {flags.policy}", PP_PERMANENT_ID, "PropagationPolicy"
+    elif flags.cluster_policy:
+        policy = await client.get_or_none(CLUSTER_PROPAGATION_POLICIES, flags.cluster_policy)
+        text, label, kind = f"--cluster-policy {flags.cluster_policy}", CPP_PERMANENT_ID, "ClusterPropagationPolicy"
     else:
         return None
     if policy is None:
@@ -117,7 +113,7 @@ async def _labelled(client: KubeClient, selector: str, bindings: Sequence[Obj], 
                     resources: Discovered) -> frozenset[Workload]:
     """The bound templates whose labels match ``selector``, read from the templates themselves (the server
     applies the selector; a syntax error it reports is a bad flag)."""
-    kinds = {w.group_kind for w in (workload_of(b) for b in bindings) if w is not None}
+    kinds = {w.group_kind for w in (binding_workload(b) for b in bindings) if w is not None}
     matched: set[Workload] = set()
 
     async def one(kind: GroupKind) -> None:
@@ -138,7 +134,7 @@ async def _labelled(client: KubeClient, selector: str, bindings: Sequence[Obj], 
     await asyncio.gather(*(one(kind) for kind in sorted(kinds)))
     # match on group, kind, namespace and name: a template listed at another version is the same object
     by_identity = {(w.group_kind, w.namespace, w.name) for w in matched}
-    return frozenset(w for w in (workload_of(b) for b in bindings)
+    return frozenset(w for w in (binding_workload(b) for b in bindings)
                      if w is not None and (w.group_kind, w.namespace, w.name) in by_identity)
 
 
@@ -150,27 +146,27 @@ def _kind(text: str, resources: Discovered) -> GroupKind:
         raise
 
 
-async def resolve(client: KubeClient, request: Request) -> tuple[Criteria, list[Obj]]:
+async def resolve(client: KubeClient, flags: CreateFlags) -> tuple[Criteria, list[Obj]]:
     """Read what the flags name (kinds, cluster, policy, template labels) and the bindings in scope."""
-    namespace = request.namespace
-    policy = await _policy_id(client, request)
+    namespace = flags.namespace
+    policy = await _policy_id(client, flags)
     cluster = None
-    if request.cluster:
-        cluster = await client.get_or_none(CLUSTERS, request.cluster)
+    if flags.cluster:
+        cluster = await client.get_or_none(CLUSTERS, flags.cluster)
         if cluster is None:
-            raise UsageError(f"--cluster {request.cluster}: no such cluster")
-    resources = await discover(client) if request.kinds or request.selector else Discovered([])
-    kinds = [(text, _kind(text, resources)) for text in request.kinds]
+            raise UsageError(f"--cluster {flags.cluster}: no such cluster")
+    resources = await discover(client) if flags.kinds or flags.selector else Discovered([])
+    kinds = [(text, _kind(text, resources)) for text in flags.kinds]
     bindings = await _bindings(client, namespace)
     labelled = None
-    if request.selector:
-        labelled = (request.selector, await _labelled(client, request.selector, bindings, namespace, resources))
+    if flags.selector:
+        labelled = (flags.selector, await _labelled(client, flags.selector, bindings, namespace, resources))
     return Criteria(namespace, kinds, labelled, cluster, policy), bindings
 
 
-async def selection(client: KubeClient, request: Request) -> tuple[Selection, Criteria]:
+async def selection(client: KubeClient, flags: CreateFlags) -> tuple[Selection, Criteria]:
     """The selected workloads; UsageError with the one-line reason when there are none."""
-    criteria, bindings = await resolve(client, request)
+    criteria, bindings = await resolve(client, flags)
     chosen = select(bindings, criteria)
     if not chosen.workloads:
         in_scope = count_in_scope(bindings, criteria.namespace)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.bindings import workload_reference
 from karmada_api.placement import PlacementError, affinity_allows, applied_placement, target_contains
 
 from .discovery import GroupKind, group_of
@@ -43,13 +44,13 @@ class Workload:
         return f"{kind}/{self.namespace}/{self.name}" if self.namespace else f"{kind}/{self.name}"
 
 
-def workload_of(binding: Obj) -> Workload | None:
-    """The template a binding propagates (``spec.resource``); None when the binding names none."""
-    resource = objects.spec(binding).get("resource") or {}
-    api_version, kind, name = (str(resource.get(k) or "") for k in ("apiVersion", "kind", "name"))
-    if not (api_version and kind and name):
+def binding_workload(binding: Obj) -> Workload | None:
+    """The template a binding propagates (:func:`~karmada_api.bindings.workload_reference`) as a
+    :class:`Workload`; None when the binding names none."""
+    reference = workload_reference(binding)
+    if not (reference["apiVersion"] and reference["kind"] and reference["name"]):
         return None
-    return Workload(str(resource.get("namespace") or ""), kind, name, api_version)
+    return workload_from_reference(reference)
 
 
 def workload_from_reference(ref: Obj) -> Workload:
@@ -137,7 +138,7 @@ def select(bindings: Iterable[Obj], criteria: Criteria) -> Selection:
     """The workloads every selector admits; the selectors that alone admit none are listed as unmatched."""
     scoped: list[tuple[Obj, Workload]] = []
     for binding in bindings:
-        workload = workload_of(binding)
+        workload = binding_workload(binding)
         if workload is not None and in_scope(binding, criteria.namespace) and not objects.is_deleting(binding):
             scoped.append((binding, workload))
     required, selectors = _selectors(criteria)
@@ -157,5 +158,5 @@ def describe_empty(selection: Selection, criteria: Criteria, *, bindings_in_scop
 
 
 def count_in_scope(bindings: Iterable[Obj], namespace: str | None) -> int:
-    return sum(1 for b in bindings if in_scope(b, namespace) and workload_of(b) is not None)
+    return sum(1 for b in bindings if in_scope(b, namespace) and binding_workload(b) is not None)
 

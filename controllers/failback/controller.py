@@ -36,7 +36,7 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnnotationChangedPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, workload_reference
 from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from sharedcli.flagtypes import duration, format_duration, positive_int
@@ -237,10 +237,10 @@ class ClusterFailback:
         for kind, binding in records:
             reason = recovery.skip_reason(binding, cluster)
             if reason is None:
-                allowed.setdefault(workload_key(recovery.workload_of(binding)), []).append((kind, binding))
+                allowed.setdefault(workload_key(workload_reference(binding)), []).append((kind, binding))
             else:
                 skipped.append((kind, binding, reason))
-        bodies = recovery.rebalancers_for(name, (recovery.workload_of(b) for group in allowed.values()
+        bodies = recovery.rebalancers_for(name, (workload_reference(b) for group in allowed.values()
                                                  for _, b in group),
                                           max_workloads=self.options.max_workloads,
                                           ttl_seconds=int(self.options.rebalancer_ttl))

@@ -13,10 +13,11 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.bindings import binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.placement import affinity_allows, applied_placement
-from karmada_api.rebalancers import chunks, workload_key
-from karmada_api.taints import binding_cluster_names, has_no_execute_taints
+from karmada_api.rebalancers import chunks, rebalancer_body, workload_key
+from karmada_api.taints import has_no_execute_taints
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
 EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
@@ -26,7 +27,6 @@ GENERATE_NAME_PREFIX = "failback-"
 BATCH_LABEL = "failback.karmada-rebalance.io/batch"
 """On a rebalancer this controller created: which fail-back made it (cluster, window, workloads), so that a
 retry after an uncertain create (a timeout, a 5xx: created or not?) finds it instead of making a second."""
-REBALANCER_API_VERSION = "apps.karmada.io/v1alpha1"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -171,16 +171,6 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
     return None
 
 
-def workload_of(binding: Obj) -> dict[str, str]:
-    """The binding's resource template as a rebalancer lists it (apiVersion, kind, name, namespace)."""
-    resource = objects.spec(binding).get("resource") or {}
-    workload = {"apiVersion": str(resource.get("apiVersion", "")), "kind": str(resource.get("kind", "")),
-                "name": str(resource.get("name", ""))}
-    if resource.get("namespace"):
-        workload["namespace"] = str(resource["namespace"])
-    return workload
-
-
 def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max_workloads: int,
                     ttl_seconds: int) -> list[dict[str, Any]]:
     """The WorkloadRebalancers to create: sorted distinct workloads, ``max_workloads`` per rebalancer.
@@ -189,14 +179,9 @@ def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max
     """
     distinct = {workload_key(w): dict(w) for w in workloads}
     ordered = [distinct[key] for key in sorted(distinct)]
-    bodies = []
-    for group in chunks(ordered, max_workloads):
-        spec: dict[str, Any] = {"workloads": group}
-        if ttl_seconds > 0:
-            spec["ttlSecondsAfterFinished"] = ttl_seconds
-        bodies.append({"apiVersion": REBALANCER_API_VERSION, "kind": "WorkloadRebalancer",
-                       "metadata": {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}, "spec": spec})
-    return bodies
+    metadata = {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}
+    return [rebalancer_body(metadata, group, ttl_seconds if ttl_seconds > 0 else None)
+            for group in chunks(ordered, max_workloads)]
 
 
 def batch_id(cluster: str, window: str, workloads: Iterable[Mapping[str, str]]) -> str:

@@ -16,7 +16,8 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
 from devplane.apiserver.errors import StatusError, aggregate_messages, bad_request
-from devplane.apiserver.validation import go_quote, invalid_message, is_qualified_name, is_valid_label_value
+from devplane.apiserver.validation import go_quote, invalid_message
+from kube_api.validation import is_qualified_name, is_valid_label_value, parse_int64
 
 __all__ = ["FieldSelector", "LabelSelector", "field_values"]
 
@@ -157,22 +158,6 @@ class _Requirement(NamedTuple):
     text: str  # kube's Requirement.String(), kept for __str__
 
 
-_INT64_MIN: Final = -(1 << 63)
-_INT64_MAX: Final = (1 << 63) - 1
-
-
-def _parse_int64(s: str) -> int | None:
-    """strconv.ParseInt(s, 10, 64) without a regex: optional sign, ASCII digits, int64 range."""
-    digits = s[1:] if s[:1] in ("+", "-") else s
-    if not digits or not digits.isascii() or not digits.isdigit():
-        return None
-    try:
-        n = int(s)
-    except ValueError:  # absurdly long digit strings
-        return None
-    return n if _INT64_MIN <= n <= _INT64_MAX else None
-
-
 def _requirement_string(key: str, op: str, values: list[str]) -> str:
     if op == "!":
         return "!" + key
@@ -193,7 +178,7 @@ def _new_requirement(key: str, op: str, values: list[str]) -> _Requirement:
         errs.extend(
             f"values[{i}]: " + invalid_message(v, "for 'Gt', 'Lt' operators, the value must be an integer")
             for i, v in enumerate(values)
-            if _parse_int64(v) is None
+            if parse_int64(v) is None
         )
     for i, v in enumerate(values):
         msgs = is_valid_label_value(v)
@@ -215,7 +200,7 @@ def _new_requirement(key: str, op: str, values: list[str]) -> _Requirement:
         return _Requirement(_EXISTS, key, "", frozenset(), 0, text)
     if op == "!":
         return _Requirement(_NOT_EXISTS, key, "", frozenset(), 0, text)
-    bound = _parse_int64(values[0])
+    bound = parse_int64(values[0])
     assert bound is not None  # checked above
     return _Requirement(_GT if op == "gt" else _LT, key, values[0], frozenset(values), bound, text)
 
@@ -422,7 +407,7 @@ class LabelSelector:
                 if key in labels:
                     return False
             else:
-                number = _parse_int64(have) if isinstance(have, str) else None
+                number = parse_int64(have) if isinstance(have, str) else None
                 if number is None or not (number > bound if op == _GT else number < bound):
                     return False
         return True

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from controller_manager import objects
+from kube_api.conditions import find_condition
 
 from .codec import parse_rfc3339
 from .resources import ResourceType
@@ -121,7 +122,7 @@ def _pod_readiness_gates(o: dict[str, Any]) -> str:
 
 
 def _node_status(o: dict[str, Any]) -> str:
-    ready = next((c for c in objects.status(o).get("conditions") or [] if c.get("type") == "Ready"), None)
+    ready = find_condition(objects.status(o).get("conditions"), "Ready")
     text = "Ready" if ready and ready.get("status") == "True" else ("NotReady" if ready else "Unknown")
     if objects.spec(o).get("unschedulable"):
         text += ",SchedulingDisabled"

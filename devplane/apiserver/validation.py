@@ -1,22 +1,32 @@
 """Object metadata validation that answers with kube-apiserver's exact wording.
 
 Clients (kubectl, client-go, the Karmada controllers' tests) match on these messages, so the
-regexes, examples and quirks below are copied from ``k8s.io/apimachinery/pkg/util/validation``
-and ``pkg/api/validation/objectmeta.go`` rather than paraphrased.  Every function returns the
-messages *without* a field prefix; callers attach ``Cause.field`` and the server formats
-``field: message``.
+quirks below are copied from ``pkg/api/validation/objectmeta.go`` rather than paraphrased; the
+name and label rules with their messages (``k8s.io/apimachinery/pkg/util/validation``) are the
+product's own, :mod:`kube_api.validation`. Every function returns the messages *without* a field
+prefix; callers attach ``Cause.field`` and the server formats ``field: message``.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
+from kube_api.validation import (
+    DNS1123_LABEL_FMT,
+    DNS1123_SUBDOMAIN_FMT,
+    LABEL_VALUE_FMT,
+    QUALIFIED_NAME_FMT,
+    byte_len,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_qualified_name,
+    is_valid_label_value,
+)
 
 __all__ = [
     "DNS1123_LABEL_FMT",
@@ -40,43 +50,7 @@ __all__ = [
     "validate_object_meta",
 ]
 
-# --- regex fragments, verbatim from apimachinery (they are quoted inside the messages) ---------
-
-_QNAME_CHAR_FMT: Final = "[A-Za-z0-9]"
-_QNAME_EXT_CHAR_FMT: Final = "[-A-Za-z0-9_.]"
-QUALIFIED_NAME_FMT: Final = "(" + _QNAME_CHAR_FMT + _QNAME_EXT_CHAR_FMT + "*)?" + _QNAME_CHAR_FMT
-LABEL_VALUE_FMT: Final = "(" + QUALIFIED_NAME_FMT + ")?"
-DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_SUBDOMAIN_FMT: Final = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
-
-_QUALIFIED_NAME_ERR: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_ERR: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_ERR: Final = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-    "and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_ERR: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-
-_QUALIFIED_NAME_MAX: Final = 63
-_LABEL_VALUE_MAX: Final = 63
-_DNS1123_LABEL_MAX: Final = 63
-_DNS1123_SUBDOMAIN_MAX: Final = 253
 TOTAL_ANNOTATION_SIZE_LIMIT: Final = 256 * 1024
-
-# Go's regexp anchors with ^...$ and ``$`` never matches before a trailing newline, hence fullmatch.
-_QUALIFIED_NAME_RE: Final = re.compile(QUALIFIED_NAME_FMT)
-_LABEL_VALUE_RE: Final = re.compile(LABEL_VALUE_FMT)
-_DNS1123_LABEL_RE: Final = re.compile(DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(DNS1123_SUBDOMAIN_FMT)
 
 # util/rand alphabet: no vowels (no accidental words) and no confusable 0/1/3.
 _SUFFIX_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
@@ -87,7 +61,6 @@ NAME_RULES: Final = ("subdomain", "label", "path-segment")
 
 
 # --- Go formatting helpers -------------------------------------------------------------------
-
 
 
 def _render_value(value: Any) -> str:
@@ -115,94 +88,7 @@ def _invalid(field: str, value: Any, detail: str) -> Cause:
     return Cause("FieldValueInvalid", invalid_message(value, detail), field)
 
 
-def _byte_len(value: str) -> int:
-    """Go measures lengths in UTF-8 bytes; avoid encoding in the (usual) ASCII case."""
-    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
-
-
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """apimachinery's RegexError, including its double space before each ``or``."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    msg += " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            msg += " or "
-        msg += f"'{example}', "
-    return msg + f"regex used for validation is '{fmt}')"
-
-
-_EMPTY_ERROR: Final = "must be non-empty"
-
-
-# --- util/validation -------------------------------------------------------------------------
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """Label/annotation key rule: optional DNS-subdomain prefix, ``/``, name of at most 63 chars."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part " + _EMPTY_ERROR)
-        else:
-            errs.extend("prefix part " + msg for msg in is_dns1123_subdomain(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part " + _EMPTY_ERROR)
-    elif _byte_len(name) > _QUALIFIED_NAME_MAX:
-        errs.append("name part " + _max_len_error(_QUALIFIED_NAME_MAX))
-    if _QUALIFIED_NAME_RE.fullmatch(name) is None:
-        errs.append(
-            "name part "
-            + _regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def is_valid_label_value(value: str) -> list[str]:
-    """Label value rule: empty, or at most 63 qualified-name characters."""
-    errs: list[str] = []
-    if _byte_len(value) > _LABEL_VALUE_MAX:
-        errs.append(_max_len_error(_LABEL_VALUE_MAX))
-    if _LABEL_VALUE_RE.fullmatch(value) is None:
-        errs.append(_regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    """RFC 1123 label (namespaces, Clusters); a valid subdomain with dots gets the short message."""
-    errs: list[str] = []
-    if _byte_len(value) > _DNS1123_LABEL_MAX:
-        errs.append(_max_len_error(_DNS1123_LABEL_MAX))
-    if _DNS1123_LABEL_RE.fullmatch(value) is None:
-        if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None:
-            errs.append("must not contain dots")
-        else:
-            errs.append(_regex_error(_DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    """RFC 1123 subdomain: the default object-name rule."""
-    errs: list[str] = []
-    if _byte_len(value) > _DNS1123_SUBDOMAIN_MAX:
-        errs.append(_max_len_error(_DNS1123_SUBDOMAIN_MAX))
-    if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is None:
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
+# --- util/validation (the rules themselves are kube_api.validation's) ---------------------------
 
 
 def is_valid_path_segment_name(name: str, *, prefix: bool = False) -> list[str]:
@@ -280,7 +166,7 @@ def validate_annotations(annotations: Any, field: str = "metadata.annotations") 
     total = 0
     for key, value in checked.items():
         causes.extend(_invalid(field, key, msg) for msg in is_qualified_name(key.lower()))
-        total += _byte_len(key) + _byte_len(value)
+        total += byte_len(key) + byte_len(value)
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         causes.append(Cause("FieldValueTooLong", _ANNOTATIONS_TOO_LONG, field))
     return causes

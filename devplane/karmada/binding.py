@@ -42,7 +42,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, kind_of, work_index
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, kind_of, work_index
 from karmada_api.labels import (
     CONFLICT_RESOLUTION_ANNOTATION,
     CRB_NAME_ANNOTATION,
@@ -68,7 +68,6 @@ log = structlog.get_logger(__name__)
 SYNC_WORK_SUCCEED = "SyncWorkSucceed"
 SYNC_WORK_FAILED = "SyncWorkFailed"
 CLEANUP_WORK_FAILED = "CleanupWorkFailed"
-PURGE_MODE_DIRECTLY = "Directly"
 
 
 WORK_INDEX_BY_BINDING = "binding-controller-work-by-binding"
@@ -78,7 +77,7 @@ BINDING_INDEX_BY_CLUSTER = "binding-controller-binding-by-cluster"
 # ----------------------------------------------------------------------------- pure rules
 
 
-def target_clusters(spec: Obj) -> list[dict[str, Any]]:
+def merge_target_clusters(spec: Obj) -> list[dict[str, Any]]:
     """``mergeTargetClusters``: ``spec.clusters`` then the clusters only ``spec.requiredBy`` names."""
     clusters = [dict(c) for c in spec.get("clusters") or [] if c.get("name")]
     names = {c["name"] for c in clusters}
@@ -88,15 +87,6 @@ def target_clusters(spec: Obj) -> list[dict[str, Any]]:
                 names.add(cluster["name"])
                 clusters.append(dict(cluster))
     return clusters
-
-
-def retained_clusters(spec: Obj) -> set[str]:
-    """``obtainBindingSpecExistingClusters``: the clusters whose Works stay (targets + non-Directly evictions)."""
-    names = {str(c["name"]) for c in target_clusters(spec)}
-    for task in spec.get("gracefulEvictionTasks") or []:
-        if task.get("purgeMode") != PURGE_MODE_DIRECTLY and task.get("fromCluster"):
-            names.add(str(task["fromCluster"]))
-    return names
 
 
 def suspend_dispatching(spec: Obj, cluster: str) -> bool:
@@ -178,7 +168,7 @@ def binding_ref(kind: BindingKind, request: Request) -> str:
 
 def binding_clusters(binding: Obj) -> list[str]:
     """Index: every cluster a binding may hold a Work in (to react to its execution namespace appearing)."""
-    return sorted(retained_clusters(objects.spec(binding)))
+    return sorted(name for name in existing_clusters(objects.spec(binding)) if name)
 
 
 def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
@@ -228,7 +218,7 @@ class BindingReconciler:
         cached = self.bindings.get(str(request))
         if cached is None:
             return Result()  # gone: its finalizer, if it had one, already saw its Works deleted
-        binding = self.kind.resource.typed(cached)
+        binding = self.kind.resource.with_type_meta(cached)
         if objects.is_deleting(binding):
             await self._finalize(binding)
             return Result()
@@ -286,16 +276,16 @@ class BindingReconciler:
         cached = self.templates[kind.resource].get(objects.join_key(namespace, name))
         wanted_rv = int(ref.get("resourceVersion") or 0) if str(ref.get("resourceVersion") or "").isdigit() else 0
         if cached is not None and resource_version_number(cached) >= wanted_rv:
-            return kind.resource.typed(cached)
+            return kind.resource.with_type_meta(cached)
         fetched = await self.client.get_or_none(kind.resource, name, namespace)
-        return kind.resource.typed(fetched) if fetched is not None else None
+        return kind.resource.with_type_meta(fetched) if fetched is not None else None
 
     # ------------------------------------------------------------- works
 
     async def _sync_works(self, binding: Obj, template: Obj) -> int:
         """Create or update the Work of each target cluster in order, stopping at the first failure
         (``ensureWork``); how many were written."""
-        clusters = target_clusters(objects.spec(binding))
+        clusters = merge_target_clusters(objects.spec(binding))
         completions = job_completions(template, binding, clusters)
         written = 0
         for cluster in clusters:
@@ -347,7 +337,7 @@ class BindingReconciler:
             works = self.works.by_index(self.kind.work_index, str(permanent_id))
         else:
             works = self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding)))
-        keep = retained_clusters(objects.spec(binding))
+        keep = existing_clusters(objects.spec(binding))
         return await self._delete_works([w for w in works if work_cluster(w) not in keep])
 
     async def _delete_works(self, works: Sequence[Obj]) -> int:

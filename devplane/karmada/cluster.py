@@ -36,13 +36,13 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.clusters import CONDITION_READY, TAINT_NOT_READY, TAINT_UNREACHABLE, is_ready
-from karmada_api.conditions import find_condition
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import execution_space
 from karmada_api.resources import CLUSTERS, WORKS
 from karmada_api.taints import generate_taints_message
-from karmada_api.timeutil import now_text
+from kube_api.conditions import find_condition
 from kube_api.resources import NAMESPACES
+from kube_api.timeutil import now_text
 
 log = structlog.get_logger(__name__)
 
@@ -146,7 +146,8 @@ class ClusterReconciler:
             return
         except ApiError as exc:
             if not exc.is_not_found:
-                self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+                self.events.event(CLUSTERS.with_type_meta(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED,
+                                  str(exc))
                 raise
         try:
             await self.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
@@ -154,10 +155,10 @@ class ClusterReconciler:
         except ApiError as exc:
             if exc.is_already_exists:
                 return
-            self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(CLUSTERS.with_type_meta(cluster), WARNING, EVENT_CREATE_EXECUTION_SPACE_FAILED, str(exc))
             raise
         log.info("created execution space", cluster=name, namespace=namespace)
-        self.events.event(CLUSTERS.typed(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(CLUSTERS.with_type_meta(cluster), NORMAL, EVENT_CREATE_EXECUTION_SPACE_SUCCEED,
                           f"Created execution space({namespace}) for cluster({name}).")
 
     async def _taint_by_condition(self, name: str) -> MutableObj | None:
@@ -184,11 +185,11 @@ class ClusterReconciler:
         except ApiError as exc:
             cached = self.clusters.get(name)
             if cached is not None:
-                self.events.event(CLUSTERS.typed(cached), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
+                self.events.event(CLUSTERS.with_type_meta(cached), WARNING, EVENT_TAINT_CLUSTER_FAILED, str(exc))
             raise
         if written is not None and latest is not None:
             log.info("cluster taints updated", cluster=name, taints=generate_taints_message(written))
-            self.events.event(CLUSTERS.typed(latest), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
+            self.events.event(CLUSTERS.with_type_meta(latest), NORMAL, EVENT_TAINT_CLUSTER_SUCCEED,
                               f"Taint cluster succeed: {generate_taints_message(written)}.")
         return latest
 
@@ -222,9 +223,9 @@ class ClusterReconciler:
         try:
             await self._remove_execution_space(cluster, namespace)
         except ApiError as exc:
-            self.events.event(CLUSTERS.typed(cluster), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
+            self.events.event(CLUSTERS.with_type_meta(cluster), WARNING, EVENT_REMOVE_EXECUTION_SPACE_FAILED, str(exc))
             raise
-        self.events.event(CLUSTERS.typed(cluster), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
+        self.events.event(CLUSTERS.with_type_meta(cluster), NORMAL, EVENT_REMOVE_EXECUTION_SPACE_SUCCEED,
                           f"Removed execution space for cluster({name}).")
         try:
             await self.client.get(NAMESPACES, namespace)

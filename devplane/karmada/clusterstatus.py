@@ -51,8 +51,8 @@ from controller_manager.predicate import FuncPredicate, GenerationChangedPredica
 from controller_manager.reconcile import Request, Result
 from estimator.caches import NEED_CAPACITY
 from karmada_api.clusters import CONDITION_READY, is_ready
-from karmada_api.conditions import find_condition, set_condition
 from karmada_api.resources import CLUSTERS
+from kube_api.conditions import find_condition, set_condition
 from kube_api.quantity import RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_PODS, parse_quantity
 
 from .cluster import CLUSTER_CONTROLLER_FINALIZER

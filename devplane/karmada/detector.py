@@ -52,6 +52,7 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
+from kube_api.ownerrefs import controller_of
 
 from .policies import (
     CPP_KIND,
@@ -91,14 +92,6 @@ _POLICY_ID_INDEX = "detector-policy-by-permanent-id"
 
 class ApplyError(Exception):
     """A policy that cannot be applied as it is (retried with backoff, reported as ApplyPolicyFailed)."""
-
-
-def controller_owner_uid(obj: Obj) -> str | None:
-    """The uid of the object's controller (the template a binding belongs to), None without one."""
-    for ref in objects.owner_references(obj):
-        if ref.get("controller"):
-            return str(ref.get("uid") or "")
-    return None
 
 
 # ----------------------------------------------------------------------------- event filters
@@ -198,7 +191,7 @@ class Detector:
                 namespace = str(selector.get("namespace") or "")
                 candidates = store.by_index("namespace", namespace) if namespace and kind.namespaced else store.list()
                 for obj in candidates:
-                    if selector_priority(kind.resource.typed(obj), selector) > PRIORITY_MISMATCH:
+                    if selector_priority(kind.resource.with_type_meta(obj), selector) > PRIORITY_MISMATCH:
                         requests.add(template_request(kind, obj))
             return sorted(requests)
 
@@ -243,7 +236,7 @@ class Detector:
         cached = self.templates[kind.resource.key].store.get(objects.join_key(request.namespace, name))
         if cached is None or objects.is_deleting(cached):
             return Result()  # the binding goes with its template (ownerReference)
-        template = kind.resource.typed(cached)
+        template = kind.resource.with_type_meta(cached)
         choice = self.select_policy(template)
         if choice is None:
             await self._release(template)
@@ -279,7 +272,7 @@ class Detector:
             if exc.is_not_found:
                 return None
             raise
-        return kind.resource.typed(patched)
+        return kind.resource.with_type_meta(patched)
 
     async def _schedule_priority(self, policy: Obj) -> int | None:
         """The binding's ``schedulePriority.priority`` from the policy's PriorityClass reference."""
@@ -329,8 +322,8 @@ class Detector:
                     raise
                 log.info("binding created", binding=name, namespace=namespace)
                 return True
-            owner = controller_owner_uid(existing)
-            if owner is not None and owner != template_uid:
+            owner = controller_of(existing)  # the template the binding belongs to
+            if owner is not None and str(owner.get("uid") or "") != template_uid:
                 raise ApplyError(OWNER_MISMATCH)
             merged = merge_binding(existing, desired, policy_kind)
             if not objects.labels(merged).get(id_label):

@@ -27,7 +27,7 @@ def record_eviction_event(events: EventRecorder, binding: Obj, resource: Resourc
                           event_type: str, reason: str, outcome: str) -> None:
     """``EmitClusterEvictionEventFor(Cluster)ResourceBinding``: the same event on the binding and its template."""
     message = f"Evict from cluster {cluster} {outcome}."
-    events.event(resource.typed(binding), event_type, reason, message)
+    events.event(resource.with_type_meta(binding), event_type, reason, message)
     template = template_reference(binding)
     if template is not None:
         events.event(template, event_type, reason, message)

@@ -126,11 +126,11 @@ class ExecutionReconciler(WorkReconciler):
             except (ApiError, UnknownKindError, ConflictError, aiohttp.ClientError, TimeoutError, OSError) as exc:
                 text = error_text(exc) or type(exc).__name__
                 log.warning("failed to apply manifest", work=str(request), cluster=cluster, resource=kobj, error=text)
-                self.events.event(WORKS.typed(work), WARNING, SYNC_FAILED,
+                self.events.event(WORKS.with_type_meta(work), WARNING, SYNC_FAILED,
                                   f"Failed to create or update resource({kobj}) in member cluster({cluster}): {text}")
                 errors.append(text)
                 continue
-            self.events.event(WORKS.typed(work), NORMAL, SYNC_SUCCEED,
+            self.events.event(WORKS.with_type_meta(work), NORMAL, SYNC_SUCCEED,
                               f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
             succeeded += 1
         if errors:

@@ -34,7 +34,7 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
-from karmada_api.timeutil import format_time, parse_time
+from kube_api.timeutil import format_time, parse_optional_time
 
 from .events import record_eviction_event
 
@@ -63,16 +63,6 @@ class AssessmentOption:
     has_scheduled: bool = False
 
 
-def _created(task: Obj) -> datetime | None:
-    text = task.get("creationTimestamp")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_time(text)
-    except ValueError:
-        return None
-
-
 def task_timeout(task: Obj, default: float) -> float:
     """The task's own ``gracePeriodSeconds`` when set, else the controller's timeout."""
     grace = task.get("gracePeriodSeconds")
@@ -90,7 +80,7 @@ def assess_single_task(task: Obj, option: AssessmentOption, now: datetime) -> bo
     suppress = task.get("suppressDeletion")
     if suppress is not None:
         return bool(suppress)  # true: the user holds it; false: the user confirmed the deletion
-    created = _created(task)
+    created = parse_optional_time(task.get("creationTimestamp"))
     if created is not None and now > created + timedelta(seconds=task_timeout(task, option.timeout)):
         return False
     return not (option.has_scheduled and all_scheduled_resource_healthy(option.schedule_result,
@@ -107,7 +97,7 @@ def assess_eviction_tasks(spec: Obj, observed_status: Sequence[Obj] | None, *, t
     kept: list[dict[str, Any]] = []
     evicted: list[str] = []
     for task in spec.get("gracefulEvictionTasks") or []:
-        if _created(task) is None:
+        if parse_optional_time(task.get("creationTimestamp")) is None:
             kept.append({**task, "creationTimestamp": format_time(now)})
         elif assess_single_task(task, option, now):
             kept.append(dict(task))
@@ -120,7 +110,7 @@ def next_retry(tasks: Sequence[Obj], timeout: float, now: datetime) -> float:
     """``nextRetry``: seconds until the earliest expiry among tasks that can expire; 0 when none can."""
     waits = []
     for task in tasks:
-        created = _created(task)
+        created = parse_optional_time(task.get("creationTimestamp"))
         if task.get("suppressDeletion") is True or created is None:
             continue
         deadline = created + timedelta(seconds=task_timeout(task, timeout))

@@ -47,7 +47,6 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from interpreter.retain import retain
-from karmada_api.conditions import set_condition
 from karmada_api.labels import (
     CONFLICT_RESOLUTION_ANNOTATION,
     CPP_PERMANENT_ID,
@@ -62,6 +61,8 @@ from karmada_api.labels import (
 )
 from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space
 from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.works import WORK_APPLIED
+from kube_api.conditions import find_condition, set_condition
 from kube_api.resources import NAMESPACES
 
 from .policies import CPP_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION
@@ -81,7 +82,6 @@ KARMADA_ANNOTATIONS = (WORK_NAME_ANNOTATION, WORK_NAMESPACE_ANNOTATION, RESOURCE
                        CRB_NAME_ANNOTATION, PP_NAME_ANNOTATION, PP_NAMESPACE_ANNOTATION, CPP_NAME_ANNOTATION,
                        CONFLICT_RESOLUTION_ANNOTATION)
 
-WORK_APPLIED = "Applied"
 APPLIED_MESSAGE = "Manifest has been successfully applied"
 SYNC_SUCCEED, SYNC_FAILED = "SyncSucceed", "SyncFailed"  # events.EventReasonSyncWorkload{Succeed,Failed}
 
@@ -522,10 +522,8 @@ def owning_work(obj: Obj) -> tuple[str, str] | None:
 
 def ready_condition(cluster: Obj) -> str | None:
     """The status of the Cluster's Ready condition, or None when it has none yet."""
-    for condition in objects.status(cluster).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            return str(condition.get("status") or "")
-    return None
+    condition = find_condition(objects.status(cluster).get("conditions"), "Ready")
+    return str(condition.get("status") or "") if condition is not None else None
 
 
 def cluster_accepts_work(cluster: Obj | None) -> bool:

@@ -39,14 +39,12 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from controller_manager.reconcile import Request, Result
+from karmada_api.bindings import PURGE_MODE_DIRECTLY, PURGE_MODE_GRACEFULLY, binding_cluster_names
 from karmada_api.placement import PlacementError, get_applied_placement, target_contains
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,
     EVICTION_REASON_TAINT_UNTOLERATED,
-    PURGE_MODE_DIRECTLY,
-    PURGE_MODE_GRACEFULLY,
-    binding_cluster_names,
     get_min_toleration_time,
     graceful_evict_cluster,
     no_execute_taints,

@@ -34,19 +34,19 @@ from controller_manager.manager import Manager
 from controller_manager.objects import Obj
 from controller_manager.predicate import generation_or_deletion_changed
 from controller_manager.reconcile import Request, Result
+from interpreter.goconvert import ReflectError
 from interpreter.health import UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status
-from interpreter.typed import ReflectError
-from karmada_api.conditions import find_condition
 from karmada_api.names import cluster_of_execution_space, execution_space
 from karmada_api.resources import WORKS
+from karmada_api.works import WORK_APPLIED
+from kube_api.conditions import find_condition
 
 from ..runtime import error_text
 from .memberobjects import (
     APPLIED_MESSAGE,
     SYNC_FAILED,
     SYNC_SUCCEED,
-    WORK_APPLIED,
     ConflictError,
     UnknownKindError,
     WorkReconciler,
@@ -177,13 +177,13 @@ class WorkStatusReconciler(WorkReconciler):
             try:
                 status = reflect_status(api_version, kind, observed)
             except ReflectError as exc:
-                self.events.event(WORKS.typed(work), WARNING, REFLECT_STATUS_FAILED,
+                self.events.event(WORKS.with_type_meta(work), WARNING, REFLECT_STATUS_FAILED,
                                   f"Reflect status for object({kind}/{namespace}/{name}) failed, err: {exc}.")
                 errors.append(str(exc))
                 continue
             health = interpret_health(api_version, kind, observed)
             if health == UNKNOWN:
-                self.events.event(WORKS.typed(work), WARNING, INTERPRET_HEALTH_FAILED,
+                self.events.event(WORKS.with_type_meta(work), WARNING, INTERPRET_HEALTH_FAILED,
                                   f"Interpret health of object({kind}/{namespace}/{name}) failed.")
             items[ordinal] = manifest_status(manifest_identifier(ordinal, resource, manifest), status, health)
         await self._write_statuses(request, items, len(manifests))
@@ -205,7 +205,7 @@ class WorkStatusReconciler(WorkReconciler):
                                                        desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(WORKS.typed(work), WARNING, SYNC_FAILED,
+            self.events.event(WORKS.with_type_meta(work), WARNING, SYNC_FAILED,
                               f"Failed to create or update resource({objects.join_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             await set_applied_condition(self.client, request, "False", RECREATE_FAILED, text)
@@ -214,7 +214,7 @@ class WorkStatusReconciler(WorkReconciler):
             return  # it exists: our cache is behind, its add event is on the way
         log.info("re-created member object deleted behind Karmada's back", cluster=cluster,
                  kind=manifest.get("kind"), namespace=namespace, name=name)
-        self.events.event(WORKS.typed(work), NORMAL, SYNC_SUCCEED,
+        self.events.event(WORKS.with_type_meta(work), NORMAL, SYNC_SUCCEED,
                           f"Successfully applied resource({namespace}/{name}) to cluster {cluster}")
         await set_applied_condition(self.client, request, "True", RECREATE_SUCCESSFUL, APPLIED_MESSAGE)
 
@@ -237,7 +237,7 @@ class WorkStatusReconciler(WorkReconciler):
             await self.shared.watcher.apply(member, client, desired_object(manifest, request.namespace, request.name))
         except (ApiError, UnknownKindError, ConflictError) as exc:
             text = error_text(exc)
-            self.events.event(WORKS.typed(work), WARNING, SYNC_FAILED,
+            self.events.event(WORKS.with_type_meta(work), WARNING, SYNC_FAILED,
                               f"Failed to create or update resource({objects.join_key(namespace, name)}) in member "
                               f"cluster({cluster}): {text}")
             return text

@@ -27,7 +27,7 @@ from controller_manager.cache import Indexer
 from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
 from controller_manager.objects import Obj
 from controller_manager.reconcile import Request
-from estimator.unschedulable import controller_ref
+from kube_api.ownerrefs import controller_of
 from kube_api.selectors import compile_label_selector
 
 LabelMatch = Callable[[Mapping[str, str]], bool]
@@ -95,7 +95,7 @@ class Claimer:
 
     async def _claim_one(self, obj: Obj) -> bool:
         deleting = objects.is_deleting(self.owner)
-        reference = controller_ref(obj)
+        reference = controller_of(obj)
         if reference is not None:
             if reference.get("uid") != objects.uid(self.owner):
                 return False  # another controller's
@@ -137,7 +137,7 @@ def orphan_requests(owners: Indexer) -> Callable[[Obj], list[Request]]:
     whose selector matches it."""
 
     def mapper(obj: Obj) -> list[Request]:
-        if controller_ref(obj) is not None or objects.is_deleting(obj):
+        if controller_of(obj) is not None or objects.is_deleting(obj):
             return []
         labels = objects.labels(obj)
         return [Request.for_object(owner) for owner in owners.by_index("namespace", objects.namespace(obj))

@@ -38,13 +38,14 @@ from controller_manager.manager import Manager
 from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj
 from controller_manager.reconcile import Request, Result
-from estimator.unschedulable import controller_ref, equal_ignore_hash, find_new_replica_set
-from karmada_api.timeutil import now
+from estimator.unschedulable import equal_ignore_hash, find_new_replica_set
+from kube_api.conditions import find_condition
+from kube_api.ownerrefs import controller_of, controller_uid_index
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
+from kube_api.timeutil import now
 
 from .replicasets import (
     OWNER_INDEX,
-    controller_uid_index,
     owner_request,
 )
 from .rollout import (
@@ -64,7 +65,6 @@ from .rollout import (
     creation_key,
     creation_order,
     deployment_complete,
-    get_condition,
     has_progress_deadline,
     is_active,
     is_scaling_event,
@@ -128,7 +128,7 @@ class DeploymentReconciler:
         uid = objects.uid(cached)
         owned = [objects.deep_copy(rs) for rs in self.replica_sets.by_index(OWNER_INDEX, uid)
                  if not objects.is_deleting(rs)]
-        state = _Sync(copy.deepcopy(DEPLOYMENTS.typed(cached)), owned)
+        state = _Sync(copy.deepcopy(DEPLOYMENTS.with_type_meta(cached)), owned)
         try:
             return await self._sync(state)
         except RequeueError:
@@ -234,7 +234,7 @@ class DeploymentReconciler:
             new_rs.clear()
             new_rs.update(updated)
         set_revision(d, objects.annotations(new_rs).get(REVISION))
-        if has_progress_deadline(d) and get_condition(objects.status(d), PROGRESSING) is None:
+        if has_progress_deadline(d) and find_condition(objects.status(d).get("conditions"), PROGRESSING) is None:
             set_condition(d.setdefault("status", {}), new_condition(
                 PROGRESSING, "True", FOUND_NEW_RS, f'Found new replica set "{objects.name(new_rs)}"', now()))
         await self._flush(state)
@@ -260,7 +260,7 @@ class DeploymentReconciler:
                 self.events.event(d, WARNING, FAILED_RS_CREATE, message)
                 raise
             created = await self.client.get(REPLICA_SETS, name, objects.namespace(d))
-            reference = controller_ref(created)
+            reference = controller_of(created)
             if reference is None or reference.get("uid") != objects.uid(d) or not equal_ignore_hash(
                     objects.spec(d).get("template"), objects.spec(created).get("template")):
                 d.setdefault("status", {})["collisionCount"] = int(collision_count or 0) + 1
@@ -318,7 +318,7 @@ class DeploymentReconciler:
         d = state.d
         if not has_progress_deadline(d):
             return
-        condition = get_condition(objects.status(d), PROGRESSING)
+        condition = find_condition(objects.status(d).get("conditions"), PROGRESSING)
         if condition is not None and condition.get("reason") == TIMED_OUT:
             return
         paused_exists = condition is not None and condition.get("reason") == PAUSED

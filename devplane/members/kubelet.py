@@ -34,9 +34,9 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
 from karmada_api.names import fnv32a
-from karmada_api.timeutil import now_text
 from kube_api.pods import is_pod_terminated, node_ready
 from kube_api.resources import NODES, PODS
+from kube_api.timeutil import now_text
 
 log = structlog.get_logger(__name__)
 

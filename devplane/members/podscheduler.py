@@ -55,8 +55,8 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
-from karmada_api.timeutil import now_text
 from kube_api.affinity import RequiredNodeAffinity
+from kube_api.conditions import find_condition
 from kube_api.pods import is_pod_terminated
 from kube_api.quantity import (
     RESOURCE_CPU,
@@ -69,6 +69,7 @@ from kube_api.quantity import (
     value,
 )
 from kube_api.resources import NODES, PODS
+from kube_api.timeutil import now_text
 from kube_api.tolerations import (
     TAINT_EFFECT_NO_SCHEDULE,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
@@ -203,8 +204,7 @@ class NodeInfo:
 
 def condition_taints(node: Obj) -> list[dict[str, str]]:
     """The NoSchedule taint the node lifecycle controller puts on a node that is not Ready."""
-    conditions = objects.status(node).get("conditions") or []
-    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    ready = find_condition(objects.status(node).get("conditions"), "Ready")
     status = ready.get("status") if ready else None
     if status == "True":
         return []
@@ -432,10 +432,6 @@ def scheduled_condition(current: Mapping[str, Any] | None, moment: str) -> dict[
     return {"type": POD_SCHEDULED, "status": "True", "lastProbeTime": None, "lastTransitionTime": since or moment}
 
 
-def _pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
-    return next((c for c in objects.status(pod).get("conditions") or [] if c.get("type") == ctype), None)
-
-
 class PodScheduler:
     """Schedules one pod per reconcile; keeps the unschedulable ones for retries."""
 
@@ -474,7 +470,7 @@ class PodScheduler:
             self.unschedulable.discard(request)
             self._last_event.pop(key, None)
             return Result()
-        pod = PODS.typed(pod)
+        pod = PODS.with_type_meta(pod)
         infos = self.cache.node_infos(self.nodes.list())
         decision = schedule(pod, infos)
         if decision.node is not None:
@@ -499,7 +495,8 @@ class PodScheduler:
         current = self.pods.get(objects.key(pod))
         if current is not None and _uid(current) == uid:
             self.cache.assume(current, node)
-        condition = scheduled_condition(_pod_condition(current or pod, POD_SCHEDULED), now_text())
+        condition = scheduled_condition(find_condition(objects.status(current or pod).get("conditions"), POD_SCHEDULED),
+                                        now_text())
         try:
             await self.client.patch(PODS, name, {"status": {"conditions": [condition]}}, namespace=namespace,
                                     content_type=STRATEGIC_MERGE_PATCH, subresource="status")
@@ -511,7 +508,7 @@ class PodScheduler:
     async def _record_failure(self, pod: MutableObj, message: str) -> None:
         """PodScheduled=False/Unschedulable (transition time kept while it stays False) and a FailedScheduling event."""
         key = objects.key(pod)
-        current = _pod_condition(pod, POD_SCHEDULED)
+        current = find_condition(objects.status(pod).get("conditions"), POD_SCHEDULED)
         unchanged = (current is not None and current.get("status") == "False"
                      and current.get("reason") == REASON_UNSCHEDULABLE and current.get("message") == message)
         phase_ok = objects.status(pod).get("phase") == "Pending"

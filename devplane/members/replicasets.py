@@ -27,7 +27,7 @@ import asyncio
 import copy
 import functools
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,11 +44,11 @@ from controller_manager.manager import Manager
 from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
-from estimator.unschedulable import controller_ref
-from karmada_api.timeutil import now, parse_time
-from kube_api.ownerrefs import controller_reference
+from kube_api.conditions import find_condition
+from kube_api.ownerrefs import controller_of, controller_reference, controller_uid_index
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
+from kube_api.timeutil import now, parse_optional_time
 
 from .controllerref import Claimer, orphan_requests
 
@@ -65,37 +65,22 @@ _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 # ----------------------------------------------------------------------------- pod helpers
 
 
-def _time(text: Any) -> datetime | None:
-    """A metav1.Time, or None for the zero time (missing or unparsable)."""
-    if not text:
-        return None
-    try:
-        return parse_time(str(text))
-    except ValueError:
-        return None
-
-
 def is_pod_active(pod: Obj) -> bool:
     """``controller.IsPodActive``: not terminal and not being deleted."""
     return not is_pod_terminated(pod) and not objects.is_deleting(pod)
 
 
-def pod_condition(pod: Obj, ctype: str) -> Mapping[str, Any] | None:
-    conditions = objects.status(pod).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == ctype), None)
-
-
 def is_pod_ready(pod: Obj) -> bool:
-    condition = pod_condition(pod, "Ready")
+    condition = find_condition(objects.status(pod).get("conditions"), "Ready")
     return condition is not None and condition.get("status") == "True"
 
 
 def pod_ready_time(pod: Obj) -> datetime | None:
     """When the pod became ready (the Ready condition's lastTransitionTime), None if not ready."""
-    condition = pod_condition(pod, "Ready")
+    condition = find_condition(objects.status(pod).get("conditions"), "Ready")
     if condition is None or condition.get("status") != "True":
         return None
-    return _time(condition.get("lastTransitionTime"))
+    return parse_optional_time(condition.get("lastTransitionTime"))
 
 
 def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool:
@@ -108,16 +93,9 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
-def controller_uid_index(obj: Obj) -> list[str]:
-    """Index function: the uid of the object's controller (pods by ReplicaSet, ReplicaSets by Deployment)."""
-    reference = controller_ref(obj)
-    uid = reference.get("uid") if reference else None
-    return [str(uid)] if uid else []
-
-
 def owner_request(obj: Obj, kind: str) -> list[Request]:
     """The controller of ``obj`` when it is a ``kind`` of apps/v1, as a reconcile request."""
-    reference = controller_ref(obj)
+    reference = controller_of(obj)
     if reference is None or reference.get("kind") != kind or not reference.get("name"):
         return []
     if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
@@ -173,7 +151,8 @@ def _less(a: Obj, rank_a: int, b: Obj, rank_b: int) -> bool:
     restarts_a, restarts_b = _max_restarts(a), _max_restarts(b)
     if restarts_a != restarts_b:
         return restarts_a > restarts_b  # 7. more restarts first
-    created_a, created_b = _time(objects.creation_timestamp(a)), _time(objects.creation_timestamp(b))
+    created_a = parse_optional_time(objects.creation_timestamp(a))
+    created_b = parse_optional_time(objects.creation_timestamp(b))
     if created_a != created_b:
         return _after_or_zero(created_a, created_b)  # 8. newer first
     return False
@@ -364,7 +343,7 @@ class ReplicaSetReconciler:
         if cached is None:
             self.expectations.forget(key)
             return Result()
-        rs = REPLICA_SETS.typed(cached)
+        rs = REPLICA_SETS.with_type_meta(cached)
         active = await self._claim(rs)
         error: Exception | None = None
         if self.expectations.satisfied(key) and not objects.is_deleting(rs):
@@ -470,7 +449,7 @@ class ReplicaSetReconciler:
 
     def _related_pods(self, rs: Obj, own: list[Obj]) -> list[Obj]:
         """Pods of every ReplicaSet controlled by the same owner (the ranking's "related pods")."""
-        reference = controller_ref(rs)
+        reference = controller_of(rs)
         if reference is None or not reference.get("uid"):
             return own
         pods: list[Obj] = []

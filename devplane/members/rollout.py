@@ -25,9 +25,11 @@ from typing import Any, TypeVar
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from karmada_api.timeutil import format_time, parse_time
+from kube_api.conditions import find_condition
+from kube_api.limits import MAX_INT32
 from kube_api.ownerrefs import controller_reference
 from kube_api.resources import DEPLOYMENTS
+from kube_api.timeutil import format_time, parse_optional_time
 
 from .hashing import DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, pod_template_hash
 
@@ -55,7 +57,6 @@ RESUMED = "DeploymentResumed"
 
 RECREATE = "Recreate"
 ROLLING_UPDATE = "RollingUpdate"
-MAX_INT32 = 2**31 - 1
 
 R = TypeVar("R", bound=Obj)
 """A ReplicaSet as the caller holds it (read-only or a copy it changes), handed back as such."""
@@ -243,13 +244,9 @@ def new_condition(ctype: str, status: str, reason: str, message: str, moment: da
             "reason": reason, "message": message}
 
 
-def get_condition(status: Obj, ctype: str) -> Obj | None:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == ctype), None)
-
-
 def set_condition(status: dict[str, Any], condition: dict[str, Any]) -> None:
     """``SetDeploymentCondition``: same status and reason → unchanged; else replaced and moved last."""
-    current = get_condition(status, condition["type"])
+    current = find_condition(status.get("conditions"), condition["type"])
     if current is not None and current.get("status") == condition["status"] \
             and current.get("reason") == condition["reason"]:
         return
@@ -321,9 +318,8 @@ def deployment_progressing(d: Obj, status: Obj) -> bool:
 
 
 def _deadline_from(condition: Obj, d: Obj) -> datetime | None:
-    try:
-        updated = parse_time(str(condition.get("lastUpdateTime") or ""))
-    except ValueError:
+    updated = parse_optional_time(condition.get("lastUpdateTime"))
+    if updated is None:
         return None
     return updated + timedelta(seconds=int(objects.spec(d).get("progressDeadlineSeconds") or 0))
 
@@ -331,7 +327,7 @@ def _deadline_from(condition: Obj, d: Obj) -> datetime | None:
 def deployment_timed_out(d: Obj, status: Obj, moment: datetime) -> bool:
     if not has_progress_deadline(d):
         return False
-    condition = get_condition(status, PROGRESSING)
+    condition = find_condition(status.get("conditions"), PROGRESSING)
     if condition is None or condition.get("reason") == NEW_RS_AVAILABLE:
         return False
     if condition.get("reason") == TIMED_OUT:
@@ -346,7 +342,7 @@ def rollout_status(d: Obj, all_rss: Sequence[Obj], new_rs: Obj | None,
     status = calculate_status(all_rss, new_rs, d, moment)
     if not has_progress_deadline(d):
         remove_condition(status, PROGRESSING)
-    current = get_condition(objects.status(d), PROGRESSING)
+    current = find_condition(objects.status(d).get("conditions"), PROGRESSING)
     complete = (status.get("replicas", 0) == status.get("updatedReplicas", 0) and current is not None
                 and current.get("reason") == NEW_RS_AVAILABLE)
     name = objects.name(new_rs) if new_rs is not None else ""
@@ -370,7 +366,7 @@ def rollout_status(d: Obj, all_rss: Sequence[Obj], new_rs: Obj | None,
 
 def _recheck_after(d: Obj, status: Obj, moment: datetime) -> float:
     """``requeueStuckDeployment``: seconds until the progress deadline is worth checking, 0 if never."""
-    condition = get_condition(status, PROGRESSING)
+    condition = find_condition(status.get("conditions"), PROGRESSING)
     if not has_progress_deadline(d) or condition is None or deployment_complete(d, status) \
             or condition.get("reason") in (TIMED_OUT, PAUSED):
         return 0.0

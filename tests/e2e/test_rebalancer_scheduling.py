@@ -26,8 +26,8 @@ from karmada_api.resources import (
     RESOURCE_BINDINGS,
     WORKLOAD_REBALANCERS,
 )
-from karmada_api.timeutil import parse_time
 from kube_api.resources import DEPLOYMENTS, NAMESPACES
+from kube_api.timeutil import parse_time
 from tests.conftest import eventually
 
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)

@@ -43,13 +43,12 @@ from controllers.bindingstatus import (
     manifest_index,
     setup_cluster_resource_binding_status,
     setup_resource_binding_status,
-    target_clusters,
     work_status_changed,
     work_to_cluster_resource_binding,
     work_to_resource_binding,
     works_fully_applied,
 )
-from karmada_api.bindings import CRB_KIND, RB_KIND, WORK_INDEX_BY_RB_ID, work_index
+from karmada_api.bindings import CRB_KIND, RB_KIND, WORK_INDEX_BY_RB_ID, existing_clusters, work_index
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,
     CRB_PERMANENT_ID,
@@ -58,7 +57,7 @@ from karmada_api.labels import (
     RB_PERMANENT_ID,
 )
 from karmada_api.resources import RESOURCE_BINDINGS, WORKS
-from karmada_api.timeutil import now_text
+from kube_api.timeutil import now_text
 from tests.conftest import ensure_namespace, events_about, eventually, get_or_none, send
 
 RBS = "/apis/work.karmada.io/v1alpha2/namespaces/{ns}/resourcebindings"
@@ -1040,7 +1039,17 @@ def test_fully_applied_condition_and_targets() -> None:
                  "gracefulEvictionTasks": [{"fromCluster": "c", "purgeMode": "Gracefully"},
                                            {"fromCluster": "d", "purgeMode": "Directly"},
                                            {"fromCluster": "e"}]}
-    assert target_clusters(spec_more) == {"a", "b", "c", "e"}
+    assert existing_clusters(spec_more) == {"a", "b", "c", "e"}
+
+
+def test_eviction_task_without_from_cluster_counts_as_the_empty_cluster() -> None:
+    """Karmada inserts Go's zero value ``""`` for a task with no ``fromCluster`` (never the text ``"None"``):
+    the binding is then never FullyApplied, whatever its Works say."""
+    spec = {"clusters": [{"name": "None"}], "gracefulEvictionTasks": [{"purgeMode": "Gracefully"}]}
+    assert existing_clusters(spec) == {"None", ""}
+    applied = [{"clusterName": "None", "applied": True}]
+    assert fully_applied_condition(spec, applied)["status"] == "False"
+    assert fully_applied_condition({"clusters": [{"name": "None"}]}, applied)["status"] == "True"
 
 
 def test_trigger_predicates_and_mapping() -> None:

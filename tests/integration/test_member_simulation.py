@@ -25,8 +25,9 @@ from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.members.setup import setup_member_simulation
 from estimator.unschedulable import find_new_replica_set, get_unschedulable_replicas
-from karmada_api.timeutil import now_text, parse_time
+from kube_api.ownerrefs import controller_uid_index
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
+from kube_api.timeutil import now_text, parse_time
 from tests.conftest import eventually
 
 NS = "default"
@@ -441,10 +442,6 @@ def replica_set(name: str, replicas: int) -> dict[str, Any]:
                                   "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}
 
 
-def controller_uid(pod: dict[str, Any]) -> str | None:
-    return next((str(r["uid"]) for r in pod["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
-
-
 async def settled(member: Member, name: str, replicas: int) -> dict[str, Any]:
     """The ReplicaSet once its status, for this generation, counts ``replicas`` ready pods."""
     rs = await member.client.get(REPLICA_SETS, name, NS)
@@ -488,7 +485,7 @@ async def test_replica_set_releases_a_pod_that_stops_matching(member: Member) ->
     async def released() -> bool:
         pod = await member.client.get(PODS, leaving, NS)
         assert not pod["metadata"].get("ownerReferences")
-        owned = [p for p in await pods_of(member, "keep") if controller_uid(p) == rs["metadata"]["uid"]]
+        owned = [p for p in await pods_of(member, "keep") if controller_uid_index(p) == [rs["metadata"]["uid"]]]
         assert len(owned) == 2 and leaving not in {p["metadata"]["name"] for p in owned}
         return True
 

@@ -27,8 +27,8 @@ from devplane.apiserver.server import ApiServer
 from devplane.karmada.cluster import CLUSTER_CONTROLLER_FINALIZER, setup_cluster_controller
 from devplane.karmada.clusterstatus import setup_cluster_status
 from estimator.general import GeneralEstimator
-from karmada_api.conditions import find_condition
 from karmada_api.resources import CLUSTERS, WORKS
+from kube_api.conditions import find_condition
 from kube_api.resources import NAMESPACES, NODES, PODS, SECRETS
 from tests.conftest import eventually
 

@@ -27,8 +27,8 @@ from devplane.karmada.gracefuleviction import RB_GRACEFUL_EVICTION_NAME, setup_g
 from devplane.karmada.taintmanager import setup_taint_manager
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
-from karmada_api.timeutil import parse_time
 from kube_api.resources import DEPLOYMENTS
+from kube_api.timeutil import parse_time
 from tests.conftest import eventually
 
 TAINT_KEY = "workload-rebalancer-test"

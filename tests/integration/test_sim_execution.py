@@ -26,10 +26,10 @@ from controller_manager.objects import Obj
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.execution import setup_execution
 from devplane.karmada.workstatus import setup_work_status
-from karmada_api.conditions import find_condition
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER as EXECUTION_FINALIZER
 from karmada_api.names import execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
+from kube_api.conditions import find_condition
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS, SERVICES
 from tests.conftest import eventually
 

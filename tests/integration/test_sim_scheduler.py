@@ -24,8 +24,8 @@ from controller_manager.manager import Manager, ManagerOptions
 from devplane.karmada.scheduler import setup_scheduler
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
-from karmada_api.timeutil import now_text, parse_time
 from kube_api.resources import DEPLOYMENTS
+from kube_api.timeutil import now_text, parse_time
 from tests.conftest import eventually
 
 CLUSTER_ROLES = Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False)

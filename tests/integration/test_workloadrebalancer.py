@@ -25,7 +25,7 @@ from controllers import ttlcleaner, workloadrebalancer
 from controllers.workloadrebalancer import trigger_time, triggered_message
 from devplane.apiserver.server import ApiServer
 from karmada_api.resources import WORKLOAD_REBALANCERS
-from karmada_api.timeutil import format_time, now, parse_time
+from kube_api.timeutil import format_time, now, parse_time
 from tests.conftest import events_about, eventually, get_or_none, running
 
 WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"

@@ -9,7 +9,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from descheduler.core import (
-    MAX_INT32,
     CoolDown,
     Plan,
     Row,
@@ -25,6 +24,7 @@ from descheduler.core import (
     undesired,
 )
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from kube_api.limits import MAX_INT32
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"}
 AGGREGATED = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Aggregated"}}

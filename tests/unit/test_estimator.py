@@ -18,7 +18,6 @@ from estimator.general import (
 )
 from estimator.general import max_available_replicas as general_max
 from estimator.merge import (
-    MAX_INT32,
     UNAUTHENTIC,
     Code,
     EstimateError,
@@ -37,7 +36,8 @@ from estimator.unschedulable import (
     pod_unschedulable,
     threshold_from_nanoseconds,
 )
-from karmada_api.timeutil import format_time
+from kube_api.limits import MAX_INT32
+from kube_api.timeutil import format_time
 
 # ==================================================================================================
 # GeneralEstimator (client/general_test.go)

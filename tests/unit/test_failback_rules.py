@@ -12,6 +12,7 @@ from controller_manager.reconcile import Request
 from controllers.failback import recovery
 from controllers.failback.controller import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
+from karmada_api.bindings import workload_reference
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
 
@@ -138,7 +139,7 @@ def test_rebalancers_are_chunked_sorted_and_deduplicated() -> None:
 
 
 def test_ttl_zero_keeps_the_rebalancer() -> None:
-    body = recovery.rebalancers_for("m", [recovery.workload_of(binding([]))], max_workloads=100, ttl_seconds=0)[0]
+    body = recovery.rebalancers_for("m", [workload_reference(binding([]))], max_workloads=100, ttl_seconds=0)[0]
     assert "ttlSecondsAfterFinished" not in body["spec"]
     assert body["spec"]["workloads"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo",
                                           "namespace": "default"}]

@@ -19,7 +19,7 @@ from devplane.karmada.gracefuleviction import (
     has_scheduled,
     next_retry,
 )
-from karmada_api.timeutil import format_time
+from kube_api.timeutil import format_time
 
 NOW = datetime(2025, 9, 23, 12, 0, 0, tzinfo=UTC)
 MINUTE = 60.0

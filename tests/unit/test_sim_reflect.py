@@ -17,9 +17,9 @@ from devplane.karmada.memberobjects import (
     strip_karmada_metadata,
 )
 from devplane.karmada.workstatus import manifest_identifier, manifest_status
+from interpreter.goconvert import ReflectError
 from interpreter.health import HEALTHY, UNHEALTHY, UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status
-from interpreter.typed import ReflectError
 from karmada_api.resources import WORKS
 
 GEN = "resourcetemplate.karmada.io/generation"

@@ -18,10 +18,9 @@ import pytest
 from devplane.karmada.binding import (
     conflict_resolution,
     desired_work,
+    merge_target_clusters,
     merge_work,
-    retained_clusters,
     suspend_dispatching,
-    target_clusters,
 )
 from devplane.karmada.detector import (
     ignored_namespace,
@@ -60,6 +59,7 @@ from interpreter.replicas import (
     replica_requirements,
     resource_request,
 )
+from karmada_api.bindings import existing_clusters
 from karmada_api.names import fnv32a
 from kube_api.quantity import format_binary, format_decimal
 from kube_api.quantity import format_resource_amount as format_quantity
@@ -446,15 +446,15 @@ def test_merge_suspension() -> None:
 # ----------------------------------------------------------------------------- binding controller
 
 
-def test_targets_and_retained_clusters() -> None:
+def test_merged_targets_and_existing_clusters() -> None:
     spec = {"clusters": [{"name": "m1", "replicas": 2}],
             "requiredBy": [{"name": "dep", "clusters": [{"name": "m1", "replicas": 5}, {"name": "m3"}]}],
             "gracefulEvictionTasks": [{"fromCluster": "m2", "purgeMode": "Gracefully"},
                                       {"fromCluster": "m4", "purgeMode": "Directly"},
                                       {"fromCluster": "m5"}]}
-    assert target_clusters(spec) == [{"name": "m1", "replicas": 2}, {"name": "m3"}]
-    assert retained_clusters(spec) == {"m1", "m2", "m3", "m5"}
-    assert target_clusters({}) == [] and retained_clusters({}) == set()
+    assert merge_target_clusters(spec) == [{"name": "m1", "replicas": 2}, {"name": "m3"}]
+    assert existing_clusters(spec) == {"m1", "m2", "m3", "m5"}
+    assert merge_target_clusters({}) == [] and existing_clusters({}) == set()
 
 
 def test_dispatching_suspension_and_conflict_resolution() -> None:

@@ -35,9 +35,9 @@ from devplane.karmada.taintmanager import (
     get_purge_mode,
     need_eviction_with_current_time,
 )
+from karmada_api.bindings import binding_cluster_names
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.taints import (
-    binding_cluster_names,
     generate_taints_message,
     get_applied_placement,
     get_min_toleration_time,
@@ -45,7 +45,7 @@ from karmada_api.taints import (
     has_no_execute_taints,
     no_execute_taints,
 )
-from karmada_api.timeutil import format_time
+from kube_api.timeutil import format_time
 
 NOW = datetime(2025, 9, 23, 12, 0, 0, tzinfo=UTC)
 ONE_SECOND_AGO = format_time(NOW - timedelta(seconds=1))

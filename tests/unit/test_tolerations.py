@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kube_api.affinity import RequiredNodeAffinity, node_fields, node_selector_map_matches, node_selector_matches
-from kube_api.selectors import compile_label_selector, is_label_value, is_qualified_name, label_selector_matches
+from kube_api.selectors import compile_label_selector, label_selector_matches
 from kube_api.tolerations import (
     UNSCHEDULABLE_TAINT,
     find_untolerated_taint,
@@ -17,6 +17,7 @@ from kube_api.tolerations import (
     tolerates_all,
     tolerations_tolerate_taint,
 )
+from kube_api.validation import is_qualified_name, is_valid_label_value
 
 NO_SCHEDULE = {"key": "key1", "value": "value1", "effect": "NoSchedule"}
 NO_EXECUTE = {"key": "key1", "value": "value1", "effect": "NoExecute"}
@@ -217,16 +218,17 @@ def test_required_node_affinity_combines_selector_and_affinity() -> None:
 
 
 def test_label_syntax() -> None:
-    assert is_qualified_name("app")
-    assert is_qualified_name("example.com/app-name_1.x")
-    assert not is_qualified_name("Example.com/app")
-    assert not is_qualified_name("a/b/c")
-    assert not is_qualified_name("")
-    assert not is_qualified_name("x" * 64)
-    assert is_label_value("")
-    assert is_label_value("v1.2_3-a")
-    assert not is_label_value("-v")
-    assert not is_label_value("x" * 64)
+    """The one syntax rule (apimachinery's): no message means valid."""
+    assert is_qualified_name("app") == []
+    assert is_qualified_name("example.com/app-name_1.x") == []
+    assert is_qualified_name("Example.com/app")
+    assert is_qualified_name("a/b/c")
+    assert is_qualified_name("")
+    assert is_qualified_name("x" * 64)
+    assert is_valid_label_value("") == []
+    assert is_valid_label_value("v1.2_3-a") == []
+    assert is_valid_label_value("-v")
+    assert is_valid_label_value("x" * 64)
 
 
 def test_label_selector() -> None:

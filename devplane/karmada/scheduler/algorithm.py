@@ -24,16 +24,16 @@ from karmada_api.placement import (
     replica_scheduling,
     target_contains,
 )
+from kube_api.limits import MAX_INT32
 
 from .division import (
-    MAX_INT32,
     Candidate,
     SchedulingError,
     WrappedError,
     assign_replicas,
     assignment_of,
     attach_zero_replicas_clusters,
-    target_clusters,
+    spec_clusters,
 )
 from .filters import FitError, run_filters
 
@@ -169,5 +169,5 @@ class Algorithm:
         except SchedulingError as exc:
             raise WrappedError("failed to assign replicas", exc) from exc
         if self.enable_empty_workload_propagation:
-            result = target_clusters(attach_zero_replicas_clusters([c.name for c in selected], assignment_of(result)))
+            result = spec_clusters(attach_zero_replicas_clusters([c.name for c in selected], assignment_of(result)))
         return result

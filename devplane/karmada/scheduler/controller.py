@@ -45,7 +45,6 @@ from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
 from controller_manager.reconcile import Request, Result, TerminalError
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
-from karmada_api.conditions import set_condition
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
     DUPLICATED,
@@ -61,7 +60,8 @@ from karmada_api.placement import (
     reschedule_required,
 )
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
-from karmada_api.timeutil import now_text
+from kube_api.conditions import set_condition
+from kube_api.timeutil import now_text
 
 from ...runtime import error_text
 from ..events import template_reference

@@ -33,11 +33,10 @@ from karmada_api.placement import (
     reschedule_required,
     strategy_type,
 )
+from kube_api.limits import MAX_INT32
 
 from ...apiserver.errors import aggregate_messages
 from ...runtime import error_text
-
-MAX_INT32 = 2**31 - 1
 
 Assignment = list[tuple[str, int]]
 E = TypeVar("E", bound=BaseException)
@@ -310,7 +309,7 @@ class Candidate:
         return self.allocatable + self.assigned
 
 
-def target_clusters(assignment: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+def spec_clusters(assignment: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
     """``spec.clusters`` entries; ``replicas`` is omitted when 0 (``omitempty``)."""
     return [{"name": name, "replicas": replicas} if replicas else {"name": name} for name, replicas in assignment]
 
@@ -354,4 +353,4 @@ def assign_replicas(candidates: Sequence[Candidate], spec: Mapping[str, Any],
         raise SchedulingError(
             f"unsupported replica scheduling strategy, replicaSchedulingType: {replica_scheduling_type(placement)}, "
             f"replicaDivisionPreference: {preference}, please try another scheduling strategy")
-    return target_clusters(remove_zero_replicas(result))
+    return spec_clusters(remove_zero_replicas(result))

@@ -23,6 +23,7 @@ from karmada_api.placement import (
     in_graceful_eviction_tasks,
     target_contains,
 )
+from kube_api.conditions import find_condition
 from kube_api.tolerations import find_untolerated_taint
 
 API_ENABLED = "Enabled"
@@ -47,9 +48,9 @@ def api_enablement(cluster: Obj, api_version: str, kind: str) -> str:
             continue
         if any(resource.get("kind") == kind for resource in enablement.get("resources") or []):
             return API_ENABLED
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == COMPLETE_API_ENABLEMENTS and condition.get("status") == "True":
-            return API_DISABLED
+    condition = find_condition(status.get("conditions"), COMPLETE_API_ENABLEMENTS)
+    if condition is not None and condition.get("status") == "True":
+        return API_DISABLED
     return API_UNKNOWN
 
 

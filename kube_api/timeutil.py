@@ -1,9 +1,10 @@
-"""metav1.Time: RFC 3339, UTC, whole seconds — every Karmada timestamp has that precision."""
+"""metav1.Time: RFC 3339, UTC, whole seconds (how Kubernetes serializes it, so every Karmada timestamp too)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 
 
 @lru_cache(maxsize=1024)  # controllers format the same few seconds over and over; strftime is slow
@@ -18,6 +19,17 @@ def parse_time(text: str) -> datetime:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
+
+
+def parse_optional_time(value: Any) -> datetime | None:
+    """A metav1.Time field's value, or None for Go's zero time: missing, empty, not a string or unparsable
+    (a malformed time is as good as none: nothing can be computed with it)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
 
 
 def now() -> datetime:

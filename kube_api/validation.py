@@ -1,0 +1,151 @@
+"""Kubernetes' syntax rules for names, label keys and label values, with apimachinery's exact messages.
+
+``k8s.io/apimachinery/pkg/util/validation``: each ``is_*`` returns the messages explaining why a value
+is invalid (``[]`` when it is valid), word for word, because clients match on them (the dev plane's
+API server answers with them); product code that only needs a yes/no tests for an empty list.
+``strconv.ParseInt`` is here too: label selectors' ``Gt``/``Lt`` values must parse as int64.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# --- regex fragments, verbatim from apimachinery (they are quoted inside the messages) ---------
+
+_QNAME_CHAR_FMT: Final = "[A-Za-z0-9]"
+_QNAME_EXT_CHAR_FMT: Final = "[-A-Za-z0-9_.]"
+QUALIFIED_NAME_FMT: Final = "(" + _QNAME_CHAR_FMT + _QNAME_EXT_CHAR_FMT + "*)?" + _QNAME_CHAR_FMT
+LABEL_VALUE_FMT: Final = "(" + QUALIFIED_NAME_FMT + ")?"
+DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN_FMT: Final = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
+
+_QUALIFIED_NAME_ERR: Final = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_ERR: Final = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_LABEL_ERR: Final = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_ERR: Final = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+
+_QUALIFIED_NAME_MAX: Final = 63
+_LABEL_VALUE_MAX: Final = 63
+_DNS1123_LABEL_MAX: Final = 63
+_DNS1123_SUBDOMAIN_MAX: Final = 253
+
+# Go's regexp anchors with ^...$ and ``$`` never matches before a trailing newline, hence fullmatch.
+_QUALIFIED_NAME_RE: Final = re.compile(QUALIFIED_NAME_FMT)
+_LABEL_VALUE_RE: Final = re.compile(LABEL_VALUE_FMT)
+_DNS1123_LABEL_RE: Final = re.compile(DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE: Final = re.compile(DNS1123_SUBDOMAIN_FMT)
+
+
+def byte_len(value: str) -> int:
+    """Go measures lengths in UTF-8 bytes; avoid encoding in the (usual) ASCII case."""
+    return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+
+
+def _max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def _too_long(value: str, limit: int) -> list[str]:
+    """apimachinery's MaxLenError when ``value`` is longer than ``limit`` bytes, else nothing."""
+    return [_max_len_error(limit)] if byte_len(value) > limit else []
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """apimachinery's RegexError, including its double space before each ``or``."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    msg += " (e.g. "
+    for i, example in enumerate(examples):
+        if i > 0:
+            msg += " or "
+        msg += f"'{example}', "
+    return msg + f"regex used for validation is '{fmt}')"
+
+
+_EMPTY_ERROR: Final = "must be non-empty"
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """Label/annotation key rule: optional DNS-subdomain prefix, ``/``, name of at most 63 chars."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part " + _EMPTY_ERROR)
+        else:
+            errs.extend("prefix part " + msg for msg in is_dns1123_subdomain(prefix))
+    else:
+        return [
+            "a qualified name "
+            + _regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part " + _EMPTY_ERROR)
+    elif byte_len(name) > _QUALIFIED_NAME_MAX:
+        errs.append("name part " + _max_len_error(_QUALIFIED_NAME_MAX))
+    if _QUALIFIED_NAME_RE.fullmatch(name) is None:
+        errs.append(
+            "name part "
+            + _regex_error(_QUALIFIED_NAME_ERR, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """Label value rule: empty, or at most 63 qualified-name characters."""
+    errs = _too_long(value, _LABEL_VALUE_MAX)
+    if _LABEL_VALUE_RE.fullmatch(value) is None:
+        errs.append(_regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """RFC 1123 label (namespaces, Clusters); a valid subdomain with dots gets the short message."""
+    errs = _too_long(value, _DNS1123_LABEL_MAX)
+    if _DNS1123_LABEL_RE.fullmatch(value) is None:
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is not None:
+            errs.append("must not contain dots")
+        else:
+            errs.append(_regex_error(_DNS1123_LABEL_ERR, DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """RFC 1123 subdomain: the default object-name rule."""
+    errs = _too_long(value, _DNS1123_SUBDOMAIN_MAX)
+    if _DNS1123_SUBDOMAIN_RE.fullmatch(value) is None:
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_ERR, DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+def parse_int64(s: str) -> int | None:
+    """strconv.ParseInt(s, 10, 64) without a regex: optional sign, ASCII digits, int64 range."""
+    digits = s[1:] if s[:1] in ("+", "-") else s
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    try:
+        n = int(s)
+    except ValueError:  # absurdly long digit strings
+        return None
+    return n if _INT64_MIN <= n <= _INT64_MAX else None
