@@ -30,6 +30,7 @@ def execution_space(cluster: str) -> str:
 
 
 def cluster_of_execution_space(namespace: str) -> str:
+    """GetClusterName: the member whose execution space ``namespace`` is; ValueError when it is none."""
     if not namespace.startswith(EXECUTION_SPACE_PREFIX):
         raise ValueError(f"the execution space name is in wrong format: {namespace!r}")
     return namespace[len(EXECUTION_SPACE_PREFIX):]

@@ -51,7 +51,7 @@ from karmada_api.labels import (
     RB_NAME_ANNOTATION,
     RB_NAMESPACE_ANNOTATION,
 )
-from karmada_api.names import EXECUTION_SPACE_PREFIX, execution_space, work_name
+from karmada_api.names import cluster_of_execution_space, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.resources import NAMESPACES
 
@@ -145,8 +145,11 @@ def merge_work(existing: Obj, desired: Obj) -> dict[str, Any]:
 
 
 def work_cluster(work: Obj) -> str:
-    namespace = objects.namespace(work)
-    return namespace[len(EXECUTION_SPACE_PREFIX):] if namespace.startswith(EXECUTION_SPACE_PREFIX) else ""
+    """The member a Work is for; ``""`` for a Work outside an execution space."""
+    try:
+        return cluster_of_execution_space(objects.namespace(work))
+    except ValueError:
+        return ""
 
 
 # ----------------------------------------------------------------------------- indexes
@@ -185,10 +188,10 @@ def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
 
 def namespace_to_bindings(bindings: Indexer) -> Callable[[Obj], list[Request]]:
     def mapper(namespace: Obj) -> list[Request]:
-        name = objects.name(namespace)
-        if not name.startswith(EXECUTION_SPACE_PREFIX):
+        try:
+            cluster = cluster_of_execution_space(objects.name(namespace))
+        except ValueError:
             return []
-        cluster = name[len(EXECUTION_SPACE_PREFIX):]
         return [Request.for_object(b) for b in bindings.by_index(BINDING_INDEX_BY_CLUSTER, cluster)]
 
     return mapper
