@@ -6,6 +6,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from kube_api.timeutil import format_time
+
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -37,17 +39,9 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def rfc3339(moment: datetime) -> str:
-    """Whole seconds, UTC, ``Z`` suffix: the form of every metav1.Time."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def now_rfc3339(offset_seconds: float = 0) -> str:
-    return rfc3339(datetime.now(UTC) + timedelta(seconds=offset_seconds))
-
-
-def parse_rfc3339(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    """The metav1.Time ``offset_seconds`` from now (a deletionTimestamp is now plus the grace period)."""
+    return format_time(datetime.now(UTC) + timedelta(seconds=offset_seconds))
 
 
 # ---- Go formatting: kube prints bad values with Go verbs; these render them the same way.

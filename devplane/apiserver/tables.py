@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 
 from controller_manager import objects
 from kube_api.conditions import find_condition
+from kube_api.timeutil import parse_time
 
-from .codec import parse_rfc3339
 from .resources import ResourceType
 
 
@@ -66,7 +66,7 @@ def human_duration(seconds: float) -> str:
 def age(timestamp: Any) -> str:
     if not isinstance(timestamp, str) or not timestamp:
         return "<unknown>"
-    return human_duration((datetime.now(UTC) - parse_rfc3339(timestamp)).total_seconds())
+    return human_duration((datetime.now(UTC) - parse_time(timestamp)).total_seconds())
 
 
 def _age(o: dict[str, Any]) -> str:
@@ -97,7 +97,7 @@ def _pod_restarts(o: dict[str, Any]) -> str:
     restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
     finished = [t for c in statuses
                 if (t := (((c.get("lastState") or {}).get("terminated")) or {}).get("finishedAt"))]
-    return f"{restarts} ({age(max(finished, key=parse_rfc3339))} ago)" if restarts and finished else str(restarts)
+    return f"{restarts} ({age(max(finished, key=parse_time))} ago)" if restarts and finished else str(restarts)
 
 
 def _or_none(value: Any) -> str:
@@ -247,8 +247,8 @@ def _job_duration(o: dict[str, Any]) -> str:
     start, end = objects.status(o).get("startTime"), objects.status(o).get("completionTime")
     if not start:
         return ""
-    finish = parse_rfc3339(end) if end else datetime.now(UTC)
-    return human_duration((finish - parse_rfc3339(start)).total_seconds())
+    finish = parse_time(end) if end else datetime.now(UTC)
+    return human_duration((finish - parse_time(start)).total_seconds())
 
 
 def _job_status(o: dict[str, Any]) -> str:

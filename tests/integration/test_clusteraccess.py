@@ -39,6 +39,7 @@ from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
+from kube_api.timeutil import format_time
 from tests.conftest import eventually
 
 SECRET_NAMESPACE = "karmada-cluster"
@@ -55,10 +56,6 @@ def plain_client(url: str) -> KubeClient:
 
 def b64(value: str | bytes) -> str:
     return base64.b64encode(value.encode() if isinstance(value, str) else value).decode()
-
-
-def rfc3339(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def token_of(name: str) -> str:
@@ -113,10 +110,10 @@ async def add_pod(member: KubeClient, name: str, rs: dict[str, Any] | None, *, a
         status = {"phase": "Pending", "conditions": [{
             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
             "message": "0/1 nodes are available: 1 Insufficient cpu.",
-            "lastTransitionTime": rfc3339(unschedulable_since)}]}
+            "lastTransitionTime": format_time(unschedulable_since)}]}
     else:
         status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True",
-                                                      "lastTransitionTime": rfc3339(datetime.now(UTC))}]}
+                                                      "lastTransitionTime": format_time(datetime.now(UTC))}]}
     return await member.patch_status(PODS, name, {"status": status}, namespace=NAMESPACE)
 
 
@@ -374,7 +371,7 @@ async def test_unschedulable_replicas_per_member() -> None:
 
         # a pod becoming schedulable is seen through the watch
         await plane.clients["member2"].patch_status(PODS, "web-1", {"status": {"phase": "Running", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(now)}]}}, namespace=NAMESPACE)
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": format_time(now)}]}}, namespace=NAMESPACE)
 
         async def member2_cleared() -> bool:
             return (await estimator.unschedulable_replicas(["member2"], WEB, THRESHOLD)) == {"member2": 0}
