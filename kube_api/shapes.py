@@ -8,7 +8,8 @@ runtime cost. Every key is optional (``total=False``): the server omits empty fi
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
 
 
 class OwnerReference(TypedDict, total=False):
@@ -91,3 +92,57 @@ class NodeSelector(TypedDict, total=False):
 
 ResourceList = dict[str, Any]
 """``corev1.ResourceList``: resource name to quantity (a string or a number, see ``kube_api.quantity``)."""
+
+
+class NodeAffinity(TypedDict, total=False):
+    """``corev1.NodeAffinity``, the required part (the preferred terms only score)."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector
+
+
+class Affinity(TypedDict, total=False):
+    """``corev1.Affinity``, the node part."""
+
+    nodeAffinity: NodeAffinity
+
+
+class PodStatus(TypedDict, total=False):
+    """``corev1.PodStatus``, the parts the product reads."""
+
+    phase: str
+    conditions: list[Condition]
+
+
+class NodeSpec(TypedDict, total=False):
+    """``corev1.NodeSpec``, the parts the product reads."""
+
+    unschedulable: bool
+    taints: list[Taint]
+
+
+class NodeStatus(TypedDict, total=False):
+    """``corev1.NodeStatus``, the parts the product reads."""
+
+    conditions: list[Condition]
+    capacity: ResourceList
+    allocatable: ResourceList
+
+
+def _part(obj: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    value: Mapping[str, Any] = obj.get(field) or {}
+    return value
+
+
+def pod_status(pod: Mapping[str, Any]) -> PodStatus:
+    """A Pod's ``status``, typed; ``{}`` when missing (a cast: the object's own part, not to be changed)."""
+    return cast(PodStatus, _part(pod, "status"))
+
+
+def node_spec(node: Mapping[str, Any]) -> NodeSpec:
+    """A Node's ``spec``, typed; ``{}`` when missing."""
+    return cast(NodeSpec, _part(node, "spec"))
+
+
+def node_status(node: Mapping[str, Any]) -> NodeStatus:
+    """A Node's ``status``, typed; ``{}`` when missing."""
+    return cast(NodeStatus, _part(node, "status"))
