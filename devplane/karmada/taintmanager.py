@@ -42,6 +42,7 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import PURGE_MODE_DIRECTLY, PURGE_MODE_GRACEFULLY, binding_cluster_names
 from karmada_api.placement import PlacementError, get_applied_placement, target_contains
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
+from karmada_api.shapes import binding_spec
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,
     EVICTION_REASON_TAINT_UNTOLERATED,
@@ -148,7 +149,7 @@ def decide_binding_eviction(binding: Obj | None, cluster_name: str, cluster: Obj
     """
     if binding is None:
         return EvictionDecision()
-    spec = objects.spec(binding)
+    spec = binding_spec(binding)
     if objects.is_deleting(binding) or not target_contains(spec, cluster_name):
         return EvictionDecision()
     need, wait = need_eviction_with_current_time(cluster, objects.annotations(binding), now, enabled=enabled)
@@ -163,7 +164,7 @@ def decide_binding_eviction(binding: Obj | None, cluster_name: str, cluster: Obj
 
 def bindings_by_cluster(binding: Obj) -> list[str]:
     """Index function: the clusters a binding is scheduled to."""
-    return binding_cluster_names(objects.spec(binding))
+    return binding_cluster_names(binding_spec(binding))
 
 
 # ----------------------------------------------------------------------------- queue keys and pacing
