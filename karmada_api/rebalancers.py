@@ -28,7 +28,7 @@ def rebalancer_body(metadata: Mapping[str, Any], workloads: Iterable[Workload],
                     ttl_seconds: int | None) -> dict[str, Any]:
     """A WorkloadRebalancer to create: ``workloads`` (``ObjectReference`` items) in order; ``ttl_seconds``
     None leaves ``ttlSecondsAfterFinished`` out (the rebalancer is kept once finished)."""
-    spec = RebalancerSpec(workloads=[w.copy() for w in workloads])
+    spec = RebalancerSpec(workloads=[Workload(**w) for w in workloads])
     if ttl_seconds is not None:
         spec["ttlSecondsAfterFinished"] = ttl_seconds
     return {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": WORKLOAD_REBALANCERS.kind,

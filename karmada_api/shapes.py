@@ -13,7 +13,6 @@ every part read through ``controller_manager.objects``, must not be changed (cop
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from controller_manager.objects import Obj
@@ -25,6 +24,7 @@ from kube_api.shapes import (
     ResourceList,
     Taint,
     Toleration,
+    part_view,
 )
 
 
@@ -297,51 +297,16 @@ class RebalancerStatus(TypedDict, total=False):
     finishTime: str
 
 
-def _part(obj: Obj, field: str) -> Mapping[str, Any]:
-    value: Mapping[str, Any] = obj.get(field) or {}
-    return value
-
-
-def binding_spec(binding: Obj) -> BindingSpec:
-    """A (Cluster)ResourceBinding's ``spec``, typed; ``{}`` when missing."""
-    return cast(BindingSpec, _part(binding, "spec"))
-
-
-def binding_status(binding: Obj) -> BindingStatus:
-    """A (Cluster)ResourceBinding's ``status``, typed; ``{}`` when missing."""
-    return cast(BindingStatus, _part(binding, "status"))
+binding_spec = part_view(BindingSpec, "spec", "A (Cluster)ResourceBinding's ``spec``, typed; ``{}`` when missing.")
+binding_status = part_view(BindingStatus, "status", "A (Cluster)ResourceBinding's ``status``, typed.")
+rebalancer_spec = part_view(RebalancerSpec, "spec", "A WorkloadRebalancer's ``spec``, typed.")
+rebalancer_status = part_view(RebalancerStatus, "status", "A WorkloadRebalancer's ``status``, typed.")
+cluster_spec = part_view(ClusterSpec, "spec", "A Cluster's ``spec``, typed.")
+cluster_status = part_view(ClusterStatus, "status", "A Cluster's ``status``, typed.")
+work_spec = part_view(WorkSpec, "spec", "A Work's ``spec``, typed.")
+work_status = part_view(WorkStatus, "status", "A Work's ``status``, typed.")
 
 
 def as_placement(placement: Obj) -> Placement:
     """A placement read from elsewhere than a binding's spec (the applied-placement annotation), typed."""
     return cast(Placement, placement)
-
-
-def rebalancer_spec(rebalancer: Obj) -> RebalancerSpec:
-    """A WorkloadRebalancer's ``spec``, typed; ``{}`` when missing."""
-    return cast(RebalancerSpec, _part(rebalancer, "spec"))
-
-
-def rebalancer_status(rebalancer: Obj) -> RebalancerStatus:
-    """A WorkloadRebalancer's ``status``, typed; ``{}`` when missing."""
-    return cast(RebalancerStatus, _part(rebalancer, "status"))
-
-
-def cluster_spec(cluster: Obj) -> ClusterSpec:
-    """A Cluster's ``spec``, typed; ``{}`` when missing."""
-    return cast(ClusterSpec, _part(cluster, "spec"))
-
-
-def cluster_status(cluster: Obj) -> ClusterStatus:
-    """A Cluster's ``status``, typed; ``{}`` when missing."""
-    return cast(ClusterStatus, _part(cluster, "status"))
-
-
-def work_spec(work: Obj) -> WorkSpec:
-    """A Work's ``spec``, typed; ``{}`` when missing."""
-    return cast(WorkSpec, _part(work, "spec"))
-
-
-def work_status(work: Obj) -> WorkStatus:
-    """A Work's ``status``, typed; ``{}`` when missing."""
-    return cast(WorkStatus, _part(work, "status"))

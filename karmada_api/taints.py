@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from controller_manager.objects import Obj
+from kube_api.shapes import Taint
 from kube_api.timeutil import parse_optional_time
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
@@ -37,17 +38,17 @@ EVICTION_PRODUCER_TAINT_MANAGER = "TaintManager"
 # Taints
 
 
-def no_execute_taints(taints: Iterable[Obj] | None) -> list[Obj]:
+def no_execute_taints(taints: Iterable[Taint] | None) -> list[Taint]:
     """``GetNoExecuteTaints``: the taints whose effect is NoExecute, in order."""
     return [taint for taint in taints or () if taint.get("effect") == TAINT_EFFECT_NO_EXECUTE]
 
 
-def has_no_execute_taints(taints: Iterable[Obj] | None) -> bool:
+def has_no_execute_taints(taints: Iterable[Taint] | None) -> bool:
     """``HasNoExecuteTaints``."""
     return any(taint.get("effect") == TAINT_EFFECT_NO_EXECUTE for taint in taints or ())
 
 
-def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequence[Obj] | None,
+def get_min_toleration_time(taints: Sequence[Taint] | None, used_tolerations: Sequence[Obj] | None,
                             now: datetime) -> float:
     """``GetMinTolerationTimeWithCurrentTime``: seconds before the earliest trigger, at ``now``.
 

@@ -7,7 +7,7 @@ deletes them with their owner; ``metav1.GetControllerOf``, how readers find that
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from controller_manager import objects
 from controller_manager.client import Resource
@@ -16,7 +16,7 @@ from controller_manager.objects import Obj
 from .shapes import OwnerReference
 
 
-def controller_reference(owner: Obj, resource: Resource) -> dict[str, Any]:
+def controller_reference(owner: Obj, resource: Resource) -> OwnerReference:
     """``owner`` (of kind ``resource``) as its dependents' controller, with ``blockOwnerDeletion``."""
     return {"apiVersion": resource.api_version, "kind": resource.kind, "name": objects.name(owner),
             "uid": objects.uid(owner), "controller": True, "blockOwnerDeletion": True}

@@ -8,8 +8,10 @@ runtime cost. Every key is optional (``total=False``): the server omits empty fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypedDict, cast
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, TypeVar, cast
+
+T = TypeVar("T")
 
 
 class OwnerReference(TypedDict, total=False):
@@ -128,21 +130,17 @@ class NodeStatus(TypedDict, total=False):
     allocatable: ResourceList
 
 
-def _part(obj: Mapping[str, Any], field: str) -> Mapping[str, Any]:
-    value: Mapping[str, Any] = obj.get(field) or {}
-    return value
+def part_view(shape: Callable[..., T], field: str, doc: str) -> Callable[[Mapping[str, Any]], T]:
+    """A typed view of one part of an object (``spec``, ``status``): the object's own part as ``shape``,
+    ``{}`` when missing. A cast: what it returns, like every part of a cached object, must not be changed."""
+
+    def view(obj: Mapping[str, Any]) -> T:
+        return cast(T, obj.get(field) or {})
+
+    view.__doc__ = doc
+    return view
 
 
-def pod_status(pod: Mapping[str, Any]) -> PodStatus:
-    """A Pod's ``status``, typed; ``{}`` when missing (a cast: the object's own part, not to be changed)."""
-    return cast(PodStatus, _part(pod, "status"))
-
-
-def node_spec(node: Mapping[str, Any]) -> NodeSpec:
-    """A Node's ``spec``, typed; ``{}`` when missing."""
-    return cast(NodeSpec, _part(node, "spec"))
-
-
-def node_status(node: Mapping[str, Any]) -> NodeStatus:
-    """A Node's ``status``, typed; ``{}`` when missing."""
-    return cast(NodeStatus, _part(node, "status"))
+pod_status = part_view(PodStatus, "status", "A Pod's ``status``, typed.")
+node_spec = part_view(NodeSpec, "spec", "A Node's ``spec``, typed.")
+node_status = part_view(NodeStatus, "status", "A Node's ``status``, typed.")

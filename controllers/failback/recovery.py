@@ -179,7 +179,7 @@ def rebalancers_for(cluster: str, workloads: Iterable[Workload], *, max_workload
 
     ``ttl_seconds`` 0 leaves ``ttlSecondsAfterFinished`` out: the rebalancer is kept.
     """
-    distinct = {workload_key(w): w.copy() for w in workloads}
+    distinct = {workload_key(w): Workload(**w) for w in workloads}
     ordered = [distinct[key] for key in sorted(distinct)]
     metadata = {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}
     return [rebalancer_body(metadata, group, ttl_seconds if ttl_seconds > 0 else None)
