@@ -88,6 +88,7 @@ from benchmarks.support import (  # noqa: E402
 from controllers.bindingstatus import fully_applied_condition  # noqa: E402
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 from karmada_api.rebalancers import rebalancer_body  # noqa: E402
+from karmada_api.shapes import BindingSpec, Workload  # noqa: E402
 from kube_api.timeutil import format_time  # noqa: E402
 
 RB_GROUP = "/apis/work.karmada.io/v1alpha2"
@@ -191,7 +192,7 @@ class Layout:
     def rebalancer_name(self, i: int) -> str:
         return f"{self.prefix}-{i:05d}"
 
-    def workload_refs(self, i: int) -> list[dict[str, str]]:
+    def workload_refs(self, i: int) -> list[Workload]:
         return [{"apiVersion": "apps/v1", "kind": "Deployment", "name": self.deployment(k),
                  "namespace": self.namespace(k)} for k in range(i * self.workloads, (i + 1) * self.workloads)]
 
@@ -212,7 +213,7 @@ async def populate(http: aiohttp.ClientSession, layout: Layout, concurrency: int
         async with http.post("/api/v1/namespaces", json=ns) as resp:
             await expect(resp, 201)
     hour_ago = format_time(datetime.now(UTC) - timedelta(hours=1))
-    spec = {"replicas": 2}
+    spec = BindingSpec(replicas=2)
     condition = {**fully_applied_condition(spec, []), "lastTransitionTime": hour_ago}
     status_patch = json.dumps({"status": {"lastScheduledTime": hour_ago, "conditions": [condition]}}).encode()
     bindings: list[dict[str, Any]] = [{} for _ in range(layout.bindings)]

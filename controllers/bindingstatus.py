@@ -61,6 +61,16 @@ from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_cluste
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
 from karmada_api.names import EXECUTION_SPACE_PREFIX
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
+from karmada_api.shapes import (
+    AggregatedStatusItem,
+    BindingSpec,
+    ObjectReference,
+    ResourceIdentifier,
+    binding_spec,
+    binding_status,
+    work_spec,
+    work_status,
+)
 from karmada_api.works import WORK_APPLIED
 from kube_api.conditions import find_condition, set_condition
 
@@ -89,7 +99,7 @@ class AssembleError(Exception):
 # ----------------------------------------------------------------------------- pure rules
 
 
-def manifest_index(manifests: list[Any], ref: dict[str, Any]) -> int:
+def manifest_index(manifests: list[Any], ref: ObjectReference) -> int:
     """Index of the first manifest with the reference's apiVersion, kind, namespace and name (GetManifestIndex)."""
     for index, manifest in enumerate(manifests):
         if not isinstance(manifest, dict):
@@ -107,7 +117,7 @@ def _group_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-def equal_identifier(identifier: dict[str, Any], index: int, ref: dict[str, Any]) -> bool:
+def equal_identifier(identifier: ResourceIdentifier, index: int, ref: ObjectReference) -> bool:
     """Whether a manifestStatus identifier names the reference at ``index`` (``resource`` is not compared)."""
     group, version = _group_version(str(ref.get("apiVersion") or ""))
     return bool(identifier.get("ordinal", 0) == index and (identifier.get("group") or "") == group
@@ -117,9 +127,9 @@ def equal_identifier(identifier: dict[str, Any], index: int, ref: dict[str, Any]
 
 
 def _item(cluster: str, *, applied: bool, message: str = "", health: str = "",
-          status: Any = None) -> dict[str, Any]:
+          status: Any = None) -> AggregatedStatusItem:
     """An AggregatedStatusItem as Go serializes it: zero values omitted (``omitempty``)."""
-    item: dict[str, Any] = {"clusterName": cluster}
+    item = AggregatedStatusItem(clusterName=cluster)
     if status is not None:
         item["status"] = copy.deepcopy(status)
     if applied:
@@ -131,19 +141,20 @@ def _item(cluster: str, *, applied: bool, message: str = "", health: str = "",
     return item
 
 
-def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict[str, Any]]:
+def assemble_work_status(works: Iterable[Obj], ref: ObjectReference) -> list[AggregatedStatusItem]:
     """One aggregatedStatus item per Work not being deleted, sorted by cluster name (``assembleWorkStatus``)."""
-    items: list[dict[str, Any]] = []
+    items: list[AggregatedStatusItem] = []
     for work in works:
         if objects.is_deleting(work):
             continue
-        manifests = (objects.spec(work).get("workload") or {}).get("manifests") or []
+        workload = work_spec(work).get("workload") or {}
+        manifests = workload.get("manifests") or []
         index = manifest_index(manifests, ref)
         namespace = objects.namespace(work)
         if not namespace.startswith(EXECUTION_SPACE_PREFIX):
             raise AssembleError(f"the execution space name is in wrong format: {namespace!r}")
         cluster = namespace[len(EXECUTION_SPACE_PREFIX):]
-        status = objects.status(work)
+        status = work_status(work)
         applied = find_condition(status.get("conditions"), WORK_APPLIED)
         if applied is None or applied.get("status") != "True":
             message = str(applied.get("message") or "") if applied else ""
@@ -156,18 +167,18 @@ def assemble_work_status(works: Iterable[Obj], ref: dict[str, Any]) -> list[dict
                              status=manifest_status.get("status"))
                 break
         items.append(item)
-    items.sort(key=lambda i: str(i["clusterName"]))
+    items.sort(key=lambda i: str(i.get("clusterName")))
     return items
 
 
-def works_fully_applied(items: list[dict[str, Any]], targets: set[str]) -> bool:
+def works_fully_applied(items: list[AggregatedStatusItem], targets: set[str]) -> bool:
     """Every target has exactly one applied item (health does not matter)."""
     if not targets or len(items) != len(targets):
         return False
     return all(item.get("applied") and item.get("clusterName") in targets for item in items)
 
 
-def fully_applied_condition(spec: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
+def fully_applied_condition(spec: BindingSpec, items: list[AggregatedStatusItem]) -> dict[str, Any]:
     """The ``FullyApplied`` condition (``generateFullyAppliedCondition``); no observedGeneration, as
     ``util.NewCondition``."""
     if works_fully_applied(items, existing_clusters(spec)):
@@ -177,14 +188,14 @@ def fully_applied_condition(spec: Obj, items: list[dict[str, Any]]) -> dict[str,
             "message": FULLY_APPLIED_FAILED_MESSAGE}
 
 
-def binding_status_with(binding: Obj, items: list[dict[str, Any]]) -> dict[str, Any]:
+def binding_status_with(binding: Obj, items: list[AggregatedStatusItem]) -> dict[str, Any]:
     """The binding's status with ``items`` and the FullyApplied condition; the binding is not modified."""
     status = objects.deep_copy(objects.status(binding))
     if items:
         status["aggregatedStatus"] = items
     else:
         status.pop("aggregatedStatus", None)  # an empty list is omitted (omitempty)
-    condition = fully_applied_condition(objects.spec(binding), items)
+    condition = fully_applied_condition(binding_spec(binding), items)
     status["conditions"] = set_condition(status.get("conditions") or [], condition)
     return status
 
@@ -193,11 +204,12 @@ def binding_status_with(binding: Obj, items: list[dict[str, Any]]) -> dict[str, 
 
 
 def _last_scheduled(binding: Obj) -> bool:
-    return bool(objects.status(binding).get("lastScheduledTime"))
+    return bool(binding_status(binding).get("lastScheduledTime"))
 
 
-def _resource_version(binding: Obj) -> Any:
-    return (objects.spec(binding).get("resource") or {}).get("resourceVersion")
+def _resource_version(binding: Obj) -> str | None:
+    resource = binding_spec(binding).get("resource") or {}
+    return resource.get("resourceVersion")
 
 
 def binding_created(binding: Obj) -> bool:
@@ -248,7 +260,7 @@ class _Prefetch:
     task: asyncio.Task[Obj | Exception | None]
 
 
-def _template_target(ref: dict[str, Any]) -> _Target | None:
+def _template_target(ref: ObjectReference) -> _Target | None:
     """The template ``spec.resource`` names; None for a kind without an AggregateStatus interpreter."""
     api_version, kind, name = (str(ref.get(k) or "") for k in ("apiVersion", "kind", "name"))
     if not (api_version and kind and name):
@@ -260,7 +272,7 @@ def _template_target(ref: dict[str, Any]) -> _Target | None:
 @dataclass
 class _BindingResult:
     binding: Obj | None = None  # None: gone or being deleted
-    items: list[dict[str, Any]] | None = None
+    items: list[AggregatedStatusItem] | None = None
     written: bool = False
 
 
@@ -288,7 +300,7 @@ class BindingStatusReconciler:
             outcome = await self._sync_binding(request, binding)
             template_written = False
             if outcome.binding is not None and outcome.items is not None:
-                ref = objects.spec(outcome.binding).get("resource") or {}
+                ref = binding_spec(outcome.binding).get("resource") or {}
                 template_written = await self._sync_template(ref, outcome.items, prefetch)
         except Exception:
             AGGREGATIONS.labels("error").inc()
@@ -305,7 +317,7 @@ class BindingStatusReconciler:
     def _prefetch_template(self, binding: Obj) -> _Prefetch | None:
         """Start reading the binding's template, when it has one this controller writes."""
         try:
-            target = _template_target(objects.spec(binding).get("resource") or {})
+            target = _template_target(binding_spec(binding).get("resource") or {})
         except TerminalError:
             return None  # _sync_template reports it
         if target is None:
@@ -341,7 +353,7 @@ class BindingStatusReconciler:
                 latest = await self.client.get_or_none(resource, request.name, request.namespace)
             if latest is None or objects.is_deleting(latest):
                 return _BindingResult()
-            ref = objects.spec(latest).get("resource") or {}
+            ref = binding_spec(latest).get("resource") or {}
             items = assemble_work_status(self._works_of(latest), ref)
             status = binding_status_with(latest, items)
             if status == objects.status(latest):
@@ -364,7 +376,7 @@ class BindingStatusReconciler:
                               f"Update {self.kind.describe(outcome.binding)} with AggregatedStatus successfully.")
         return outcome
 
-    async def _sync_template(self, ref: dict[str, Any], items: list[dict[str, Any]],
+    async def _sync_template(self, ref: ObjectReference, items: list[AggregatedStatusItem],
                              prefetch: _Prefetch | None = None) -> bool:
         """Fold ``items`` into the template's status (``updateResourceStatus``); whether it was written.
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from controller_manager import objects
 from karmada_api.placement import target_contains
+from karmada_api.shapes import binding_spec
 
 from .demo import STEP_TIMEOUT, Session, StepFailed, eventually, hold
 
@@ -75,7 +75,7 @@ data: {{greeting: hello}}
 
 
 async def _on_member1(s: Session, binding_name: str) -> bool:
-    return target_contains(objects.spec(await s.binding(binding_name)), "member1")
+    return target_contains(binding_spec(await s.binding(binding_name)), "member1")
 
 
 async def _deployments_on_member1(s: Session) -> list[str]:

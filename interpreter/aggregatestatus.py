@@ -25,13 +25,14 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from karmada_api.shapes import AggregatedStatusItem
 from kube_api import resources as kube
 from kube_api.timeutil import now_text, parse_time
 
 from .kinds import KindTable
 
 Status = dict[str, Any]
-Item = dict[str, Any]
+Item = AggregatedStatusItem
 Interpreter = Callable[[Obj, list[Item]], Status]
 
 _AGGREGATORS: KindTable[Interpreter] = KindTable()

@@ -11,12 +11,14 @@ canonical Quantity strings the way ``Resource.ResourceList()`` prints them (``10
 from __future__ import annotations
 
 import copy
-from typing import Any, Protocol
+from typing import Protocol
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.shapes import NodeClaim, ReplicaRequirements
 from kube_api.quantity import RESOURCE_PODS, format_resource_amount, pod_requests
 from kube_api.resources import DEPLOYMENTS, JOBS, REPLICA_SETS, STATEFUL_SETS
+from kube_api.shapes import Affinity
 
 from .kinds import KindTable
 
@@ -54,13 +56,14 @@ def resource_request(pod_spec: Obj) -> dict[str, str] | None:
     return result or None
 
 
-def node_claim(pod_spec: Obj) -> dict[str, Any] | None:
+def node_claim(pod_spec: Obj) -> NodeClaim | None:
     """``GenerateNodeClaimByPodSpec``: node selector, required node affinity and tolerations, if any."""
-    claim: dict[str, Any] = {}
-    affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution")
-    if affinity:
-        claim["hardNodeAffinity"] = copy.deepcopy(affinity)
+    claim = NodeClaim()
+    pod_affinity: Affinity = pod_spec.get("affinity") or {}
+    node_affinity = pod_affinity.get("nodeAffinity") or {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required:
+        claim["hardNodeAffinity"] = copy.deepcopy(required)
     if pod_spec.get("nodeSelector"):
         claim["nodeSelector"] = dict(pod_spec["nodeSelector"])
     if pod_spec.get("tolerations"):
@@ -68,7 +71,7 @@ def node_claim(pod_spec: Obj) -> dict[str, Any] | None:
     return claim or None
 
 
-def replica_requirements(template: Obj) -> dict[str, Any] | None:
+def replica_requirements(template: Obj) -> ReplicaRequirements | None:
     """``GenerateReplicaRequirements`` of the template's pod template (with ResourceQuotaEstimate on)."""
     pod_template = objects.spec(template).get("template") or {}
     pod_spec = objects.spec(pod_template)
@@ -76,7 +79,7 @@ def replica_requirements(template: Obj) -> dict[str, Any] | None:
     request = resource_request(pod_spec)
     if claim is None and request is None:
         return None
-    requirements: dict[str, Any] = {}
+    requirements = ReplicaRequirements()
     if claim is not None:
         requirements["nodeClaim"] = claim
     if request is not None:
@@ -90,7 +93,7 @@ def replica_requirements(template: Obj) -> dict[str, Any] | None:
     return requirements
 
 
-def get_replicas(template: Obj, kind: Kind) -> tuple[int, dict[str, Any] | None]:
+def get_replicas(template: Obj, kind: Kind) -> tuple[int, ReplicaRequirements | None]:
     """(replicas, replicaRequirements) of a template of ``kind`` (list items may lack their own
     ``apiVersion`` and ``kind``); (0, None) for a kind without replicas."""
     field = replica_field(kind.api_version, kind.kind)

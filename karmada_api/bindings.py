@@ -18,6 +18,7 @@ from controller_manager.objects import Obj
 
 from .labels import CRB_NAME_ANNOTATION, CRB_PERMANENT_ID, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION, RB_PERMANENT_ID
 from .resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
+from .shapes import BindingSpec, Workload, binding_spec
 
 # pkg/util/indexregistry: indexes of the Work informer by the binding's permanent id.
 WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
@@ -104,12 +105,12 @@ def work_index(label: str) -> Callable[[Obj], list[str]]:
     return index
 
 
-def binding_cluster_names(spec: Obj) -> list[str]:
+def binding_cluster_names(spec: BindingSpec) -> list[str]:
     """``GetBindingClusterNames``: the names in ``spec.clusters`` (what the bindings-by-cluster index holds)."""
     return [str(target["name"]) for target in spec.get("clusters") or () if target.get("name")]
 
 
-def existing_clusters(spec: Obj) -> set[str]:
+def existing_clusters(spec: BindingSpec) -> set[str]:
     """``ObtainBindingSpecExistingClusters``: every cluster a binding's Works may live in.
 
     The scheduled clusters, those its dependants require, and those a graceful eviction still keeps
@@ -125,11 +126,12 @@ def existing_clusters(spec: Obj) -> set[str]:
     return names
 
 
-def workload_reference(binding: Obj) -> dict[str, str]:
+def workload_reference(binding: Obj) -> Workload:
     """The resource template a binding propagates (``spec.resource``) as an ``ObjectReference``: apiVersion,
     kind, name, and namespace when it has one (the shape of a WorkloadRebalancer's ``spec.workloads`` item)."""
-    resource = objects.spec(binding).get("resource") or {}
-    reference = {key: str(resource.get(key) or "") for key in ("apiVersion", "kind", "name")}
+    resource = binding_spec(binding).get("resource") or {}
+    reference = Workload(apiVersion=str(resource.get("apiVersion") or ""), kind=str(resource.get("kind") or ""),
+                         name=str(resource.get("name") or ""))
     if resource.get("namespace"):
-        reference["namespace"] = str(resource["namespace"])
+        reference["namespace"] = str(resource.get("namespace"))
     return reference

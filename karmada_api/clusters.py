@@ -7,9 +7,10 @@ manages from it (``taintClusterByCondition`` in ``pkg/controllers/cluster/cluste
 
 from __future__ import annotations
 
-from controller_manager import objects
 from controller_manager.objects import Obj
 from kube_api.conditions import find_condition
+
+from .shapes import cluster_status
 
 CONDITION_READY = "Ready"
 TAINT_NOT_READY = "cluster.karmada.io/not-ready"
@@ -20,5 +21,5 @@ CLUSTER_CONTROLLER_TAINT_KEYS = frozenset({TAINT_NOT_READY, TAINT_UNREACHABLE})
 
 def is_ready(cluster: Obj) -> bool:
     """The Cluster's ``Ready`` condition is True."""
-    ready = find_condition(objects.status(cluster).get("conditions"), CONDITION_READY)
+    ready = find_condition(cluster_status(cluster).get("conditions"), CONDITION_READY)
     return ready is not None and ready.get("status") == "True"

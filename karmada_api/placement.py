@@ -11,15 +11,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from controller_manager import objects
 from controller_manager.objects import Obj
 from kube_api.affinity import node_selector_matches
 from kube_api.selectors import label_selector_matches
+from kube_api.shapes import NodeSelectorRequirement
 from kube_api.timeutil import parse_time
 
 from .labels import APPLIED_PLACEMENT_ANNOTATION
+from .shapes import (
+    BindingSpec,
+    ClusterAffinity,
+    Placement,
+    ReplicaSchedulingStrategy,
+    TargetCluster,
+    cluster_spec,
+)
 
 # ReplicaSchedulingType / ReplicaDivisionPreference values.
 DUPLICATED = "Duplicated"
@@ -47,12 +56,15 @@ FIELD_ZONE = "zone"
 # Strategies
 
 
-def replica_scheduling(placement: Obj | None) -> Obj | None:
-    """``placement.replicaScheduling`` as a dict, or None (also when ``placement`` is not an object)."""
+def replica_scheduling(placement: Obj | None) -> ReplicaSchedulingStrategy | None:
+    """``placement.replicaScheduling`` as a dict, or None (also when ``placement`` is not an object).
+
+    ``placement`` stays an untyped mapping: it may come from an annotation, which may hold anything.
+    """
     if not isinstance(placement, Mapping):
         return None
     strategy = placement.get("replicaScheduling")
-    return strategy if isinstance(strategy, Mapping) else None
+    return cast(ReplicaSchedulingStrategy, strategy) if isinstance(strategy, Mapping) else None
 
 
 def replica_scheduling_type(placement: Obj | None) -> str:
@@ -114,18 +126,18 @@ def is_static_weighted(placement: Obj | None) -> bool:
 # Binding spec helpers (pkg/apis/work/v1alpha2/binding_types_helper.go, pkg/util/binding.go)
 
 
-def is_workload(spec: Obj) -> bool:
+def is_workload(spec: BindingSpec) -> bool:
     """``IsWorkload``: replicas > 0, or replicaRequirements set, or at least one component."""
     return (int(spec.get("replicas") or 0) > 0 or spec.get("replicaRequirements") is not None
             or len(spec.get("components") or []) >= 1)
 
 
-def target_contains(spec: Obj, name: str) -> bool:
+def target_contains(spec: BindingSpec, name: str) -> bool:
     """``TargetContains``: whether ``name`` is in the binding spec's ``clusters``."""
     return any(c.get("name") == name for c in spec.get("clusters") or [])
 
 
-def assigned_replicas(spec: Obj, name: str) -> int:
+def assigned_replicas(spec: BindingSpec, name: str) -> int:
     """``AssignedReplicasForCluster``: the replicas ``spec.clusters`` gives ``name`` (0 if absent)."""
     for target in spec.get("clusters") or []:
         if target.get("name") == name:
@@ -133,16 +145,16 @@ def assigned_replicas(spec: Obj, name: str) -> int:
     return 0
 
 
-def sum_of_replicas(clusters: Sequence[Obj] | None) -> int:
+def sum_of_replicas(clusters: Sequence[TargetCluster] | None) -> int:
     return sum(int(c.get("replicas") or 0) for c in clusters or [])
 
 
-def in_graceful_eviction_tasks(spec: Obj, name: str) -> bool:
+def in_graceful_eviction_tasks(spec: BindingSpec, name: str) -> bool:
     """``ClusterInGracefulEvictionTasks``."""
     return any(task.get("fromCluster") == name for task in spec.get("gracefulEvictionTasks") or [])
 
 
-def is_binding_replicas_changed(spec: Obj, strategy: Obj | None) -> bool:
+def is_binding_replicas_changed(spec: BindingSpec, strategy: ReplicaSchedulingStrategy | None) -> bool:
     """``IsBindingReplicasChanged``: the result no longer sums (Divided) or equals (Duplicated) ``replicas``."""
     if strategy is None:
         return False
@@ -238,7 +250,7 @@ def applied_placement(binding: Obj) -> dict[str, Any] | None:
 # ClusterMatches (pkg/util/cluster.go)
 
 
-def _match_zones(expression: Obj, zones: Sequence[str]) -> bool:
+def _match_zones(expression: NodeSelectorRequirement, zones: Sequence[str]) -> bool:
     """A ``zone`` expression: every zone of the cluster must be in (In) / out of (NotIn) the values."""
     if not zones:
         return False
@@ -252,15 +264,16 @@ def _match_zones(expression: Obj, zones: Sequence[str]) -> bool:
 
 
 def _cluster_fields(cluster: Obj) -> dict[str, str]:
-    spec = objects.spec(cluster)
+    spec = cluster_spec(cluster)
     fields: dict[str, str] = {}
-    for key in (FIELD_PROVIDER, FIELD_REGION):
-        if spec.get(key):
-            fields[key] = str(spec[key])
+    if spec.get("provider"):
+        fields[FIELD_PROVIDER] = str(spec.get("provider"))
+    if spec.get("region"):
+        fields[FIELD_REGION] = str(spec.get("region"))
     return fields
 
 
-def affinity_allows(placement: Obj, cluster: Obj) -> bool:
+def affinity_allows(placement: Placement, cluster: Obj) -> bool:
     """Whether the placement's ``clusterAffinity``, or any term of its ``clusterAffinities`` (each term holds
     its affinity fields itself, beside ``affinityName``), lets ``cluster`` be chosen."""
     terms = placement.get("clusterAffinities")
@@ -269,7 +282,7 @@ def affinity_allows(placement: Obj, cluster: Obj) -> bool:
     return cluster_matches(cluster, placement.get("clusterAffinity"))
 
 
-def cluster_matches(cluster: Obj, affinity: Obj | None) -> bool:
+def cluster_matches(cluster: Obj, affinity: ClusterAffinity | None) -> bool:
     """``ClusterMatches``: not excluded, label selector, field selector and clusterNames all hold.
 
     An empty (or None) affinity matches every cluster; an invalid selector matches none.
@@ -288,8 +301,8 @@ def cluster_matches(cluster: Obj, affinity: Obj | None) -> bool:
             return False
     field_selector = affinity.get("fieldSelector")
     if field_selector is not None:
-        others: list[Obj] = []
-        zones = list(objects.spec(cluster).get("zones") or [])
+        others: list[NodeSelectorRequirement] = []
+        zones = list(cluster_spec(cluster).get("zones") or [])
         for expression in field_selector.get("matchExpressions") or []:
             if expression.get("key") == FIELD_ZONE:
                 if not _match_zones(expression, zones):

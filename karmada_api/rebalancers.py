@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .resources import WORKLOAD_REBALANCERS
+from .shapes import RebalancerSpec, Workload
 
 T = TypeVar("T")
 
@@ -23,11 +24,11 @@ def chunks(items: Sequence[T], size: int) -> list[list[T]]:
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
 
 
-def rebalancer_body(metadata: Mapping[str, Any], workloads: Iterable[Mapping[str, str]],
+def rebalancer_body(metadata: Mapping[str, Any], workloads: Iterable[Workload],
                     ttl_seconds: int | None) -> dict[str, Any]:
     """A WorkloadRebalancer to create: ``workloads`` (``ObjectReference`` items) in order; ``ttl_seconds``
     None leaves ``ttlSecondsAfterFinished`` out (the rebalancer is kept once finished)."""
-    spec: dict[str, Any] = {"workloads": [dict(w) for w in workloads]}
+    spec = RebalancerSpec(workloads=[Workload(**w) for w in workloads])
     if ttl_seconds is not None:
         spec["ttlSecondsAfterFinished"] = ttl_seconds
     return {"apiVersion": WORKLOAD_REBALANCERS.api_version, "kind": WORKLOAD_REBALANCERS.kind,

@@ -4,7 +4,8 @@ As in ``kube_api.shapes``: objects stay parsed JSON dicts, these types let mypy 
 value types of every read (``binding_spec(rb).get("clusters")`` is a ``list[TargetCluster]``), at no
 runtime cost. Every key is optional (``total=False``) because the server omits empty fields. Field
 names and comments follow Karmada's Go types at ``f8fdd02`` (``pkg/apis/work/v1alpha2/binding_types.go``,
-``pkg/apis/policy/v1alpha1/propagation_types.go``, ``pkg/apis/apps/v1alpha1/workloadrebalancer_types.go``).
+``pkg/apis/policy/v1alpha1/propagation_types.go``, ``pkg/apis/apps/v1alpha1/workloadrebalancer_types.go``,
+``pkg/apis/cluster/v1alpha1/types.go``, ``pkg/apis/work/v1alpha1/work_types.go``).
 
 The views (:func:`binding_spec`, ...) are casts: they return the object's own part, which, like
 every part read through ``controller_manager.objects``, must not be changed (copy first).
@@ -12,11 +13,19 @@ every part read through ``controller_manager.objects``, must not be changed (cop
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from controller_manager.objects import Obj
-from kube_api.shapes import Condition, LabelSelector, NodeSelector, ResourceList, Toleration
+from kube_api.shapes import (
+    Condition,
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorRequirement,
+    ResourceList,
+    Taint,
+    Toleration,
+    part_view,
+)
 
 
 class ObjectReference(TypedDict, total=False):
@@ -49,6 +58,7 @@ class GracefulEvictionTask(TypedDict, total=False):
     gracePeriodSeconds: int
     suppressDeletion: bool
     creationTimestamp: str
+    preservedLabelState: dict[str, str]
     clustersBeforeFailover: list[str]
 
 
@@ -91,11 +101,17 @@ class ReplicaSchedulingStrategy(TypedDict, total=False):
     weightPreference: ClusterPreferences
 
 
+class FieldSelector(TypedDict, total=False):
+    """``policyv1alpha1.FieldSelector``: requirements on a cluster's provider, region and zones."""
+
+    matchExpressions: list[NodeSelectorRequirement]
+
+
 class ClusterAffinity(TypedDict, total=False):
     """``policyv1alpha1.ClusterAffinity``."""
 
     labelSelector: LabelSelector
-    fieldSelector: dict[str, Any]
+    fieldSelector: FieldSelector
     clusterNames: list[str]
     exclude: list[str]
 
@@ -125,6 +141,29 @@ class Placement(TypedDict, total=False):
     replicaScheduling: ReplicaSchedulingStrategy
 
 
+class BindingSnapshot(TypedDict, total=False):
+    """``workv1alpha2.BindingSnapshot``: a binding that depends on this one, and where it is scheduled."""
+
+    namespace: str
+    name: str
+    clusters: list[TargetCluster]
+
+
+class Component(TypedDict, total=False):
+    """``workv1alpha2.Component``: one part of a multi-component workload."""
+
+    name: str
+    replicas: int
+    replicaRequirements: ReplicaRequirements
+
+
+class Suspension(TypedDict, total=False):
+    """``policyv1alpha1.Suspension``: scheduling or dispatching held back."""
+
+    dispatching: bool
+    scheduling: bool
+
+
 class BindingSpec(TypedDict, total=False):
     """``workv1alpha2.ResourceBindingSpec`` (also ClusterResourceBinding's), the parts the product reads."""
 
@@ -139,6 +178,10 @@ class BindingSpec(TypedDict, total=False):
     conflictResolution: str
     propagateDeps: bool
     preserveResourcesOnDeletion: bool
+    requiredBy: list[BindingSnapshot]
+    components: list[Component]
+    failover: dict[str, Any]
+    suspension: Suspension
 
 
 class AggregatedStatusItem(TypedDict, total=False):
@@ -159,6 +202,67 @@ class BindingStatus(TypedDict, total=False):
     lastScheduledTime: str
     conditions: list[Condition]
     aggregatedStatus: list[AggregatedStatusItem]
+
+
+class ClusterSpec(TypedDict, total=False):
+    """``clusterv1alpha1.ClusterSpec``, the parts the product reads."""
+
+    id: str
+    syncMode: str
+    apiEndpoint: str
+    provider: str
+    region: str
+    zone: str
+    zones: list[str]
+    taints: list[Taint]
+
+
+class ClusterStatus(TypedDict, total=False):
+    """``clusterv1alpha1.ClusterStatus``, the parts the product reads."""
+
+    kubernetesVersion: str
+    conditions: list[Condition]
+
+
+class WorkloadTemplate(TypedDict, total=False):
+    """``workv1alpha1.WorkloadTemplate``: the manifests a Work applies to its member cluster."""
+
+    manifests: list[dict[str, Any]]
+
+
+class WorkSpec(TypedDict, total=False):
+    """``workv1alpha1.WorkSpec``."""
+
+    workload: WorkloadTemplate
+    suspendDispatching: bool
+    preserveResourcesOnDeletion: bool
+
+
+class ResourceIdentifier(TypedDict, total=False):
+    """``workv1alpha1.ResourceIdentifier``: which manifest (by its index, ``ordinal``) a status is of."""
+
+    ordinal: int
+    group: str
+    version: str
+    kind: str
+    resource: str
+    namespace: str
+    name: str
+
+
+class ManifestStatus(TypedDict, total=False):
+    """``workv1alpha1.ManifestStatus``: one manifest's state in the member cluster."""
+
+    identifier: ResourceIdentifier
+    status: dict[str, Any]
+    health: str
+
+
+class WorkStatus(TypedDict, total=False):
+    """``workv1alpha1.WorkStatus``."""
+
+    conditions: list[Condition]
+    manifestStatuses: list[ManifestStatus]
 
 
 class Workload(TypedDict, total=False):
@@ -193,26 +297,16 @@ class RebalancerStatus(TypedDict, total=False):
     finishTime: str
 
 
-def _part(obj: Obj, field: str) -> Mapping[str, Any]:
-    value: Mapping[str, Any] = obj.get(field) or {}
-    return value
+binding_spec = part_view(BindingSpec, "spec", "A (Cluster)ResourceBinding's ``spec``, typed; ``{}`` when missing.")
+binding_status = part_view(BindingStatus, "status", "A (Cluster)ResourceBinding's ``status``, typed.")
+rebalancer_spec = part_view(RebalancerSpec, "spec", "A WorkloadRebalancer's ``spec``, typed.")
+rebalancer_status = part_view(RebalancerStatus, "status", "A WorkloadRebalancer's ``status``, typed.")
+cluster_spec = part_view(ClusterSpec, "spec", "A Cluster's ``spec``, typed.")
+cluster_status = part_view(ClusterStatus, "status", "A Cluster's ``status``, typed.")
+work_spec = part_view(WorkSpec, "spec", "A Work's ``spec``, typed.")
+work_status = part_view(WorkStatus, "status", "A Work's ``status``, typed.")
 
 
-def binding_spec(binding: Obj) -> BindingSpec:
-    """A (Cluster)ResourceBinding's ``spec``, typed; ``{}`` when missing."""
-    return cast(BindingSpec, _part(binding, "spec"))
-
-
-def binding_status(binding: Obj) -> BindingStatus:
-    """A (Cluster)ResourceBinding's ``status``, typed; ``{}`` when missing."""
-    return cast(BindingStatus, _part(binding, "status"))
-
-
-def rebalancer_spec(rebalancer: Obj) -> RebalancerSpec:
-    """A WorkloadRebalancer's ``spec``, typed; ``{}`` when missing."""
-    return cast(RebalancerSpec, _part(rebalancer, "spec"))
-
-
-def rebalancer_status(rebalancer: Obj) -> RebalancerStatus:
-    """A WorkloadRebalancer's ``status``, typed; ``{}`` when missing."""
-    return cast(RebalancerStatus, _part(rebalancer, "status"))
+def as_placement(placement: Obj) -> Placement:
+    """A placement read from elsewhere than a binding's spec (the applied-placement annotation), typed."""
+    return cast(Placement, placement)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from controller_manager.objects import Obj
+from kube_api.shapes import Taint
 from kube_api.timeutil import parse_optional_time
 from kube_api.tolerations import TAINT_EFFECT_NO_EXECUTE, tolerates
 
 from .placement import get_applied_placement, in_graceful_eviction_tasks
+from .shapes import BindingSpec, GracefulEvictionTask
 
 TOLERATE_FOREVER = -1.0
 """What :func:`get_min_toleration_time` returns when no tolerated taint ever expires."""
@@ -37,17 +38,17 @@ EVICTION_PRODUCER_TAINT_MANAGER = "TaintManager"
 # Taints
 
 
-def no_execute_taints(taints: Iterable[Obj] | None) -> list[Obj]:
+def no_execute_taints(taints: Iterable[Taint] | None) -> list[Taint]:
     """``GetNoExecuteTaints``: the taints whose effect is NoExecute, in order."""
     return [taint for taint in taints or () if taint.get("effect") == TAINT_EFFECT_NO_EXECUTE]
 
 
-def has_no_execute_taints(taints: Iterable[Obj] | None) -> bool:
+def has_no_execute_taints(taints: Iterable[Taint] | None) -> bool:
     """``HasNoExecuteTaints``."""
     return any(taint.get("effect") == TAINT_EFFECT_NO_EXECUTE for taint in taints or ())
 
 
-def get_min_toleration_time(taints: Sequence[Obj] | None, used_tolerations: Sequence[Obj] | None,
+def get_min_toleration_time(taints: Sequence[Taint] | None, used_tolerations: Sequence[Obj] | None,
                             now: datetime) -> float:
     """``GetMinTolerationTimeWithCurrentTime``: seconds before the earliest trigger, at ``now``.
 
@@ -90,7 +91,7 @@ def generate_taints_message(taints: Sequence[Obj] | None) -> str:
 # Bindings: scheduling result and graceful eviction tasks
 
 
-def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: str = "", reason: str = "",
+def graceful_evict_cluster(spec: BindingSpec, cluster: str, *, purge_mode: str = "", reason: str = "",
                            message: str = "", producer: str = "", grace_period_seconds: int | None = None,
                            suppress_deletion: bool | None = None,
                            preserved_label_state: Mapping[str, str] | None = None,
@@ -113,7 +114,7 @@ def graceful_evict_cluster(spec: dict[str, Any], cluster: str, *, purge_mode: st
         spec.pop("clusters", None)
     if in_graceful_eviction_tasks(spec, cluster):
         return True
-    task: dict[str, Any] = {"fromCluster": cluster}
+    task = GracefulEvictionTask(fromCluster=cluster)
     if purge_mode:
         task["purgeMode"] = purge_mode
     replicas = evicted.get("replicas") or 0

@@ -22,6 +22,7 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 
 from .selectors import LabelPredicate, all_of, compile_requirement
+from .shapes import Affinity
 
 OBJECT_NAME_FIELD = "metadata.name"
 
@@ -129,7 +130,8 @@ class RequiredNodeAffinity:
     @classmethod
     def from_pod_spec(cls, spec: Obj) -> RequiredNodeAffinity:
         """From a pod spec's ``nodeSelector`` and ``affinity.nodeAffinity`` required terms."""
-        node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+        affinity: Affinity = spec.get("affinity") or {}
+        node_affinity = affinity.get("nodeAffinity") or {}
         return cls(spec.get("nodeSelector"), node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
 
     @property

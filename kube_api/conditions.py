@@ -4,15 +4,17 @@ semantics."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
+from .shapes import Condition
 from .timeutil import now_text
 
 
-def find_condition(conditions: Iterable[Mapping[str, Any]] | None, ctype: str) -> Mapping[str, Any] | None:
+def find_condition(conditions: Iterable[Mapping[str, Any]] | None, ctype: str) -> Condition | None:
     """``meta.FindStatusCondition``: the first condition of type ``ctype``, None without one (entries that
     are not objects are skipped: a status written by hand may hold anything)."""
-    return next((c for c in conditions or [] if isinstance(c, Mapping) and c.get("type") == ctype), None)
+    found = next((c for c in conditions or [] if isinstance(c, Mapping) and c.get("type") == ctype), None)
+    return cast(Condition | None, found)
 
 
 def set_condition(conditions: list[dict[str, Any]], new: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,23 +7,25 @@ deletes them with their owner; ``metav1.GetControllerOf``, how readers find that
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from controller_manager import objects
 from controller_manager.client import Resource
 from controller_manager.objects import Obj
 
+from .shapes import OwnerReference
 
-def controller_reference(owner: Obj, resource: Resource) -> dict[str, Any]:
+
+def controller_reference(owner: Obj, resource: Resource) -> OwnerReference:
     """``owner`` (of kind ``resource``) as its dependents' controller, with ``blockOwnerDeletion``."""
     return {"apiVersion": resource.api_version, "kind": resource.kind, "name": objects.name(owner),
             "uid": objects.uid(owner), "controller": True, "blockOwnerDeletion": True}
 
 
-def controller_of(obj: Obj) -> Mapping[str, Any] | None:
+def controller_of(obj: Obj) -> OwnerReference | None:
     """``metav1.GetControllerOf``: the first ownerReference with ``controller: true``, None without one."""
-    return next((reference for reference in objects.owner_references(obj) if reference.get("controller")), None)
+    found = next((reference for reference in objects.owner_references(obj) if reference.get("controller")), None)
+    return cast(OwnerReference | None, found)
 
 
 def controller_uid_index(obj: Obj) -> list[str]:

@@ -8,7 +8,10 @@ runtime cost. Every key is optional (``total=False``): the server omits empty fi
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, TypeVar, cast
+
+T = TypeVar("T")
 
 
 class OwnerReference(TypedDict, total=False):
@@ -91,3 +94,53 @@ class NodeSelector(TypedDict, total=False):
 
 ResourceList = dict[str, Any]
 """``corev1.ResourceList``: resource name to quantity (a string or a number, see ``kube_api.quantity``)."""
+
+
+class NodeAffinity(TypedDict, total=False):
+    """``corev1.NodeAffinity``, the required part (the preferred terms only score)."""
+
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector
+
+
+class Affinity(TypedDict, total=False):
+    """``corev1.Affinity``, the node part."""
+
+    nodeAffinity: NodeAffinity
+
+
+class PodStatus(TypedDict, total=False):
+    """``corev1.PodStatus``, the parts the product reads."""
+
+    phase: str
+    conditions: list[Condition]
+
+
+class NodeSpec(TypedDict, total=False):
+    """``corev1.NodeSpec``, the parts the product reads."""
+
+    unschedulable: bool
+    taints: list[Taint]
+
+
+class NodeStatus(TypedDict, total=False):
+    """``corev1.NodeStatus``, the parts the product reads."""
+
+    conditions: list[Condition]
+    capacity: ResourceList
+    allocatable: ResourceList
+
+
+def part_view(shape: Callable[..., T], field: str, doc: str) -> Callable[[Mapping[str, Any]], T]:
+    """A typed view of one part of an object (``spec``, ``status``): the object's own part as ``shape``,
+    ``{}`` when missing. A cast: what it returns, like every part of a cached object, must not be changed."""
+
+    def view(obj: Mapping[str, Any]) -> T:
+        return cast(T, obj.get(field) or {})
+
+    view.__doc__ = doc
+    return view
+
+
+pod_status = part_view(PodStatus, "status", "A Pod's ``status``, typed.")
+node_spec = part_view(NodeSpec, "spec", "A Node's ``spec``, typed.")
+node_status = part_view(NodeStatus, "status", "A Node's ``status``, typed.")

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from controller_manager import objects
 from controller_manager.objects import Obj
+
+from .shapes import node_spec
 
 TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
 TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
@@ -91,7 +92,7 @@ def get_matching_tolerations(taints: Sequence[Obj] | None,
 
 def node_tolerated(node: Obj, tolerations: Sequence[Obj] | None) -> bool:
     """The estimator's node taint filter: cordon (unless tolerated) and NoSchedule/NoExecute taints."""
-    spec = objects.spec(node)
+    spec = node_spec(node)
     if spec.get("unschedulable") and not tolerations_tolerate_taint(tolerations, UNSCHEDULABLE_TAINT):
         return False
     return tolerates_all(tolerations, spec.get("taints"))

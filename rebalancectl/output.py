@@ -10,6 +10,7 @@ import yaml
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.shapes import rebalancer_spec, rebalancer_status
 
 from .selection import workload_from_reference
 
@@ -41,11 +42,11 @@ def render(items: Sequence[Obj], fmt: str) -> str:
 def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:
     """One row per workload of the rebalancer: WORKLOAD, RESULT (Pending until it has one), REASON."""
     observed: dict[str, tuple[str, str]] = {}
-    for item in objects.status(rebalancer).get("observedWorkloads") or []:
+    for item in rebalancer_status(rebalancer).get("observedWorkloads") or []:
         workload = str(workload_from_reference(item.get("workload") or {}))
         observed[workload] = (str(item.get("result") or PENDING), str(item.get("reason") or ""))
     rows = []
-    for ref in objects.spec(rebalancer).get("workloads") or []:
+    for ref in rebalancer_spec(rebalancer).get("workloads") or []:
         workload = str(workload_from_reference(ref))
         result, reason = observed.pop(workload, (PENDING, ""))
         rows.append((workload, result, reason))
@@ -64,4 +65,4 @@ def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("WORKLOAD
 def summary(created: Sequence[Obj]) -> str:
     """The default output of ``create``: one line per rebalancer and its workload count."""
     return "".join(f"workloadrebalancer.apps.karmada.io/{objects.name(item)} created "
-                   f"({len(objects.spec(item).get('workloads') or [])} workloads)\n" for item in created)
+                   f"({len(rebalancer_spec(item).get('workloads') or [])} workloads)\n" for item in created)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api import shapes
 from karmada_api.bindings import workload_reference
 from karmada_api.placement import PlacementError, affinity_allows, applied_placement, target_contains
 
@@ -32,9 +33,9 @@ class Workload:
     def group_kind(self) -> GroupKind:
         return GroupKind(group_of(self.api_version), self.kind)
 
-    def reference(self) -> dict[str, str]:
+    def reference(self) -> shapes.Workload:
         """The ``spec.workloads`` item (``ObjectReference``)."""
-        ref = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        ref = shapes.Workload(apiVersion=self.api_version, kind=self.kind, name=self.name)
         if self.namespace:
             ref["namespace"] = self.namespace
         return ref
@@ -48,12 +49,12 @@ def binding_workload(binding: Obj) -> Workload | None:
     """The template a binding propagates (:func:`~karmada_api.bindings.workload_reference`) as a
     :class:`Workload`; None when the binding names none."""
     reference = workload_reference(binding)
-    if not (reference["apiVersion"] and reference["kind"] and reference["name"]):
+    if not (reference.get("apiVersion") and reference.get("kind") and reference.get("name")):
         return None
     return workload_from_reference(reference)
 
 
-def workload_from_reference(ref: Obj) -> Workload:
+def workload_from_reference(ref: shapes.Workload) -> Workload:
     """A ``spec.workloads`` or ``observedWorkloads[].workload`` item as a :class:`Workload`."""
     return Workload(str(ref.get("namespace") or ""), str(ref.get("kind") or ""), str(ref.get("name") or ""),
                     str(ref.get("apiVersion") or ""))
@@ -68,13 +69,13 @@ def placement_allows(binding: Obj, cluster: Obj) -> bool:
         return False
     if placement is None:
         return False
-    return affinity_allows(placement, cluster)
+    return affinity_allows(shapes.as_placement(placement), cluster)
 
 
 def belongs_on(binding: Obj, cluster: Obj) -> bool:
     """``--cluster``: the binding has the cluster in ``spec.clusters``, or its placement allows the
     cluster though ``spec.clusters`` has none there ("everything that should be back on C")."""
-    return target_contains(objects.spec(binding), objects.name(cluster)) or placement_allows(binding, cluster)
+    return target_contains(shapes.binding_spec(binding), objects.name(cluster)) or placement_allows(binding, cluster)
 
 
 @dataclass(frozen=True)

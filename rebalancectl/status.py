@@ -9,6 +9,7 @@ from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient
 from controller_manager.objects import Obj
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.shapes import rebalancer_status
 
 from .errors import CommandError
 
@@ -26,7 +27,7 @@ def _transient(exc: Exception) -> bool:
 
 def is_finished(rebalancer: Obj) -> bool:
     """Finished: ``status.finishTime`` is set for the current generation (``observedGeneration`` == generation)."""
-    status = objects.status(rebalancer)
+    status = rebalancer_status(rebalancer)
     observed = int(status.get("observedGeneration") or 0)
     return bool(status.get("finishTime")) and observed == objects.generation(rebalancer)
 

@@ -7,7 +7,7 @@ No I/O here: :mod:`.controller` reads the caches, calls these and writes the res
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from karmada_api.bindings import binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.placement import affinity_allows, applied_placement
 from karmada_api.rebalancers import chunks, rebalancer_body, workload_key
+from karmada_api.shapes import Workload, as_placement, binding_spec, cluster_spec
 from karmada_api.taints import has_no_execute_taints
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
@@ -41,7 +42,7 @@ def is_recovered(cluster: Obj) -> bool:
     """
     if not is_ready(cluster):
         return False
-    taints = objects.spec(cluster).get("taints") or []
+    taints = cluster_spec(cluster).get("taints") or []
     if has_no_execute_taints(taints):
         return False
     return not any(taint.get("effect") == TAINT_EFFECT_NO_SCHEDULE and taint.get("key") in CLUSTER_CONTROLLER_TAINT_KEYS
@@ -50,7 +51,7 @@ def is_recovered(cluster: Obj) -> bool:
 
 def is_unhealthy(cluster: Obj) -> bool:
     """What makes a cluster dropped from ``spec.clusters`` count as evicted: not Ready, or a NoExecute taint."""
-    return not is_ready(cluster) or has_no_execute_taints(objects.spec(cluster).get("taints"))
+    return not is_ready(cluster) or has_no_execute_taints(cluster_spec(cluster).get("taints"))
 
 
 @dataclass
@@ -110,8 +111,8 @@ def record_patch(binding: Obj, clusters: Iterable[str]) -> dict[str, Any]:
 
 def eviction_task_clusters(binding: Obj) -> set[str]:
     """The clusters the binding's graceful-eviction tasks evict it from."""
-    tasks = objects.spec(binding).get("gracefulEvictionTasks") or []
-    return {str(task["fromCluster"]) for task in tasks if task.get("fromCluster")}
+    tasks = binding_spec(binding).get("gracefulEvictionTasks") or []
+    return {str(task.get("fromCluster")) for task in tasks if task.get("fromCluster")}
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
@@ -130,7 +131,7 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
     if old is not None:
         # Only a task that appears: one still there after its fail-back must not record it again.
         evicted -= eviction_task_clusters(old)
-        for name in set(binding_cluster_names(objects.spec(old))) - set(binding_cluster_names(objects.spec(new))):
+        for name in set(binding_cluster_names(binding_spec(old))) - set(binding_cluster_names(binding_spec(new))):
             cluster = clusters(name)
             if cluster is None:
                 if unknown is not None:
@@ -154,37 +155,38 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
     if objects.is_deleting(binding):
         return "the binding is being deleted"
     try:
-        placement = applied_placement(binding)
+        applied = applied_placement(binding)
     except ValueError as exc:
         return f"its applied placement cannot be read: {exc}"
-    if placement is None:
+    if applied is None:
         return None
+    placement = as_placement(applied)
     name = objects.name(cluster)
     if not affinity_allows(placement, cluster):
         if placement.get("clusterAffinities"):
             return f"no cluster affinity of its placement matches cluster {name}"
         return f"its placement's cluster affinity no longer matches cluster {name}"
-    taint = find_untolerated_taint(objects.spec(cluster).get("taints"), placement.get("clusterTolerations"))
+    taint = find_untolerated_taint(cluster_spec(cluster).get("taints"), placement.get("clusterTolerations"))
     if taint is not None:
         return (f"its placement does not tolerate the taint {taint.get('key')}:{taint.get('effect')} "
                 f"of cluster {name}")
     return None
 
 
-def rebalancers_for(cluster: str, workloads: Iterable[Mapping[str, str]], *, max_workloads: int,
+def rebalancers_for(cluster: str, workloads: Iterable[Workload], *, max_workloads: int,
                     ttl_seconds: int) -> list[dict[str, Any]]:
     """The WorkloadRebalancers to create: sorted distinct workloads, ``max_workloads`` per rebalancer.
 
     ``ttl_seconds`` 0 leaves ``ttlSecondsAfterFinished`` out: the rebalancer is kept.
     """
-    distinct = {workload_key(w): dict(w) for w in workloads}
+    distinct = {workload_key(w): Workload(**w) for w in workloads}
     ordered = [distinct[key] for key in sorted(distinct)]
     metadata = {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}
     return [rebalancer_body(metadata, group, ttl_seconds if ttl_seconds > 0 else None)
             for group in chunks(ordered, max_workloads)]
 
 
-def batch_id(cluster: str, window: str, workloads: Iterable[Mapping[str, str]]) -> str:
+def batch_id(cluster: str, window: str, workloads: Iterable[Workload]) -> str:
     """The :data:`BATCH_LABEL` value of one rebalancer of a fail-back: the same fail-back (cluster, the
     window it ended, the same workloads) gives the same value; another one, another value."""
     text = "\n".join([cluster, window, *("/".join(workload_key(w)) for w in workloads)])

@@ -53,6 +53,7 @@ from karmada_api.labels import (
 )
 from karmada_api.names import cluster_of_execution_space, execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
+from karmada_api.shapes import binding_spec
 from kube_api.resources import NAMESPACES
 
 from ..runtime import resource_version_number
@@ -171,7 +172,7 @@ def binding_ref(kind: BindingKind, request: Request) -> str:
 
 def binding_clusters(binding: Obj) -> list[str]:
     """Index: every cluster a binding may hold a Work in (to react to its execution namespace appearing)."""
-    return sorted(name for name in existing_clusters(objects.spec(binding)) if name)
+    return sorted(name for name in existing_clusters(binding_spec(binding)) if name)
 
 
 def work_to_binding(kind: BindingKind) -> Callable[[Obj], list[Request]]:
@@ -340,7 +341,7 @@ class BindingReconciler:
             works = self.works.by_index(self.kind.work_index, str(permanent_id))
         else:
             works = self.works.by_index(WORK_INDEX_BY_BINDING, binding_ref(self.kind, Request.for_object(binding)))
-        keep = existing_clusters(objects.spec(binding))
+        keep = existing_clusters(binding_spec(binding))
         return await self._delete_works([w for w in works if work_cluster(w) not in keep])
 
     async def _delete_works(self, works: Sequence[Obj]) -> int:

@@ -42,6 +42,7 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import PURGE_MODE_DIRECTLY, PURGE_MODE_GRACEFULLY, binding_cluster_names
 from karmada_api.placement import PlacementError, get_applied_placement, target_contains
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
+from karmada_api.shapes import binding_spec, cluster_spec
 from karmada_api.taints import (
     EVICTION_PRODUCER_TAINT_MANAGER,
     EVICTION_REASON_TAINT_UNTOLERATED,
@@ -49,6 +50,7 @@ from karmada_api.taints import (
     graceful_evict_cluster,
     no_execute_taints,
 )
+from kube_api.shapes import Taint
 from kube_api.tolerations import get_matching_tolerations
 
 from .events import record_eviction_event
@@ -88,7 +90,7 @@ def need_eviction_with_current_time(cluster: Obj | None, annotations: Mapping[st
         raise PlacementError("the applied placement for ResourceBining can not be empty")
     if cluster is None:
         return False, -1.0
-    taints = no_execute_taints(objects.spec(cluster).get("taints"))
+    taints = no_execute_taints(cluster_spec(cluster).get("taints"))
     if not enabled or not taints:
         return False, -1.0
     all_tolerated, used = get_matching_tolerations(taints, placement.get("clusterTolerations") or [])
@@ -100,7 +102,7 @@ def need_eviction_with_current_time(cluster: Obj | None, annotations: Mapping[st
     return False, wait
 
 
-def enqueue_delay(taints: Sequence[Obj] | None, annotations: Mapping[str, str] | None,
+def enqueue_delay(taints: Sequence[Taint] | None, annotations: Mapping[str, str] | None,
                   now: datetime) -> float | None:
     """``enqueueBinding``'s decision for a binding on a tainted cluster: None skip, 0 now, > 0 after that long.
 
@@ -148,7 +150,7 @@ def decide_binding_eviction(binding: Obj | None, cluster_name: str, cluster: Obj
     """
     if binding is None:
         return EvictionDecision()
-    spec = objects.spec(binding)
+    spec = binding_spec(binding)
     if objects.is_deleting(binding) or not target_contains(spec, cluster_name):
         return EvictionDecision()
     need, wait = need_eviction_with_current_time(cluster, objects.annotations(binding), now, enabled=enabled)
@@ -163,7 +165,7 @@ def decide_binding_eviction(binding: Obj | None, cluster_name: str, cluster: Obj
 
 def bindings_by_cluster(binding: Obj) -> list[str]:
     """Index function: the clusters a binding is scheduled to."""
-    return binding_cluster_names(objects.spec(binding))
+    return binding_cluster_names(binding_spec(binding))
 
 
 # ----------------------------------------------------------------------------- queue keys and pacing
@@ -222,7 +224,7 @@ class ClusterTaintReconciler:
         cluster = self.clusters.get(request.name)
         if cluster is None:
             return Result()
-        taints = no_execute_taints(objects.spec(cluster).get("taints"))
+        taints = no_execute_taints(cluster_spec(cluster).get("taints"))
         if not self.enabled or not taints:
             return Result()
         now = datetime.now(UTC)

@@ -29,6 +29,7 @@ from controller_manager.objects import Obj
 from controller_manager.reconcile import Request
 from kube_api.ownerrefs import controller_of
 from kube_api.selectors import compile_label_selector
+from kube_api.shapes import OwnerReference
 
 LabelMatch = Callable[[Mapping[str, str]], bool]
 
@@ -51,7 +52,7 @@ def _guarded(obj: Obj) -> list[dict[str, Any]]:
             {"op": "test", "path": "/metadata/resourceVersion", "value": objects.resource_version(obj)}]
 
 
-def adopt_patch(obj: Obj, reference: dict[str, Any]) -> list[dict[str, Any]]:
+def adopt_patch(obj: Obj, reference: OwnerReference) -> list[dict[str, Any]]:
     """``ownerRefControllerPatch``: add the controller reference to the object's ownerReferences."""
     if objects.owner_references(obj):
         return [*_guarded(obj), {"op": "add", "path": "/metadata/ownerReferences/-", "value": reference}]
@@ -69,7 +70,7 @@ def release_patch(obj: Obj, owner_uid: str) -> list[dict[str, Any]]:
 class Claimer:
     """Claims one owner's dependents of one resource (adopting and releasing), as the ControllerRefManager."""
 
-    def __init__(self, client: KubeClient, owner: Obj, owner_resource: Resource, reference: dict[str, Any],
+    def __init__(self, client: KubeClient, owner: Obj, owner_resource: Resource, reference: OwnerReference,
                  dependents: Resource) -> None:
         self.client = client
         self.owner = owner

@@ -24,6 +24,7 @@ from karmada_api.placement import (
     replica_scheduling,
     target_contains,
 )
+from karmada_api.shapes import BindingSpec
 from kube_api.limits import MAX_INT32
 
 from .division import (
@@ -54,7 +55,7 @@ async def general_available_replicas(clusters: list[dict[str, Any]], requirement
     return combine_available_replicas(names, [GeneralEstimator().estimate(clusters, requirements)], replicas)
 
 
-def score(cluster: Obj, spec: Obj) -> int:
+def score(cluster: Obj, spec: BindingSpec) -> int:
     """``ClusterLocality`` (100 when already scheduled there) + ``ClusterAffinity`` (always 0)."""
     name = objects.name(cluster)
     return LOCALITY_SCORE if spec.get("clusters") and target_contains(spec, name) else 0
@@ -116,7 +117,7 @@ class Algorithm:
         self._available_replicas = available_replicas or general_available_replicas
         self.enable_empty_workload_propagation = enable_empty_workload_propagation
 
-    def feasible(self, spec: Obj, status: Obj | None) -> list[Obj]:
+    def feasible(self, spec: BindingSpec, status: Obj | None) -> list[Obj]:
         """Step 1-2: clusters not being deleted that pass every filter; FitError when none does."""
         snapshot = list(self._clusters())
         feasible: list[Obj] = []
@@ -133,7 +134,7 @@ class Algorithm:
             raise FitError(len(snapshot), diagnosis)
         return feasible
 
-    async def available(self, clusters: list[Obj], spec: Obj) -> dict[str, int]:
+    async def available(self, clusters: list[Obj], spec: BindingSpec) -> dict[str, int]:
         """Step 4 (``calAvailableReplicas``): MaxInt32 for non-workloads, else the estimate, else replicas."""
         names = [objects.name(c) for c in clusters]
         replicas = int(spec.get("replicas") or 0)
@@ -152,7 +153,7 @@ class Algorithm:
             result[name] = replicas if value == MAX_INT32 or value < 0 else value
         return result
 
-    async def schedule(self, spec: Obj, status: Obj | None) -> list[dict[str, Any]]:
+    async def schedule(self, spec: BindingSpec, status: Obj | None) -> list[dict[str, Any]]:
         """The new ``spec.clusters``; FitError, UnschedulableError (wrapped) or SchedulingError otherwise."""
         feasible = self.feasible(spec, status)
         estimates = await self.available(feasible, spec)

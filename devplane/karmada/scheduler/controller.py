@@ -60,6 +60,7 @@ from karmada_api.placement import (
     reschedule_required,
 )
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
+from karmada_api.shapes import BindingSpec, ClusterAffinity, binding_spec
 from kube_api.conditions import set_condition
 from kube_api.timeutil import now_text
 
@@ -111,7 +112,7 @@ E2E_DURATION = Histogram("karmada_scheduler_e2e_scheduling_duration_seconds",
 
 def schedulable(binding: Obj, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> bool:
     """The intake's event filter: this scheduler's, not suspended, and labelled by a policy or a manager."""
-    spec = objects.spec(binding)
+    spec = binding_spec(binding)
     if (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) != scheduler_name:
         return False
     if (spec.get("suspension") or {}).get("scheduling") is True:
@@ -147,7 +148,7 @@ CLUSTER_PREDICATE = FuncPredicate(on_create=lambda _obj: False, on_update=cluste
 
 def affected_by_cluster(binding: Obj, cluster: Obj) -> bool:
     """``enqueueAffectedBindings``: the binding's current affinity matches the cluster (or there is none)."""
-    placement = objects.spec(binding).get("placement")
+    placement = binding_spec(binding).get("placement")
     if placement is None:
         return False
     terms = placement.get("clusterAffinities")
@@ -155,7 +156,8 @@ def affected_by_cluster(binding: Obj, cluster: Obj) -> bool:
         status = objects.status(binding)
         if int(status.get("schedulerObservedGeneration") or 0) != objects.generation(binding):
             return True  # maybe still queued, or its status not seen yet: do not miss the change
-        affinity = terms[affinity_index(terms, status.get("schedulerObservingAffinityName") or "")]
+        observed = status.get("schedulerObservingAffinityName") or ""
+        affinity: ClusterAffinity | None = terms[affinity_index(terms, observed)]
     else:
         affinity = placement.get("clusterAffinity")
     return affinity is None or cluster_matches(cluster, affinity)
@@ -215,7 +217,7 @@ def placement_changed(placement: Obj, applied_text: str, observed_affinity_name:
 
 def schedule_type(binding: Obj, cluster_deleting: Callable[[str], bool]) -> str | None:
     """``doSchedule``'s decision tree: why to schedule (the metric's schedule type), or None when nothing is needed."""
-    spec, status = objects.spec(binding), objects.status(binding)
+    spec, status = binding_spec(binding), objects.status(binding)
     placement = spec.get("placement") or {}
     observed = str(status.get("schedulerObservingAffinityName") or "")
     if placement_changed(placement, applied_placement_text(binding), observed):
@@ -320,7 +322,7 @@ class SchedulerReconciler:
             self._record(kind, binding, None, SchedulingError(
                 f"skip schedule deleting {kind.lower_noun}: {kind.key(binding)}"))
             return Result()
-        if objects.spec(binding).get("placement") is None:
+        if binding_spec(binding).get("placement") is None:
             raise TerminalError(f"failed to get placement from {kind.lower_noun}({kind.key(binding)})")
         reason = schedule_type(binding, self._cluster_deleting)
         if reason is None:
@@ -357,7 +359,7 @@ class SchedulerReconciler:
 
     async def _schedule(self, kind: BindingKind, binding: MutableObj) -> BaseException | None:
         """Schedule, then write the Scheduled condition; the error to retry with, if any."""
-        if (objects.spec(binding).get("placement") or {}).get("clusterAffinities"):
+        if (binding_spec(binding).get("placement") or {}).get("clusterAffinities"):
             outcome = await self._schedule_with_affinities(kind, binding)
         else:
             outcome = await self._schedule_once(kind, binding)
@@ -368,7 +370,8 @@ class SchedulerReconciler:
             return exc
         return None if ignore else outcome.error
 
-    async def _run_algorithm(self, spec: Obj, status: Obj) -> tuple[list[dict[str, Any]] | None, BaseException | None]:
+    async def _run_algorithm(self, spec: BindingSpec,
+                             status: Obj) -> tuple[list[dict[str, Any]] | None, BaseException | None]:
         try:
             return await self.algorithm.schedule(spec, status), None
         except asyncio.CancelledError:
@@ -381,7 +384,7 @@ class SchedulerReconciler:
 
     async def _schedule_once(self, kind: BindingKind, binding: MutableObj) -> _Outcome:
         """``scheduleResourceBinding`` without clusterAffinities."""
-        spec, status = objects.spec(binding), objects.status(binding)
+        spec, status = binding_spec(binding), objects.status(binding)
         result, err = await self._run_algorithm(spec, status)
         if err is not None and not isinstance(err, FitError):
             self._record(kind, binding, None, err)
@@ -395,7 +398,7 @@ class SchedulerReconciler:
     async def _schedule_with_affinities(self, kind: BindingKind, binding: MutableObj) -> _Outcome:
         """Try the ``clusterAffinities`` terms in order, from the observed one (the first on a manual
         reschedule); the first term that schedules wins and becomes the observed term."""
-        spec, status = objects.spec(binding), objects.status(binding)
+        spec, status = binding_spec(binding), objects.status(binding)
         terms = spec["placement"]["clusterAffinities"]
         observed = str(status.get("schedulerObservingAffinityName") or "")
         index = affinity_index(terms, observed)
@@ -424,7 +427,7 @@ class SchedulerReconciler:
     async def _patch_result(self, kind: BindingKind, binding: Obj,
                             result: list[dict[str, Any]] | None) -> tuple[Obj, ApiError | None]:
         """Merge-patch ``spec.clusters`` (null when empty) and the applied placement, when they differ."""
-        spec = objects.spec(binding)
+        spec = binding_spec(binding)
         text = placement_json(spec.get("placement"))
         clusters = result or None
         patch: dict[str, Any] = {}

@@ -33,6 +33,7 @@ from karmada_api.placement import (
     reschedule_required,
     strategy_type,
 )
+from karmada_api.shapes import BindingSpec
 from kube_api.limits import MAX_INT32
 
 from ...apiserver.errors import aggregate_messages
@@ -319,12 +320,12 @@ def assignment_of(clusters: Iterable[Mapping[str, Any]] | None) -> Assignment:
     return [(str(c.get("name") or ""), int(c.get("replicas") or 0)) for c in clusters or []]
 
 
-def _assigns_workload(spec: Mapping[str, Any]) -> bool:
+def _assigns_workload(spec: BindingSpec) -> bool:
     return ((int(spec.get("replicas") or 0) > 0 or spec.get("replicaRequirements") is not None)
             and len(spec.get("components") or []) <= 1)
 
 
-def assign_replicas(candidates: Sequence[Candidate], spec: Mapping[str, Any],
+def assign_replicas(candidates: Sequence[Candidate], spec: BindingSpec,
                     status: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """``AssignReplicas``: the scheduling result for ``candidates`` (in candidate order).
 

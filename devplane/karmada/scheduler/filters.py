@@ -23,6 +23,7 @@ from karmada_api.placement import (
     in_graceful_eviction_tasks,
     target_contains,
 )
+from karmada_api.shapes import BindingSpec, ClusterAffinity, Placement
 from kube_api.conditions import find_condition
 from kube_api.tolerations import find_untolerated_taint
 
@@ -60,17 +61,16 @@ def taint_to_string(taint: Obj) -> str:
     return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
 
 
-def observed_affinity(placement: Obj, status: Obj | None) -> Obj | None:
+def observed_affinity(placement: Placement, status: Obj | None) -> ClusterAffinity | None:
     """The affinity the ClusterAffinity filter applies: ``clusterAffinity``, or the observed term of
     ``clusterAffinities`` (``status.schedulerObservingAffinityName``); None when neither applies."""
-    if placement.get("clusterAffinity") is not None:
-        affinity: Obj = placement["clusterAffinity"]
+    affinity = placement.get("clusterAffinity")
+    if affinity is not None:
         return affinity
     observed = (status or {}).get("schedulerObservingAffinityName") or ""
     for term in placement.get("clusterAffinities") or []:
         if term.get("affinityName") == observed:
-            found: Obj = term
-            return found
+            return term
     return None
 
 
@@ -87,10 +87,10 @@ def affinity_index(terms: Sequence[Obj] | None, observed_name: str) -> int:
 # --------------------------------------------------------------------------------------------------
 # Filters: (cluster, binding spec, binding status) -> None when the cluster passes, else the reason.
 
-Filter = Callable[[Obj, Obj, Obj], str | None]
+Filter = Callable[[Obj, BindingSpec, Obj], str | None]
 
 
-def filter_api_enablement(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
+def filter_api_enablement(cluster: Obj, spec: BindingSpec, _status: Obj) -> str | None:
     """The template's kind must be served by the cluster (clusters already scheduled to pass)."""
     if target_contains(spec, objects.name(cluster)):
         return None
@@ -100,7 +100,7 @@ def filter_api_enablement(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
     return REASON_NO_API
 
 
-def filter_taint_toleration(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
+def filter_taint_toleration(cluster: Obj, spec: BindingSpec, _status: Obj) -> str | None:
     """NoSchedule and NoExecute taints must be tolerated (clusters already scheduled pass: the taint
     manager evicts from them)."""
     if target_contains(spec, objects.name(cluster)):
@@ -110,14 +110,14 @@ def filter_taint_toleration(cluster: Obj, spec: Obj, _status: Obj) -> str | None
     return None if taint is None else f"cluster(s) had untolerated taint {{{taint_to_string(taint)}}}"
 
 
-def filter_cluster_affinity(cluster: Obj, spec: Obj, status: Obj) -> str | None:
+def filter_cluster_affinity(cluster: Obj, spec: BindingSpec, status: Obj) -> str | None:
     affinity = observed_affinity(spec.get("placement") or {}, status)
     if affinity is None or cluster_matches(cluster, affinity):
         return None
     return REASON_AFFINITY
 
 
-def filter_spread_constraint(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
+def filter_spread_constraint(cluster: Obj, spec: BindingSpec, _status: Obj) -> str | None:
     """Clusters lacking a property some constraint spreads by cannot take part."""
     cluster_spec = objects.spec(cluster)
     for constraint in (spec.get("placement") or {}).get("spreadConstraints") or []:
@@ -131,7 +131,7 @@ def filter_spread_constraint(cluster: Obj, spec: Obj, _status: Obj) -> str | Non
     return None
 
 
-def filter_cluster_eviction(cluster: Obj, spec: Obj, _status: Obj) -> str | None:
+def filter_cluster_eviction(cluster: Obj, spec: BindingSpec, _status: Obj) -> str | None:
     """A cluster the workload is being gracefully evicted from is not a candidate."""
     return REASON_EVICTION if in_graceful_eviction_tasks(spec, objects.name(cluster)) else None
 
@@ -145,7 +145,7 @@ FILTERS: list[tuple[str, Filter]] = [
 ]
 
 
-def run_filters(cluster: Obj, spec: Obj, status: Obj | None) -> str | None:
+def run_filters(cluster: Obj, spec: BindingSpec, status: Obj | None) -> str | None:
     """The reason of the first failing filter, or None when the cluster is feasible."""
     for _plugin, check in FILTERS:
         reason = check(cluster, spec, status or {})
