@@ -59,7 +59,7 @@ from controller_manager.reconcile import Request, Result, TerminalError
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES, aggregate_status, template_resource
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, work_index
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION
-from karmada_api.names import EXECUTION_SPACE_PREFIX
+from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKS
 from karmada_api.shapes import (
     AggregatedStatusItem,
@@ -150,10 +150,10 @@ def assemble_work_status(works: Iterable[Obj], ref: ObjectReference) -> list[Agg
         workload = work_spec(work).get("workload") or {}
         manifests = workload.get("manifests") or []
         index = manifest_index(manifests, ref)
-        namespace = objects.namespace(work)
-        if not namespace.startswith(EXECUTION_SPACE_PREFIX):
-            raise AssembleError(f"the execution space name is in wrong format: {namespace!r}")
-        cluster = namespace[len(EXECUTION_SPACE_PREFIX):]
+        try:
+            cluster = cluster_of_execution_space(objects.namespace(work))
+        except ValueError as exc:
+            raise AssembleError(str(exc)) from None
         status = work_status(work)
         applied = find_condition(status.get("conditions"), WORK_APPLIED)
         if applied is None or applied.get("status") != "True":
