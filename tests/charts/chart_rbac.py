@@ -1,4 +1,4 @@
-"""The chart's RBAC on a dev API server that enforces it: shared by the integration and e2e tests.
+"""The chart's RBAC on a dev API server that enforces it: shared by tests/charts and tests/e2e.
 
 The components run as their ServiceAccounts (``system:serviceaccount:karmada-system:<component>``),
 authenticated by a token file as kube-apiserver's ``--token-auth-file``; the RBAC objects are the ones
@@ -15,7 +15,7 @@ from typing import Any
 from controller_manager.client import KubeClient, Resource
 from devplane.apiserver.auth import AuthorizationDecision
 from devplane.kubeconfig import write_kubeconfig
-from tests.unit.chartutil import COMPONENTS, NAMESPACE, Manifest, load_chart, render, rule_grants
+from tests.charts.chartutil import COMPONENTS, NAMESPACE, Manifest, load_chart, render, rule_grants
 
 CONTROLLER_MANAGER, DESCHEDULER = COMPONENTS
 

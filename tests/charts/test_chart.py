@@ -18,7 +18,7 @@ from controllers.app import build_parser as controller_manager_parser
 from controllers.registry import is_enabled
 from descheduler.app import GRPC_ONLY_FLAGS
 from descheduler.app import build_parser as descheduler_parser
-from tests.unit.chartutil import (
+from tests.charts.chartutil import (
     CHART_DIR,
     COMPONENTS,
     NAMESPACE,

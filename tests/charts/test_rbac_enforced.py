@@ -24,7 +24,7 @@ from controller_manager.client import KubeClient
 from devplane.apiserver.authn import UserInfo
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
-from tests.chart_rbac import (
+from tests.charts.chart_rbac import (
     CLUSTER_ROLES,
     CONTROLLER_MANAGER,
     DESCHEDULER,
@@ -34,8 +34,8 @@ from tests.chart_rbac import (
     write_token_file,
 )
 from tests.conftest import eventually
-from tests.integration.test_manager_process import free_port
-from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, finished, make_binding
+from tests.controller_manager.test_manager_process import free_port
+from tests.controllers.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, finished, make_binding
 
 FORBIDDEN = ('resourcebindings.work.karmada.io "web-deployment" is forbidden: User '
              '"system:serviceaccount:karmada-system:karmada-controller-manager" cannot update resource '

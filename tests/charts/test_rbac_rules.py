@@ -31,7 +31,7 @@ from controllers.app import controller_manager_lease_rules, controller_manager_r
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
 from descheduler.app import descheduler_lease_rules, descheduler_member_rules, descheduler_rules
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES
-from tests.unit.chartutil import (
+from tests.charts.chartutil import (
     CHART_DIR,
     COMPONENTS,
     NAMESPACE,

@@ -39,9 +39,9 @@ from devplane.kubeconfig import write_kubeconfig
 from karmada_api.buildinfo import BUILD_INFO_HELP
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from tests.conftest import eventually
-from tests.integration.test_controller_manager_process import FAST_ELECTION, Process, done, karmada_system
-from tests.integration.test_manager_process import free_port
-from tests.integration.test_workloadrebalancer import RB, create_rebalancer, deploy_ref, make_binding
+from tests.controller_manager.test_manager_process import free_port
+from tests.controllers.test_controller_manager_process import FAST_ELECTION, Process, done, karmada_system
+from tests.controllers.test_workloadrebalancer import RB, create_rebalancer, deploy_ref, make_binding
 
 # The products and the dev API server live on the module's event loop; tests using them must too.
 MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")

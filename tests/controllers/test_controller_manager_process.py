@@ -22,9 +22,9 @@ from benchmarks.support import stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
-from tests.integration.test_bindingstatus import applied_work, create_binding, create_deployment, wait_fully_applied
-from tests.integration.test_manager_process import free_port
-from tests.integration.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
+from tests.controller_manager.test_manager_process import free_port
+from tests.controllers.test_bindingstatus import applied_work, create_binding, create_deployment, wait_fully_applied
+from tests.controllers.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
 
 LEASE = "karmada-rebalance-controller-manager"  # not Karmada's karmada-controller-manager: both run side by side
 FAST_ELECTION = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",

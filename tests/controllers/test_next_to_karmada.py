@@ -24,8 +24,8 @@ from benchmarks.support import stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
-from tests.integration.test_controller_manager_process import FAST_ELECTION, LEASE, Process, karmada_system
-from tests.integration.test_manager_process import free_port
+from tests.controller_manager.test_manager_process import free_port
+from tests.controllers.test_controller_manager_process import FAST_ELECTION, LEASE, Process, karmada_system
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases"
 KARMADA_HOLDER = "karmada-controller-manager-5d8f7c9b6-x2x4q_6f1c2a8e-1d7b-4e8c-9a55-3b1f0e2d4c6a"

@@ -22,14 +22,14 @@ from devplane.kubeconfig import write_kubeconfig
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
-from tests.conftest import eventually
-from tests.integration.test_clusteraccess import (
+from tests.clusteraccess.test_clusteraccess import (
     Plane,
     add_deployment,
     add_node,
     add_pod,
     control_plane,
 )
+from tests.conftest import eventually
 
 DYNAMIC = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
            "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.test_kubectl import (
+from tests.devplane.test_kubectl import (
     BIN,
     EXAMPLES,
     HOST,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_kubectl import (
+from tests.devplane.test_kubectl import (
     READY_TIMEOUT,
     Devplane,
     Kubectl,

@@ -2,7 +2,7 @@
 
 Dashboards built for Karmada's Go components select on ``platform="linux/amd64"`` and on
 ``git_version``; these tests pin what our processes put there (the processes themselves are
-scraped in tests/integration/test_prometheus.py).
+scraped in tests/controller_manager/test_prometheus.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``docker build`` cannot run on every machine the tests run on, so this checks the file itself:
 hadolint's findings, the stages, the non-root numeric user (``runAsNonRoot`` needs a number), the
 OCI labels, a runtime stage free of build tools, and that the entry points it names exist.
-(tests/integration/test_wheel_install.py installs the wheel the way the image does and runs both.)
+(tests/packaging/test_wheel_install.py installs the wheel the way the image does and runs both.)
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.test_dockerfile import PACKAGES, PRODUCTS, ROOT, SCRIPTS
+from tests.packaging.test_dockerfile import PACKAGES, PRODUCTS, ROOT, SCRIPTS
 
 NONROOT = 65532
 # What each product's --help must mention: its own name and one of Karmada's flags.

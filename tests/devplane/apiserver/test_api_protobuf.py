@@ -9,7 +9,7 @@ import aiohttp
 
 from devplane.apiserver import protobuf
 from tests.conftest import get_or_none, send
-from tests.unit.test_protobuf import entry, envelope, ld, meta, s
+from tests.devplane.apiserver.test_protobuf import entry, envelope, ld, meta, s
 
 PB = {"Content-Type": protobuf.MEDIA_TYPE, "Accept": "application/json"}
 CM = "/api/v1/namespaces/default/configmaps"

@@ -15,7 +15,7 @@ from devplane.apiserver.discovery import SERVER_VERSION
 from devplane.apiserver.kinds import CLUSTER_TYPE
 from devplane.apiserver.resources import Registry, builtin_registry
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REF = "#/components/schemas/"
 
 
