@@ -30,6 +30,8 @@ from tests.charts.chart_rbac import (
     write_token_file,
 )
 
+pytestmark = pytest.mark.kubectl  # the documents are played with the real kubectl
+
 Play = Callable[[Session], Awaitable[None]]
 
 
