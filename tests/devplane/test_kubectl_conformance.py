@@ -19,6 +19,7 @@ namespace or Node), so rows are independent; every wait polls with a deadline.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -35,6 +36,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import eventually
 from tests.devplane.test_kubectl import (
     BIN,
     EXAMPLES,
@@ -137,23 +139,12 @@ def descheduler(plane_b: Devplane) -> Iterator[Product]:
 
 
 def until(description: str, check: Callable[[], object], timeout: float = DEADLINE) -> object:
-    """Poll ``check`` until it returns something truthy without AssertionError, before a deadline."""
-    deadline = time.monotonic() + timeout
-    last: AssertionError | None = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-            last = None
-        except AssertionError as exc:
-            last = exc
-        time.sleep(0.2)
-    raise AssertionError(f"{description}: not observed within {timeout}s") from last
+    """:func:`tests.conftest.eventually`, run from these synchronous tests (kubectl is a blocking subprocess)."""
+    return asyncio.run(eventually(check, timeout=timeout, interval=0.2, what=description))
 
 
 def hold(description: str, check: Callable[[], bool], seconds: float) -> None:
-    """``check`` stays true for a bounded observation (the documents' "stays fixed")."""
+    """``check`` stays true for a bounded observation (the documents' "stays fixed"): a window, not a wait."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         assert check(), f"{description}: it changed"
