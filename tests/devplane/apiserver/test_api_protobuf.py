@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
 
 from devplane.apiserver import protobuf
-from tests.conftest import get_or_none, send
+from tests.conftest import eventually, get_or_none, send
 from tests.devplane.apiserver.test_protobuf import entry, envelope, ld, meta, s
 
 PB = {"Content-Type": protobuf.MEDIA_TYPE, "Accept": "application/json"}
@@ -72,11 +71,12 @@ async def test_custom_resources_refuse_protobuf(http: aiohttp.ClientSession) -> 
                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
     await send(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     path = "/apis/example.com/v1/namespaces/default/widgets"
-    for _ in range(100):
+
+    async def served() -> bool:
         async with http.get(path) as r:
-            if r.status == 200:
-                break
-        await asyncio.sleep(0.05)
+            return r.status == 200
+
+    await eventually(served, timeout=5)
     status, body = await post(http, path, envelope("example.com/v1", "Widget", meta("w")))
     assert status == 415, body
     assert body["reason"] == "UnsupportedMediaType"

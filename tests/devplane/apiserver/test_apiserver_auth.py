@@ -15,7 +15,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from devplane.apiserver.server import ApiServer
 from devplane.config import member_shapes
 from devplane.plane import HOST_CONTEXT, DevPlane, PlaneOptions
 from karmada_api.resources import CLUSTERS
+from tests.conftest import eventually
 
 ADMIN, SA, BOB = "admin-token", "sa-token", "bob-token"
 SA_USER = "system:serviceaccount:karmada-system:karmada-controller-manager"
@@ -338,10 +338,9 @@ def test_kubectl_through_the_cli_server(token_file: Path, tmp_path: Path) -> Non
                              "--authorization-mode", "RBAC", "--kubeconfig", str(kubeconfig)],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not kubeconfig.exists():
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "apiserver.log").read_text()
-            time.sleep(0.05)
+        asyncio.run(eventually(lambda: kubeconfig.exists() or proc.poll() is not None, timeout=30,
+                               what="the kubeconfig written"))
+        assert proc.poll() is None, (tmp_path / "apiserver.log").read_text()
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "KUBECACHEDIR": str(tmp_path)}
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
