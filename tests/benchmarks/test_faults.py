@@ -13,6 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # each test runs a benchmark: a dev plane and a product process, 10-25 s
+
 REPO = Path(__file__).resolve().parents[2]
 # Karmada's client-side throttling (40 qps): work is still in flight when the fault comes.
 SMALL = ["--rebalancers", "30", "--workloads", "5", "--namespaces", "3", "--create-seconds", "2",

@@ -433,6 +433,7 @@ async def test_unreachable_member_is_omitted_and_the_others_answer() -> None:
 
 
 
+@pytest.mark.slow
 async def test_unreachable_member_is_retried_until_it_answers_again() -> None:
     """Behind a relay that goes away and comes back on the same port: the informers' backoff reconnects."""
     async with control_plane(member_count=0) as plane:

@@ -149,6 +149,7 @@ async def test_forced_410_relists_with_correct_deltas(http: aiohttp.ClientSessio
             await kube.close()
 
 
+@pytest.mark.slow
 async def test_restart_on_same_data_dir_mid_watch_loses_nothing(tmp_path: Path) -> None:
     first = ApiServer(data_dir=tmp_path)
     await first.start()
@@ -204,6 +205,7 @@ async def test_one_informer_per_resource(factory: InformerFactory) -> None:
     assert factory.informer(CONFIGMAPS, "default") is not factory.informer(CONFIGMAPS)
 
 
+@pytest.mark.slow
 async def test_missing_crd_gives_a_clear_sync_error(factory: InformerFactory) -> None:
     informer: SharedInformer = factory.informer(MISSING)
     factory.start()

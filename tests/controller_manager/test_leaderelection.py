@@ -339,6 +339,7 @@ async def test_run_twice_at_once_is_refused(
 # --- two electors ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_two_electors_exactly_one_leads(
         api: client.ApiClient, new_client: Callable[[], client.ApiClient], namespace: str, lease_name: str,
         tasks: list[asyncio.Task[Any]]) -> None:
@@ -372,6 +373,7 @@ async def test_two_electors_exactly_one_leads(
     assert (await read_lease(api, lease_name))["spec"]["leaseTransitions"] == 0
 
 
+@pytest.mark.slow
 async def test_killed_leader_is_replaced_after_the_lease_expires(
         new_client: Callable[[], client.ApiClient], namespace: str, lease_name: str,
         tasks: list[asyncio.Task[Any]]) -> None:
@@ -576,6 +578,7 @@ def namespace_warnings(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in logs if e["log_level"] == "warning" and "namespace does not exist" in e["event"]]
 
 
+@pytest.mark.slow
 async def test_a_missing_namespace_is_warned_once_reported_and_left_once_created(
         api: client.ApiClient, new_client: Callable[[], client.ApiClient], proxy: Proxy, lease_name: str,
         tasks: list[asyncio.Task[Any]]) -> None:
@@ -631,6 +634,7 @@ def status_404(details: dict[str, Any] | None) -> web.Response:
     return web.json_response(body, status=404)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("namespace")
 @pytest.mark.parametrize("case", [
     (("POST",), lambda: PAGE_NOT_FOUND),

@@ -93,6 +93,7 @@ async def lease(http: aiohttp.ClientSession) -> dict[str, Any]:
         return result
 
 
+@pytest.mark.slow
 async def test_exactly_one_leader_and_sigterm_hands_over_within_3s(
         replicas: list[Replica], kubeconfig: Path, http: aiohttp.ClientSession) -> None:
     first = await launch(replicas, kubeconfig)  # default timings: 15s / 10s / 2s
@@ -132,6 +133,7 @@ async def test_exactly_one_leader_and_sigterm_hands_over_within_3s(
     await eventually(lambda: _stamped(http, "two", "1"), timeout=10)
 
 
+@pytest.mark.slow
 async def test_killed_leader_is_replaced_within_lease_duration_plus_retry_period(
         replicas: list[Replica], kubeconfig: Path, http: aiohttp.ClientSession) -> None:
     timings = ("--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",

@@ -44,6 +44,7 @@ from tests.controllers.test_controller_manager_process import FAST_ELECTION, Pro
 from tests.controllers.test_workloadrebalancer import RB, create_rebalancer, deploy_ref, make_binding
 
 # The products and the dev API server live on the module's event loop; tests using them must too.
+pytestmark = pytest.mark.slow  # both products run as processes for the module, and a real Prometheus
 MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
 
 ROOT = Path(__file__).resolve().parents[2]

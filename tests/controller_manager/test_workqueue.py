@@ -191,7 +191,7 @@ class WorkQueueMachine(RuleBasedStateMachine):
 
 
 WorkQueueMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=60, deadline=None)
-TestWorkQueueMachine = WorkQueueMachine.TestCase
+TestWorkQueueMachine = pytest.mark.slow(WorkQueueMachine.TestCase)  # 300 examples: ~8 s
 
 
 # --- concurrent workers: a property over random interleavings ------------------------------------------------

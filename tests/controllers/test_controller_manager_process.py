@@ -87,6 +87,7 @@ async def done(http: aiohttp.ClientSession, name: str) -> bool:
     return bool((wr.get("status") or {}).get("finishTime"))
 
 
+@pytest.mark.slow
 async def test_only_the_leader_writes_and_a_standby_finishes_pending_work(
         server: ApiServer, http: aiohttp.ClientSession, launch: Any) -> None:
     await karmada_system(http)
@@ -114,6 +115,7 @@ async def test_only_the_leader_writes_and_a_standby_finishes_pending_work(
 
 
 
+@pytest.mark.slow
 async def test_a_missing_lease_namespace_is_warned_once_and_unready_until_created(
         server: ApiServer, http: aiohttp.ClientSession, launch: Any) -> None:
     health = free_port()
@@ -172,6 +174,7 @@ async def _outage_felt(cm: Process, retries_before: float) -> bool:
     return failed_lists >= 12 and retries >= retries_before + 5
 
 
+@pytest.mark.slow
 async def test_survives_an_api_server_outage_longer_than_its_backoffs(tmp_path: Path, launch: Any) -> None:
     data = tmp_path / "data"
     first = ApiServer(data_dir=data)

@@ -158,6 +158,7 @@ async def test_a_create_whose_answer_was_lost_is_not_made_twice(kube: KubeClient
     assert len(await rebalancers(http)) == 1
 
 
+@pytest.mark.slow
 async def test_a_flapping_cluster_never_triggers_anything(kube: KubeClient, http: aiohttp.ClientSession) -> None:
     await make_cluster(http, "member1")
     await make_binding(http, "foo", ["member1"])
@@ -177,6 +178,7 @@ async def test_a_flapping_cluster_never_triggers_anything(kube: KubeClient, http
         assert record_of(await get_or_none(http, f"{RB}/foo-deployment")) == "member1"
 
 
+@pytest.mark.slow
 async def test_a_restart_in_the_window_still_fails_back_after_a_full_window(kube: KubeClient,
                                                                             http: aiohttp.ClientSession) -> None:
     await make_cluster(http, "member1")

@@ -88,6 +88,7 @@ async def test_controller_manager_leads_while_karmadas_holds_its_own_lease(
     assert await get_lease(http, "karmada-controller-manager") == karmadas
 
 
+@pytest.mark.slow
 async def test_descheduler_waits_while_karmadas_descheduler_holds_the_shared_lease(
         http: aiohttp.ClientSession, start: Any) -> None:
     await karmada_system(http)

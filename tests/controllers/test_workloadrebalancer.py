@@ -261,6 +261,7 @@ async def test_a_404_that_names_no_binding_never_fails_a_workload(manager: Manag
     assert observed(done) == [("gone", "Failed", "ReferencedBindingNotFound"), ("kept", "Successful", "")]
 
 
+@pytest.mark.slow
 async def test_a_restart_window_never_fails_a_workload(manager: Manager, server: ApiServer,
                                                        http: aiohttp.ClientSession) -> None:
     """The whole restart (503 server is starting, then the 404 window) while an item is being retried."""
@@ -343,6 +344,7 @@ async def test_ttl_zero_deletes_right_after_finishing(manager: Manager, http: ai
     assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] != HOUR_AGO
 
 
+@pytest.mark.slow
 async def test_ttl_deletes_after_the_ttl_not_before(manager: Manager, http: aiohttp.ClientSession) -> None:
     await make_binding(http, "Deployment", "foo")
     await create_rebalancer(http, "ttl2", [deploy_ref("foo")], ttl=2)
@@ -369,6 +371,7 @@ def _idle(queue: Any) -> bool:
     return len(queue) == 0 and queue.processing() == 0
 
 
+@pytest.mark.slow
 async def test_editing_the_spec_restarts_the_clock(manager: Manager, http: aiohttp.ClientSession) -> None:
     await make_binding(http, "Deployment", "foo")
     await create_rebalancer(http, "clock", [deploy_ref("foo")])
@@ -394,6 +397,7 @@ async def test_editing_the_spec_restarts_the_clock(manager: Manager, http: aioht
     assert now() >= edited_at + timedelta(seconds=1)
 
 
+@pytest.mark.slow
 async def test_retrying_rebalancer_is_never_deleted(manager: Manager, server: ApiServer,
                                                     http: aiohttp.ClientSession) -> None:
     await make_binding(http, "Deployment", "stuck")
@@ -446,6 +450,7 @@ async def test_trigger_for_a_binding_scheduled_this_second_is_written_when_its_s
 # ----------------------------------------------------------------------------- e2e flow (rebalancer's part)
 
 
+@pytest.mark.slow
 async def test_e2e_flow_statuses_triggers_update_and_ttl(manager: Manager, http: aiohttp.ClientSession) -> None:
     """Karmada's e2e steps 3-5 as far as the rebalancer is concerned (the rescheduling itself is the
     scheduler's, simulated by the dev plane): exact status lists, triggers, a workload update, TTL."""

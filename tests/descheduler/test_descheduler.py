@@ -14,6 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from controller_manager.events import EVENTS, EventRecorder
 from controller_manager.informer import SharedInformer
 from descheduler.core import CoolDown
@@ -192,6 +194,7 @@ async def test_dry_run_writes_nothing() -> None:
             await stop_informers()
 
 
+@pytest.mark.slow
 async def test_karmada_descheduler_process_does_the_seed_example(tmp_path: Path) -> None:
     async with control_plane() as plane:
         await seed_nginx(plane, stuck_for=timedelta(minutes=10))

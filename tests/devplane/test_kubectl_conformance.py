@@ -283,6 +283,7 @@ def karmadactl_rows(kubectl: Kubectl, cwd: Path, line: str) -> dict[str, dict[st
     return {row["CLUSTER"]: row for row in table(done.stdout)}
 
 
+@pytest.mark.slow
 def test_rebalancer_tutorial(k: Kubectl, controller_manager: Product, tmp_path: Path) -> None:
     cwd = documents_dir(tmp_path, "deployment.yaml", "workload-rebalancer.yaml")
     steps = iter(REBALANCER_TUTORIAL)
@@ -419,6 +420,7 @@ def test_feature_page_referenced_binding_not_found(k: Kubectl) -> None:
          "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo-deploy", "namespace": "default"}}]
 
 
+@pytest.mark.slow
 def test_descheduler_example(plane_b: Devplane, descheduler: Product, tmp_path: Path) -> None:
     kb = plane_kubectl(plane_b, tmp_path / "home")
     cwd = documents_dir(tmp_path, "nginx.yaml")
@@ -498,13 +500,16 @@ class Ctx:
 
 ROWS: dict[str, Callable[[Ctx], None]] = {}
 XFAIL: dict[str, str] = {}
+SLOW: set[str] = set()  # rows that wait on the simulation for more than about 2 s
 
 
-def row(name: str, xfail: str = "") -> Callable[[Callable[[Ctx], None]], Callable[[Ctx], None]]:
+def row(name: str, xfail: str = "", slow: bool = False) -> Callable[[Callable[[Ctx], None]], Callable[[Ctx], None]]:
     def register(fn: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
         ROWS[name] = fn
         if xfail:
             XFAIL[name] = xfail
+        if slow:
+            SLOW.add(name)
         return fn
     return register
 
@@ -986,7 +991,7 @@ def _(c: Ctx) -> None:
 # ---- wait
 
 
-@row("wait --for=condition")
+@row("wait --for=condition", slow=True)
 def _(c: Ctx) -> None:
     c.m("create", "deployment", "waited", "-n", c.ns, "--image=nginx", "--replicas=2")
     assert c.k.out("wait", "--for=condition=Available", "deployment/waited", "-n", c.ns, "--timeout=30s",
@@ -1035,7 +1040,7 @@ def _(c: Ctx) -> None:
         ["Running"] * 3
 
 
-@row("rollout restart (member)")
+@row("rollout restart (member)", slow=True)
 def _(c: Ctx) -> None:
     c.m("create", "deployment", "rr", "-n", c.ns, "--image=nginx", "--replicas=2")
     c.k.run("rollout", "status", "deployment/rr", "-n", c.ns, "--timeout=30s", context=MEMBER)
@@ -1101,7 +1106,7 @@ def _(c: Ctx) -> None:
     assert table(c.m("get", "node", node))[0]["STATUS"] == "Ready"
 
 
-@row("drain --ignore-daemonsets --delete-emptydir-data (member node)")
+@row("drain --ignore-daemonsets --delete-emptydir-data (member node)", slow=True)
 def _(c: Ctx) -> None:
     node = f"{c.ns}-node"
     _node(c, node)
@@ -1201,6 +1206,8 @@ def _(c: Ctx) -> None:
 
 def _row_param(name: str) -> object:
     marks = [pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []
+    if name in SLOW:
+        marks.append(pytest.mark.slow)
     return pytest.param(name, id=name, marks=marks)
 
 

@@ -15,11 +15,13 @@ from devplane.plane import DevPlane, PlaneOptions
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test in this folder is marked ``e2e`` (``pytest -m e2e`` / ``-m "not e2e"``)."""
+    """Every test in this folder is marked ``e2e`` (``pytest -m e2e`` / ``-m "not e2e"``), and ``slow``: each
+    starts a dev plane and the product processes and plays a document (tens of seconds)."""
     here = Path(__file__).parent
     for item in items:
         if here in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

@@ -25,6 +25,8 @@ import pytest
 
 from tests.packaging.test_dockerfile import PACKAGES, PRODUCTS, ROOT, SCRIPTS
 
+pytestmark = pytest.mark.slow  # the module builds and installs the wheel once: ~20 s
+
 NONROOT = 65532
 # What each product's --help must mention: its own name and one of Karmada's flags.
 KARMADA_FLAGS = {"karmada-controller-manager": ("--kubeconfig", "--controllers", "--leader-elect"),

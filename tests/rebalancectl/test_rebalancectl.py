@@ -113,6 +113,7 @@ async def selected(env: dict[str, str], *flags: str) -> set[str]:
     return {f"{w['kind']}/{w.get('namespace', '')}/{w['name']}" for item in items for w in item["spec"]["workloads"]}
 
 
+@pytest.mark.slow
 async def test_each_selection_flag(world: dict[str, str], kube: KubeClient) -> None:
     env = world
     assert await selected(env) == {"Deployment/shop/api", "ConfigMap/shop/settings", "Deployment/shop/web"}
@@ -246,6 +247,7 @@ async def test_a_failed_create_still_reports_the_rebalancers_made_before_it(worl
     assert err == 'Error from server (AlreadyExists): workloadrebalancers.apps.karmada.io "part-2" already exists\n'
 
 
+@pytest.mark.slow
 def test_real_process_exit_codes(tmp_path: Path) -> None:
     """The installed command as a process: an unreachable server is exit 1, a bad flag exit 2, one line each."""
     config = tmp_path / "config"

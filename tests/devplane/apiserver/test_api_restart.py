@@ -105,6 +105,7 @@ async def ride_out_restart(http: aiohttp.ClientSession, created: dict[str, Any])
     assert [item["metadata"]["name"] for item in listed["items"]] == ["web"]
 
 
+@pytest.mark.slow
 async def test_a_restart_on_stored_data_answers_503_then_crd_404_then_normally(tmp_path: Path) -> None:
     async with ApiServer(data_dir=tmp_path) as first:
         created = await create_binding(first.url)
@@ -131,6 +132,7 @@ async def test_without_windows_a_restart_answers_normally_at_once(tmp_path: Path
         assert (await answer(http, "/readyz"))[:2] == (200, "text/plain")
 
 
+@pytest.mark.slow
 async def test_simulate_restart_reproduces_the_windows_on_a_running_server() -> None:
     async with ApiServer() as server, aiohttp.ClientSession(base_url=server.url) as http:
         created = await create_binding(server.url)

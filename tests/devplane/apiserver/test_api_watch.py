@@ -257,6 +257,7 @@ async def test_field_selector_watch_turns_transitions_into_added_and_deleted(
 # ---------------------------------------------------------------------------- timeoutSeconds
 
 
+@pytest.mark.slow
 async def test_timeout_seconds_ends_the_stream_cleanly(http: aiohttp.ClientSession) -> None:
     ns = await new_namespace(http)
     started = time.monotonic()
@@ -268,6 +269,7 @@ async def test_timeout_seconds_ends_the_stream_cleanly(http: aiohttp.ClientSessi
     assert 1.0 <= elapsed < 6
 
 
+@pytest.mark.slow
 async def test_timeout_seconds_ends_the_client_iteration(http: aiohttp.ClientSession, v1: client.CoreV1Api) -> None:
     ns = await new_namespace(http)
     await create_cm(http, ns, "a")
@@ -289,6 +291,7 @@ def assert_bookmark_shape(obj: dict[str, Any], kind: str, api_version: str) -> N
     assert meta.get("creationTimestamp") is None
 
 
+@pytest.mark.slow
 async def test_bookmark_before_timeout_reports_progress_elsewhere(http: aiohttp.ClientSession) -> None:
     """A namespace-filtered watch with allowWatchBookmarks and timeoutSeconds=4 hears of a write in
     another namespace through one BOOKMARK, about 2 s before the end (built-in and CR alike)."""
@@ -321,6 +324,7 @@ async def test_bookmark_before_timeout_reports_progress_elsewhere(http: aiohttp.
     assert "creationTimestamp" not in pp_events[0][1]["object"]["metadata"]  # CRs: exactly resourceVersion
 
 
+@pytest.mark.slow
 async def test_no_bookmark_without_opt_in_or_without_progress(http: aiohttp.ClientSession) -> None:
     ns, elsewhere = await new_namespace(http), await new_namespace(http)
     not_asked = await open_watch(http, f"/api/v1/namespaces/{ns}/configmaps", timeoutSeconds="4")

@@ -134,6 +134,7 @@ async def wait_ready(plane: Plane, name: str = "member1") -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 async def test_status_describes_the_member(plane: Plane) -> None:
     await seed_member(plane.member_client)
     await register(plane.host_client, "member1", plane.member.url)
@@ -194,6 +195,7 @@ async def test_status_describes_the_member(plane: Plane) -> None:
     assert (await plane.cluster())["metadata"]["resourceVersion"] == version
 
 
+@pytest.mark.slow
 async def test_unreachable_member_turns_not_ready_after_the_threshold(plane: Plane) -> None:
     await seed_member(plane.member_client)
     await register(plane.host_client, "member1", plane.member.url)

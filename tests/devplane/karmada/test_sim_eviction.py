@@ -265,6 +265,7 @@ async def test_toleration_without_seconds_never_evicts(both: Env) -> None:
     assert current["metadata"]["resourceVersion"] == forever["metadata"]["resourceVersion"]
 
 
+@pytest.mark.slow
 async def test_short_toleration_evicts_once_it_runs_out(both: Env) -> None:
     kube = both.kube
     await create_binding(kube, "two-seconds", [toleration(2)])
