@@ -493,6 +493,7 @@ async def test_one_resource_failing_leaves_the_other_estimate(capsys: pytest.Cap
         assert token_of("member1") not in repr(logs) + printed.out + printed.err
 
 
+@pytest.mark.slow
 async def test_missing_secret_is_retried_and_never_logs_the_token(capsys: pytest.CaptureFixture[str]) -> None:
     async with control_plane(member_count=0) as plane:
         m1 = await plane.add_member("member1", register_cluster=False)

@@ -152,6 +152,7 @@ async def test_killed_leader_is_replaced_within_lease_duration_plus_retry_period
     assert (await lease(http))["spec"]["leaseTransitions"] == before + 1
 
 
+@pytest.mark.slow
 async def test_lost_lease_exits_non_zero(replicas: list[Replica], kubeconfig: Path,
                                          http: aiohttp.ClientSession) -> None:
     leader = await launch(replicas, kubeconfig, "--leader-elect-lease-duration=3s",

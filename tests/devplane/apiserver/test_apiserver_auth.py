@@ -268,6 +268,7 @@ async def test_token_file_with_always_allow_only_authenticates(token_file: Path)
 # ------------------------------------------------------------------ the dev plane and the command line
 
 
+@pytest.mark.slow
 async def test_plane_with_rbac_serves_its_own_admin(token_file: Path, tmp_path: Path) -> None:
     options = PlaneOptions(members=member_shapes(1), authorization_mode="RBAC", token_auth_file=token_file,
                            cluster_status_update_frequency=1.0)
