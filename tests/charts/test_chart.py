@@ -28,7 +28,6 @@ from tests.charts.chartutil import (
     container,
     deep_merge,
     find,
-    load_chart,
     nested,
     notes,
     one,
@@ -116,16 +115,6 @@ for _case in FLAG_CASES:
 NON_DEFAULT_VALUES[SECTIONS[CM]]["failback"]["enabled"] = True
 for _section in SECTIONS.values():  # no leader election: one replica (the chart refuses two)
     NON_DEFAULT_VALUES[_section]["replicaCount"] = 1
-
-
-@pytest.fixture(scope="module")
-def chart() -> helm_python.Chart:
-    return load_chart()
-
-
-@pytest.fixture(scope="module")
-def default_docs(chart: helm_python.Chart) -> list[Manifest]:
-    return render(chart)
 
 
 @pytest.fixture(scope="module")

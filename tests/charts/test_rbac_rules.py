@@ -38,7 +38,6 @@ from tests.charts.chartutil import (
     RELEASE,
     ROOT,
     Manifest,
-    load_chart,
     one,
     render,
     rule_grants,
@@ -160,34 +159,29 @@ def test_lease_rules_are_limited_to_the_components_lease(component: str) -> None
 # ----------------------------------------------------------------------------- the chart
 
 
-@pytest.fixture(scope="module")
-def docs() -> list[Manifest]:
-    return render(load_chart())
-
-
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_chart_cluster_role_equals_the_code(docs: list[Manifest], component: str) -> None:
-    role = one(docs, "ClusterRole", f"{RELEASE}:{component}")
+def test_chart_cluster_role_equals_the_code(default_docs: list[Manifest], component: str) -> None:
+    role = one(default_docs, "ClusterRole", f"{RELEASE}:{component}")
     assert set(rule_grants(role["rules"])) == grants(CLUSTER_RULES[component]())
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_chart_lease_role_equals_the_code(docs: list[Manifest], component: str) -> None:
-    role = one(docs, "Role", f"{RELEASE}:{component}:leader-election")
+def test_chart_lease_role_equals_the_code(default_docs: list[Manifest], component: str) -> None:
+    role = one(default_docs, "Role", f"{RELEASE}:{component}:leader-election")
     assert role["metadata"]["namespace"] == NAMESPACE
     assert set(rule_grants(role["rules"])) == grants(LEASE_RULES[component]())
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_bindings_grant_the_roles_to_the_service_account(docs: list[Manifest], component: str) -> None:
+def test_bindings_grant_the_roles_to_the_service_account(default_docs: list[Manifest], component: str) -> None:
     subject = [{"kind": "ServiceAccount", "name": component, "namespace": NAMESPACE}]
-    account = one(docs, "ServiceAccount", component)
+    account = one(default_docs, "ServiceAccount", component)
     assert account["metadata"]["namespace"] == NAMESPACE
-    cluster_binding = one(docs, "ClusterRoleBinding", f"{RELEASE}:{component}")
+    cluster_binding = one(default_docs, "ClusterRoleBinding", f"{RELEASE}:{component}")
     assert cluster_binding["subjects"] == subject
     assert cluster_binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                           "name": f"{RELEASE}:{component}"}
-    binding = one(docs, "RoleBinding", f"{RELEASE}:{component}:leader-election")
+    binding = one(default_docs, "RoleBinding", f"{RELEASE}:{component}:leader-election")
     assert binding["subjects"] == subject
     assert binding["roleRef"]["name"] == f"{RELEASE}:{component}:leader-election"
     assert binding["metadata"]["namespace"] == NAMESPACE
@@ -246,8 +240,8 @@ def test_generator_refuses_lease_rules_that_name_another_object() -> None:
         _generator().render("", CONTROLLER_MANAGER_LEASE, {"leaseRules": stray})
 
 
-def test_chart_lease_role_follows_the_lease_name_value() -> None:
-    docs = render(load_chart(), {"controllerManager": {"leaderElection": {"resourceName": "rebalance-lock"}}})
+def test_chart_lease_role_follows_the_lease_name_value(chart: helm_python.Chart) -> None:
+    docs = render(chart, {"controllerManager": {"leaderElection": {"resourceName": "rebalance-lock"}}})
     role = one(docs, "Role", f"{RELEASE}:karmada-controller-manager:leader-election")
     assert set(rule_grants(role["rules"])) == grants(controller_manager_lease_rules("rebalance-lock"))
 
