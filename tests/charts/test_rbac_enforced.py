@@ -19,7 +19,7 @@ from typing import Any
 
 import aiohttp
 
-from benchmarks.support import stop_process
+from benchmarks.support import free_port, stop_process
 from controller_manager.client import KubeClient
 from devplane.apiserver.authn import UserInfo
 from devplane.apiserver.server import ApiServer
@@ -34,7 +34,6 @@ from tests.charts.chart_rbac import (
     write_token_file,
 )
 from tests.conftest import eventually
-from tests.controller_manager.test_manager_process import free_port
 from tests.controllers.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, finished, make_binding
 
 FORBIDDEN = ('resourcebindings.work.karmada.io "web-deployment" is forbidden: User '

@@ -33,13 +33,12 @@ import pytest_asyncio
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.support import stop_process
+from benchmarks.support import free_port, stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from karmada_api.buildinfo import BUILD_INFO_HELP
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from tests.conftest import eventually
-from tests.controller_manager.test_manager_process import free_port
 from tests.controllers.test_controller_manager_process import FAST_ELECTION, Process, done, karmada_system
 from tests.controllers.test_workloadrebalancer import RB, create_rebalancer, deploy_ref, make_binding
 

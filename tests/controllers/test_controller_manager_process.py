@@ -18,11 +18,10 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchmarks.support import stop_process
+from benchmarks.support import free_port, stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
-from tests.controller_manager.test_manager_process import free_port
 from tests.controllers.test_bindingstatus import applied_work, create_binding, create_deployment, wait_fully_applied
 from tests.controllers.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
 

@@ -20,11 +20,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from benchmarks.support import stop_process
+from benchmarks.support import free_port, stop_process
 from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
-from tests.controller_manager.test_manager_process import free_port
 from tests.controllers.test_controller_manager_process import FAST_ELECTION, LEASE, Process, karmada_system
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases"
