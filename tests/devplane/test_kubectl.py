@@ -402,6 +402,7 @@ def test_members_do_not_serve_karmada_apis(kubectl: Kubectl) -> None:
 # ---------------------------------------------------------------------------- shutdown
 
 
+@pytest.mark.slow
 def test_up_stops_cleanly_on_sigint(tmp_path: Path) -> None:
     plane = start_devplane(tmp_path, members=1)
     assert plane.stop(signal.SIGINT) == 0, plane.log.read_text()

@@ -440,6 +440,7 @@ def informer_tasks(cluster: str) -> list[str]:
             and t.get_name().endswith(" informer") and not t.done()]
 
 
+@pytest.mark.slow
 async def test_member_informers_follow_the_registry(plane: Plane) -> None:
     """A member closed by the registry loses its informers; registered again, it gets new ones that work."""
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"},
