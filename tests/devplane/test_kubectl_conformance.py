@@ -371,6 +371,7 @@ def test_rebalancer_tutorial(k: Kubectl, controller_manager: Product, tmp_path: 
     controller_manager.alive()
 
 
+@pytest.mark.slow  # reads what the slow test_rebalancer_tutorial left on the plane: deselected with it
 def test_rebalancer_tutorial_aggregate_message(k: Kubectl) -> None:
     """Step 5's AggregateStatusSucceed line on the Deployment, as current Karmada words it.
 
