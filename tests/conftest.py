@@ -84,9 +84,11 @@ async def ensure_namespace(http: aiohttp.ClientSession, name: str) -> None:
     await send(http, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, expect=(201, 409))
 
 
-async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.05) -> Any:
+async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.05,
+                     what: str = "condition") -> Any:
     """Poll ``check`` (a predicate, or a coroutine function) until it returns something truthy without
-    raising AssertionError; fail after ``timeout`` with the last assertion as the cause."""
+    raising AssertionError; fail after ``timeout`` (saying ``what`` was awaited) with the last assertion as the
+    cause. The tests' one polling helper: synchronous tests run it with ``asyncio.run``."""
     last: BaseException | None = None
     with anyio.move_on_after(timeout):
         while True:
@@ -100,7 +102,7 @@ async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interva
             except AssertionError as exc:
                 last = exc
             await anyio.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s") from last
+    raise AssertionError(f"{what} not met within {timeout}s") from last
 
 
 @contextlib.asynccontextmanager

@@ -14,6 +14,16 @@ from devplane.config import member_shapes
 from devplane.plane import DevPlane, PlaneOptions
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test in this folder is marked ``e2e`` (``pytest -m e2e`` / ``-m "not e2e"``), and ``slow``: each
+    starts a dev plane and the product processes and plays a document (tens of seconds)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents:
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 async def plane(tmp_path: Path) -> AsyncIterator[DevPlane]:
     """Two members, status refreshed every second, the scheduler estimator on (Karmada's e2e setup)."""

@@ -18,7 +18,7 @@ import pytest
 
 from devplane.demo import Narrator, Session, demo_plane_options, play_descheduler, play_rebalancer
 from devplane.plane import DevPlane
-from tests.chart_rbac import (
+from tests.charts.chart_rbac import (
     CONTROLLER_MANAGER,
     DESCHEDULER,
     apply,
@@ -29,6 +29,8 @@ from tests.chart_rbac import (
     write_component_kubeconfigs,
     write_token_file,
 )
+
+pytestmark = pytest.mark.kubectl  # the documents are played with the real kubectl
 
 Play = Callable[[Session], Awaitable[None]]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.kubectl  # the demo plays the documents with the real kubectl
 DEMO_TIMEOUT = 300
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_demo import _assert_gone, _rows, _run_demo
+
+pytestmark = pytest.mark.kubectl  # the demo plays the documents with the real kubectl
 
 
 def _distribution(block: str, name: str) -> dict[str, str]:

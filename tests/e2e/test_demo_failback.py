@@ -10,7 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_demo import _assert_gone, _rows, _run_demo
+
+pytestmark = pytest.mark.kubectl  # the demo plays the documents with the real kubectl
 
 
 def test_failback_demo(tmp_path: Path) -> None:

@@ -1,0 +1,267 @@
+"""karmada-rebalance against a dev API server over HTTP: every selection flag, --dry-run, -o, chunking,
+status, --wait and the exit codes. Templates, policies and bindings are written by hand (no simulation);
+--wait is answered by a task that sets the rebalancer's status as a rebalancer controller would."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller_manager.client import KubeClient
+from devplane.apiserver.server import ApiServer
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
+from karmada_api.resources import (
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    WORKLOAD_REBALANCERS,
+)
+from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from rebalancectl.cli import execute
+from tests.conftest import eventually
+
+PLACEMENT_BOTH = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
+PLACEMENT_M2 = {"clusterAffinity": {"clusterNames": ["member2"]}}
+
+
+def deployment(name: str, namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
+def binding(template: dict[str, Any], clusters: dict[str, int], placement: dict[str, Any],
+            labels: dict[str, str]) -> dict[str, Any]:
+    meta = template["metadata"]
+    resource = {"apiVersion": template["apiVersion"], "kind": template["kind"], "name": meta["name"]}
+    metadata: dict[str, Any] = {"name": f"{meta['name']}-{template['kind'].lower()}", "labels": labels,
+                                "annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(placement)}}
+    if meta.get("namespace"):
+        resource["namespace"] = metadata["namespace"] = meta["namespace"]
+    return {"apiVersion": "work.karmada.io/v1alpha2",
+            "kind": "ResourceBinding" if meta.get("namespace") else "ClusterResourceBinding",
+            "metadata": metadata, "spec": {"resource": resource, "placement": placement,
+                                           "clusters": [{"name": c, "replicas": r} for c, r in clusters.items()]}}
+
+
+@pytest.fixture
+async def world(server: ApiServer, kube: KubeClient, tmp_path: Path) -> AsyncIterator[dict[str, str]]:
+    """Namespaces default/shop; two clusters; web and api Deployments, a ConfigMap, a Namespace template, with
+    policies and bindings; returns the environment whose KUBECONFIG points at the server (namespace shop)."""
+    await kube.create(NAMESPACES, {"metadata": {"name": "shop"}})
+    for name in ("member1", "member2"):
+        await kube.create(CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                                     "metadata": {"name": name}, "spec": {"syncMode": "Push"}})
+    await kube.create(PROPAGATION_POLICIES, {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "shop-pp", "namespace": "shop", "labels": {PP_PERMANENT_ID: "pp-id"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}})
+    await kube.create(CLUSTER_PROPAGATION_POLICIES, {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+        "metadata": {"name": "everything", "labels": {CPP_PERMANENT_ID: "cpp-id"}},
+        "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Namespace"}]}})
+    web = deployment("web", "shop", {"app.kubernetes.io/part-of": "shop"})
+    api = deployment("api", "shop", {"app.kubernetes.io/part-of": "backend"})
+    config = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "settings", "namespace": "shop", "labels": {"app.kubernetes.io/part-of": "shop"}},
+              "data": {"a": "b"}}
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+    await kube.create(DEPLOYMENTS, web)
+    await kube.create(DEPLOYMENTS, api)
+    await kube.create(CONFIGMAPS, config)
+    pp = {PP_PERMANENT_ID: "pp-id"}
+    # web: back on member1 wanted (placement allows it, none there); api: only member2 allowed; settings: on member1
+    await kube.create(RESOURCE_BINDINGS, binding(web, {"member2": 1}, PLACEMENT_BOTH, pp))
+    await kube.create(RESOURCE_BINDINGS, binding(api, {"member2": 1}, PLACEMENT_M2, pp))
+    await kube.create(RESOURCE_BINDINGS, binding(config, {"member1": 0, "member2": 0}, PLACEMENT_BOTH,
+                                                 {CPP_PERMANENT_ID: "cpp-id"}))
+    await kube.create(CLUSTER_RESOURCE_BINDINGS, binding(ns, {"member2": 0}, PLACEMENT_M2,
+                                                         {CPP_PERMANENT_ID: "cpp-id"}))
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dev",
+        "clusters": [{"name": "dev", "cluster": {"server": server.url}}], "users": [{"name": "dev", "user": {}}],
+        "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "dev", "namespace": "shop"}}]}))
+    yield {"KUBECONFIG": str(kubeconfig)}
+
+
+async def cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = await execute(list(argv), out, err, env)
+    return code, out.getvalue(), err.getvalue()
+
+
+async def selected(env: dict[str, str], *flags: str) -> set[str]:
+    """The workloads a --dry-run selects, as Kind/namespace/name."""
+    code, out, err = await cli(env, "create", "--dry-run", "-o", "json", *flags)
+    assert code == 0, err
+    obj = json.loads(out)
+    items = obj["items"] if obj["kind"] == "List" else [obj]
+    return {f"{w['kind']}/{w.get('namespace', '')}/{w['name']}" for item in items for w in item["spec"]["workloads"]}
+
+
+@pytest.mark.slow
+async def test_each_selection_flag(world: dict[str, str], kube: KubeClient) -> None:
+    env = world
+    assert await selected(env) == {"Deployment/shop/api", "ConfigMap/shop/settings", "Deployment/shop/web"}
+    assert await selected(env, "-A") == {"Namespace//shop", "Deployment/shop/api", "ConfigMap/shop/settings",
+                                         "Deployment/shop/web"}
+    assert await selected(env, "-l", "app.kubernetes.io/part-of=shop") == {"ConfigMap/shop/settings",
+                                                                           "Deployment/shop/web"}
+    assert await selected(env, "-l", "app.kubernetes.io/part-of in (backend)") == {"Deployment/shop/api"}
+    for kind in ("apps/v1/Deployment", "Deployment.apps", "deployments", "deploy", "deployments.apps"):
+        assert await selected(env, "--kind", kind) == {"Deployment/shop/api", "Deployment/shop/web"}, kind
+    assert await selected(env, "--kind", "deploy", "--kind", "cm") == {"Deployment/shop/api",
+                                                                     "ConfigMap/shop/settings", "Deployment/shop/web"}
+    assert await selected(env, "--cluster", "member1") == {"ConfigMap/shop/settings", "Deployment/shop/web"}
+    assert await selected(env, "--policy", "shop/shop-pp") == {"Deployment/shop/api", "Deployment/shop/web"}
+    assert await selected(env, "--cluster-policy", "everything") == {"Namespace//shop", "ConfigMap/shop/settings"}
+    assert await selected(env, "--cluster-policy", "everything", "-n", "shop") == {"ConfigMap/shop/settings"}
+    assert await selected(env, "--cluster", "member1", "--kind", "deploy", "-l", "app.kubernetes.io/part-of") == {
+        "Deployment/shop/web"}
+    code, _out, err = await cli(env, "create", "--dry-run", "--kind", "deploy", "--kind", "sts")
+    assert code == 0 and err == "karmada-rebalance: --kind sts matched no workload\n"
+    listed = await kube.list(WORKLOAD_REBALANCERS)
+    assert listed["items"] == []  # --dry-run wrote nothing
+
+
+async def test_bad_flags_and_empty_selections_exit_2_with_one_line(world: dict[str, str]) -> None:
+    cases = [
+        (("create", "-n", "x", "-A"), "karmada-rebalance create: error: argument -A/--all-namespaces: not allowed "
+                                      "with argument -n/--namespace"),
+        (("create", "--ttl", "5x"), 'invalid duration "5x"'),
+        (("create", "--max-per-rebalancer", "0"), "must be at least 1"),
+        (("create", "-o", "wide"), "invalid choice: 'wide'"),
+        (("create", "Bad_Name"), 'invalid name "Bad_Name"'),
+        (("create", "--kind", "widgets"), 'the server doesn\'t have a resource type "widgets"'),
+        (("create", "--cluster", "member9"), "--cluster member9: no such cluster"),
+        (("create", "--policy", "shop"), "--policy shop: use NAMESPACE/NAME"),
+        (("create", "--policy", "shop/nope"), "--policy shop/nope: no such PropagationPolicy"),
+        (("create", "-l", "a in (b"), "-l a in (b: "),
+        (("create", "-n", "default"), "no workload selected: no ResourceBinding in namespace default"),
+        (("create", "--kind", "sts"), "no workload selected in namespace shop: --kind sts matched nothing"),
+        (("create", "--cluster", "member1", "--kind", "deploy", "-l", "app.kubernetes.io/part-of=backend"),
+         "each selector matches some workload, but none matches them all"),
+        (("--context", "nope", "status", "x"), 'context "nope" does not exist'),
+    ]
+    for argv, message in cases:
+        code, out, err = await cli(world, *argv)
+        assert (code, out) == (2, ""), (argv, err)
+        assert err.count("\n") == 1 and message in err, (argv, err)
+
+
+async def test_create_chunks_output_formats_and_status(world: dict[str, str], kube: KubeClient) -> None:
+    code, out, _err = await cli(world, "create", "bulk", "--max-per-rebalancer", "2", "-o", "name")
+    assert code == 0
+    assert out == "workloadrebalancer.apps.karmada.io/bulk-1\nworkloadrebalancer.apps.karmada.io/bulk-2\n"
+    first = await kube.get(WORKLOAD_REBALANCERS, "bulk-1")
+    assert len(first["spec"]["workloads"]) == 2 and first["spec"]["ttlSecondsAfterFinished"] == 1800
+    code, out, _err = await cli(world, "create", "--kind", "cm", "--ttl", "0", "-o", "yaml")
+    created = yaml.safe_load(out)
+    assert code == 0 and created["metadata"]["name"].startswith("rebalance-")
+    assert "ttlSecondsAfterFinished" not in created["spec"]
+    code, out, _err = await cli(world, "create", "one", "--kind", "cm", "--ttl", "1h")
+    assert (code, out) == (0, "workloadrebalancer.apps.karmada.io/one created (1 workloads)\n")
+    code, out, _err = await cli(world, "status", "one")
+    assert (code, out) == (0, "WORKLOAD                  RESULT    REASON\nConfigMap/shop/settings   Pending\n")
+    code, out, _err = await cli(world, "create", "one", "--kind", "cm", "-o", "json")
+    assert code == 1 and out == ""
+    assert _err == 'Error from server (AlreadyExists): workloadrebalancers.apps.karmada.io "one" already exists\n'
+    code, _out, err = await cli(world, "status", "missing")
+    assert (code, err) == (1, 'Error from server (NotFound): workloadrebalancers.apps.karmada.io "missing" not found\n')
+
+
+async def finish(kube: KubeClient, results: dict[str, tuple[str, str]]) -> None:
+    """Act as a rebalancer controller: once each rebalancer exists, write its results and finishTime."""
+    async def one(name: str) -> None:
+        rebalancer = await eventually(lambda: kube.get_or_none(WORKLOAD_REBALANCERS, name))
+        observed = []
+        for ref in rebalancer["spec"]["workloads"]:
+            result, reason = results[ref["name"]]
+            observed.append({"workload": ref, "result": result, **({"reason": reason} if reason else {})})
+        rebalancer["status"] = {"observedWorkloads": observed, "finishTime": "2024-01-01T00:00:00Z",
+                                "observedGeneration": rebalancer["metadata"]["generation"]}
+        await kube.update_status(WORKLOAD_REBALANCERS, rebalancer)
+    await asyncio.gather(one("back-1"), one("back-2"))
+
+
+async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: KubeClient) -> None:
+    results = {"web": ("Successful", ""), "settings": ("Failed", "ReferencedBindingNotFound")}
+    controller = asyncio.create_task(finish(kube, results))
+    try:
+        code, out, err = await cli(world, "create", "back", "--cluster", "member1", "--max-per-rebalancer", "1",
+                                   "--wait", "--timeout", "20s")
+        assert code == 0, err
+        await asyncio.wait_for(controller, 10)
+    finally:
+        controller.cancel()
+    assert out.splitlines() == [
+        "workloadrebalancer.apps.karmada.io/back-1 created (1 workloads)",
+        "workloadrebalancer.apps.karmada.io/back-2 created (1 workloads)",
+        "WORKLOAD                   RESULT       REASON",
+        "ConfigMap/shop/settings    Failed       ReferencedBindingNotFound",
+        "Deployment.apps/shop/web   Successful"]
+    code, out, err = await cli(world, "create", "slow", "--kind", "cm", "--wait", "--timeout", "1s")
+    assert code == 1 and out.endswith("created (1 workloads)\n")
+    assert err == ("karmada-rebalance create: error: timed out after 1s waiting for workloadrebalancer(s) slow "
+                   "to finish (is a WorkloadRebalancer controller running?)\n")
+
+
+async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dict[str, str], kube: KubeClient) -> None:
+    async def delete_once_created() -> None:
+        await eventually(lambda: kube.get_or_none(WORKLOAD_REBALANCERS, "gone"))
+        await kube.delete(WORKLOAD_REBALANCERS, "gone")
+
+    deleter = asyncio.create_task(delete_once_created())
+    try:
+        code, out, err = await cli(world, "create", "gone", "--kind", "cm", "--wait", "--timeout", "20s")
+        await asyncio.wait_for(deleter, 10)
+    finally:
+        deleter.cancel()
+    assert (code, out) == (1, "workloadrebalancer.apps.karmada.io/gone created (1 workloads)\n")
+    assert err == "karmada-rebalance create: error: workloadrebalancer gone was deleted before it finished\n"
+
+
+async def test_a_failed_create_still_reports_the_rebalancers_made_before_it(world: dict[str, str],
+                                                                           kube: KubeClient) -> None:
+    await kube.create(WORKLOAD_REBALANCERS, {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+                                             "metadata": {"name": "part-2"},
+                                             "spec": {"workloads": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                                     "name": "x", "namespace": "shop"}]}})
+    code, out, err = await cli(world, "create", "part", "--cluster", "member1", "--max-per-rebalancer", "1")
+    assert code == 1
+    assert out == "workloadrebalancer.apps.karmada.io/part-1 created (1 workloads)\n"
+    assert err == 'Error from server (AlreadyExists): workloadrebalancers.apps.karmada.io "part-2" already exists\n'
+
+
+@pytest.mark.slow
+def test_real_process_exit_codes(tmp_path: Path) -> None:
+    """The installed command as a process: an unreachable server is exit 1, a bad flag exit 2, one line each."""
+    config = tmp_path / "config"
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+        "clusters": [{"name": "gone", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "gone", "user": {}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}]}))
+    run = subprocess.run([sys.executable, "-m", "rebalancectl", "--kubeconfig", str(config), "status", "x"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.startswith("karmada-rebalance status: error: cannot reach the API server") and \
+        run.stderr.count("\n") == 1, run.stderr
+    run = subprocess.run([sys.executable, "-m", "rebalancectl", "create", "--ttl=-1s"],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert (run.returncode, run.stderr) == (2, 'karmada-rebalance create: error: argument --ttl: invalid duration '
+                                               '"-1s": must not be negative\n')
