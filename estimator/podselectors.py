@@ -85,7 +85,7 @@ def _compiled(selector: str) -> LabelPredicate:
 
 
 def _check_template(template: str) -> None:
-    """Placeholders known, braces balanced, and a valid, non-empty selector once rendered."""
+    """Placeholders known, braces balanced, and a valid selector once rendered."""
     for match in _PLACEHOLDER.finditer(template):
         placeholder = match[1]
         key = placeholder.removeprefix("label:")
@@ -93,11 +93,8 @@ def _check_template(template: str) -> None:
             raise ValueError(f"unknown placeholder {{{placeholder}}}: use {{name}}, {{namespace}} or {{label:KEY}}")
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
         raise ValueError(f"unbalanced brace in podSelector {template!r}")
-    rendered = _PLACEHOLDER.sub(_SAMPLE, template)
-    if not rendered.strip():
-        raise ValueError("podSelector is empty: it would select every Pod of the namespace")
     try:
-        parse_label_selector(rendered)
+        parse_label_selector(_PLACEHOLDER.sub(_SAMPLE, template))
     except ValueError as exc:
         raise ValueError(f"podSelector {template!r} is not a valid label selector: {exc}") from None
 
@@ -109,7 +106,7 @@ def parse_entry(entry: Any) -> DeclaredKind:
     unknown = sorted(set(map(str, entry)) - set(_FIELDS))
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(unknown)}; the fields are {', '.join(_FIELDS)}")
-    for field in ("apiVersion", "kind", "podSelector"):
+    for field in ("apiVersion", "kind", "podSelector"):  # an empty podSelector would select every Pod
         if not isinstance(entry.get(field), str) or not entry[field].strip():
             raise ValueError(f"{field} is required (a non-empty string)")
     api_version, kind, template = entry["apiVersion"].strip(), entry["kind"].strip(), entry["podSelector"]

@@ -127,8 +127,7 @@ def _parse_term(term: str) -> LabelPredicate:
     if term.startswith("!"):
         return compile_requirement(term[1:].strip(), "DoesNotExist", [])
     if match := _SET_TERM.match(term):
-        inner = match["values"].strip()
-        values = [value.strip() for value in inner.split(",")] if inner else []
+        values = [value.strip() for value in match["values"].split(",")]  # "()" is the empty value, as in kube
         return compile_requirement(match["key"], "In" if match["op"] == "in" else "NotIn", values)
     if match := _BINARY_TERM.match(term):
         return compile_requirement(match["key"], _BINARY_OPERATORS[match["op"]], [match["value"]])
