@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -388,25 +389,32 @@ async def test_an_unusable_selectors_file_stops_the_process_with_exit_2(tmp_path
                             "(example.io/v1 Widget): unbalanced brace in podSelector 'app=={name'\n")
 
 
+@contextlib.asynccontextmanager
+async def descheduler_process(plane: Plane, tmp_path: Path, *flags: str) -> AsyncIterator[None]:
+    """``karmada-descheduler`` against the plane (1s interval, no election, no servers), stopped with SIGTERM."""
+    kubeconfig = tmp_path / "karmada.config"
+    write_kubeconfig(kubeconfig, {"karmada-apiserver": plane.host.url}, "karmada-apiserver")
+    log = tmp_path / "descheduler.log"
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig), "--leader-elect=false",
+            "--descheduling-interval=1s", "--metrics-bind-address=0", "--health-probe-bind-address=0", *flags,
+            stdout=out, stderr=out, env=dict(os.environ))
+    try:
+        yield
+    finally:
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0, log.read_text()
+
+
 async def test_karmada_descheduler_process_does_the_seed_example(tmp_path: Path) -> None:
     async with control_plane() as plane:
         await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-        kubeconfig = tmp_path / "karmada.config"
-        write_kubeconfig(kubeconfig, {"karmada-apiserver": plane.host.url}, "karmada-apiserver")
-        log = tmp_path / "descheduler.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig), "--leader-elect=false",
-                "--descheduling-interval=1s", "--unschedulable-threshold=5m", "--metrics-bind-address=0",
-                "--health-probe-bind-address=0", stdout=out, stderr=out, env=dict(os.environ))
-        try:
+        async with descheduler_process(plane, tmp_path, "--unschedulable-threshold=5m"):
             async def descheduled() -> bool:
                 return (await binding_clusters(plane)).get("member1") == 0
 
             await eventually(descheduled, timeout=30)
-        finally:
-            proc.terminate()
-            assert await asyncio.wait_for(proc.wait(), 10) == 0, log.read_text()
 
 
 async def test_karmada_descheduler_process_moves_a_declared_kind(tmp_path: Path) -> None:
@@ -414,21 +422,9 @@ async def test_karmada_descheduler_process_moves_a_declared_kind(tmp_path: Path)
     selectors.write_text(FLINK_SELECTORS)
     async with control_plane(2) as plane:
         await seed_flink(plane)
-        kubeconfig = tmp_path / "karmada.config"
-        write_kubeconfig(kubeconfig, {"karmada-apiserver": plane.host.url}, "karmada-apiserver")
-        log = tmp_path / "descheduler.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig), "--leader-elect=false",
-                "--descheduling-interval=1s", "--unschedulable-pod-selectors", str(selectors),
-                "--metrics-bind-address=0", "--health-probe-bind-address=0", stdout=out, stderr=out,
-                env=dict(os.environ))
-        try:
+        async with descheduler_process(plane, tmp_path, "--unschedulable-pod-selectors", str(selectors)):
             async def descheduled() -> bool:
                 return (await clusters_of(plane, "job-flinkdeployment")) == FLINK_MOVED
 
             await eventually(descheduled, timeout=30)
-        finally:
-            proc.terminate()
-            assert await asyncio.wait_for(proc.wait(), 10) == 0, log.read_text()
         assert await clusters_of(plane, "nginx-deployment") == {"member1": 1, "member2": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.descheduler import CachedMember
 from controller_manager.cache import Indexer
 from controller_manager.objects import MutableObj
 from descheduler import app as descheduler_app
@@ -78,30 +80,14 @@ def test_selected_pods_count_in_the_namespace_only() -> None:
 # through a member's caches
 
 
-class Member:
-    """A member's caches, as clusteraccess keeps them (the Pod and ReplicaSet caches indexed by controller)."""
-
-    name = "member1"
-    usage = NodeUsage()
-
-    def __init__(self, **caches: Iterable[MutableObj]) -> None:
-        self.caches: dict[str, Indexer] = {}
-        for resource, items in caches.items():
-            index = {CONTROLLER_INDEX: controller_uid_index} if resource in ("pods", "replicasets") else {}
-            self.caches[resource] = Indexer(index)
-            self.caches[resource].replace(list(items))
-
-    def cache(self, resource: str) -> Indexer:
-        return self.caches.get(resource, Indexer())
-
-    def state(self, need: Iterable[str]) -> str:
-        return "ready"
-
-    async def wait_ready(self, need: Iterable[str], timeout: float) -> bool:
-        return True
-
-    def errors(self) -> dict[str, str]:
-        return {}
+def member(**caches: Iterable[MutableObj]) -> CachedMember:
+    """A member's caches as clusteraccess keeps them (Pods and ReplicaSets indexed by their controller)."""
+    stores: dict[str, Indexer] = defaultdict(Indexer)
+    for resource, items in caches.items():
+        stores[resource] = Indexer({CONTROLLER_INDEX: controller_uid_index} if resource in ("pods", "replicasets")
+                                   else {})
+        stores[resource].replace(list(items))
+    return CachedMember("member1", NodeUsage(), stores)
 
 
 def ref(kind: str, api_version: str = "apps/v1", name: str = "web") -> dict[str, Any]:
@@ -113,7 +99,7 @@ def test_kinds_read_their_own_caches() -> None:
     flink = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
              "metadata": {"name": "job", "namespace": "default", "uid": "job-uid"}}
     tm = {"app": "job", "component": "taskmanager"}
-    member = Member(statefulsets=[workload("StatefulSet")], replicasets=[workload("ReplicaSet", uid="rs-uid")],
+    cached = member(statefulsets=[workload("StatefulSet")], replicasets=[workload("ReplicaSet", uid="rs-uid")],
                     **{"flinkdeployments.flink.apache.org": [flink]},
                     pods=[pod("web-0"), pod("web-1"), pod("rs-a", owner_uid="rs-uid"),
                           pod("tm-1", owner_uid="", labels=tm), pod("tm-2", owner_uid="", labels=tm)])
@@ -122,13 +108,13 @@ def test_kinds_read_their_own_caches() -> None:
     assert statefulset is not None and statefulset.need == NEED_STATEFUL_SETS
     assert replicaset is not None and replicaset.need == NEED_REPLICA_SETS
     assert declared is not None and declared.need == ("flinkdeployments.flink.apache.org", "pods")
-    assert statefulset.count(member, "default", "web", THRESHOLD, NOW) == 2
-    assert replicaset.count(member, "default", "web", THRESHOLD, NOW) == 1
-    assert declared.count(member, "default", "job", THRESHOLD, NOW) == 2
+    assert statefulset.count(cached, "default", "web", THRESHOLD, NOW) == 2
+    assert replicaset.count(cached, "default", "web", THRESHOLD, NOW) == 1
+    assert declared.count(cached, "default", "job", THRESHOLD, NOW) == 2
     with pytest.raises(LookupError):  # not in this member: the cluster is left unknown
-        statefulset.count(member, "default", "api", THRESHOLD, NOW)
+        statefulset.count(cached, "default", "api", THRESHOLD, NOW)
     with pytest.raises(LookupError):
-        declared.count(member, "default", "other", THRESHOLD, NOW)
+        declared.count(cached, "default", "other", THRESHOLD, NOW)
 
 
 def test_which_kinds_are_supported() -> None:
