@@ -32,8 +32,8 @@ from clusteraccess.registry import MemberRegistry
 from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.rbac import PolicyRule, informer_rules, merge
-from estimator.caches import WorkloadKinds
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
 from estimator.podselectors import PodSelectorsError, load_pod_selectors
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS

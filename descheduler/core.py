@@ -54,7 +54,7 @@ DEFAULT_DESCHEDULING_INTERVAL = 120.0
 COOL_DOWN_INTERVALS = 2
 
 # Karmada hard-codes the supported kinds (with a "make it an option" TODO); its estimator
-# only knows how to find the pods of a Deployment. Ours knows more (estimator.caches.WorkloadKinds),
+# only knows how to find the pods of a Deployment. Ours knows more (estimator.kinds.WorkloadKinds),
 # and the filter takes their (apiVersion, kind) pairs.
 _DEPLOYMENT_GVK = ("apps/v1", "Deployment")
 

@@ -30,8 +30,9 @@ from prometheus_client import Counter, Histogram
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from estimator.caches import NEED_CAPACITY, MemberView, WorkloadKinds
+from estimator.caches import NEED_CAPACITY, MemberView
 from estimator.general import GeneralEstimator
+from estimator.kinds import WorkloadKinds
 from estimator.merge import combine_available_replicas
 
 log = structlog.get_logger(__name__)
@@ -68,7 +69,7 @@ class EstimatorClient:
         """The workload's Pods unschedulable for longer than ``threshold``, per cluster that could judge it.
 
         ``resource`` is an ObjectReference (``binding.spec.resource``). The Pods are found per kind
-        (:class:`~estimator.caches.WorkloadKinds`): a Deployment's newest ReplicaSet's (as Karmada), a
+        (:class:`~estimator.kinds.WorkloadKinds`): a Deployment's newest ReplicaSet's (as Karmada), a
         StatefulSet's or ReplicaSet's own, an operator-declared kind's by its Pod selector. A cluster
         missing from the answer could not be judged (member unknown or not synced, workload not in it);
         a kind that is not supported answers ``{}`` (see :meth:`unsupported_reason`).

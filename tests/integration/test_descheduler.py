@@ -25,8 +25,8 @@ from controller_manager.informer import SharedInformer
 from descheduler.core import CoolDown
 from descheduler.loop import Descheduler
 from devplane.kubeconfig import write_kubeconfig
-from estimator.caches import WorkloadKinds
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
 from estimator.podselectors import load_pod_selectors
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS

@@ -15,7 +15,8 @@ from controller_manager.cache import Indexer
 from controller_manager.objects import MutableObj
 from descheduler import app as descheduler_app
 from estimator.accurate import NodeUsage
-from estimator.caches import CONTROLLER_INDEX, NEED_REPLICA_SETS, NEED_STATEFUL_SETS, NEED_WORKLOADS, WorkloadKinds
+from estimator.caches import CONTROLLER_INDEX, NEED_REPLICA_SETS, NEED_STATEFUL_SETS, NEED_WORKLOADS
+from estimator.kinds import WorkloadKinds
 from estimator.podselectors import PodSelectorsError, load_pod_selectors, parse_entry, render
 from estimator.unschedulable import count_unschedulable, unschedulable_owned_pods, unschedulable_selected_pods
 from kube_api.ownerrefs import controller_uid_index
@@ -129,6 +130,8 @@ def test_which_kinds_are_supported() -> None:
     assert kinds.unsupported_reason(ref("StatefulSet")) is None
     assert [r.key for r in kinds.member_resources()] == ["flinkdeployments.flink.apache.org"]
     assert WorkloadKinds().lookup(ref("FlinkDeployment", "flink.apache.org/v1beta1")) is None
+    assert kinds.lookup(ref("StatefulSet", "apps.kruise.io/v1beta1")) is None  # OpenKruise's: another kind
+    assert kinds.lookup(ref("Deployment", "extensions/v1beta1")) is deployment  # by kind alone, as Karmada
 
 
 # ----------------------------------------------------------------------------------------------
