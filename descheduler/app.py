@@ -69,7 +69,10 @@ def descheduler_lease_rules() -> list[PolicyRule]:
 
 
 def descheduler_member_rules() -> list[PolicyRule]:
-    """Rules in each member cluster for the Cluster Secret's identity (the estimator's informers)."""
+    """Rules in each member cluster for the Cluster Secret's identity (the estimator's informers).
+
+    The kinds declared in ``--unschedulable-pod-selectors`` are known only at run time: the
+    operator grants list/watch on them (docs/deploy.md)."""
     return merge(MEMBER_RBAC_RULES)
 
 
