@@ -1,7 +1,7 @@
 """``karmada-descheduler``: every ``--descheduling-interval``, move replicas stuck unschedulable.
 
 Flags keep Karmada's names and defaults (``karmada-descheduler --help``). The estimator is
-ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets and Deployments
+ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets, Deployments and StatefulSets
 through the Cluster's ``apiEndpoint`` and ``secretRef``, so the gRPC estimator flags are
 accepted (existing configurations keep working) and ignored with a warning.
 
