@@ -1,6 +1,7 @@
 """One member cluster: its client, the informers on what the estimator reads, and their readiness.
 
-Per member, shared informers on Nodes, Pods, ReplicaSets and Deployments keep the caches the
+Per member, shared informers on Nodes, Pods, ReplicaSets, Deployments and StatefulSets (plus one
+per operator-declared workload kind, :mod:`estimator.podselectors`) keep the caches the
 estimator answers from (:class:`MemberCluster` satisfies :class:`estimator.caches.MemberView`), with
 an incrementally maintained :class:`~estimator.accurate.NodeUsage`; the dev plane's Karmada
 simulation shares the member's client and, through :meth:`MemberCluster.informer`, its informers.
@@ -10,7 +11,7 @@ commit f8fdd02).
 Failure isolation, from the user-reported bugs: a member that cannot be reached (connection
 refused, 401, TLS error, missing Secret) is "unknown" for itself only and never delays the
 others; its informers keep retrying with their own backoff. Readiness is judged per need
-(Nodes + Pods for max-available, Deployments + ReplicaSets + Pods for unschedulable replicas),
+(Nodes + Pods for max-available, the workload kind's caches for unschedulable replicas),
 so one resource failing to sync does not take the other estimate down (#6683), and caches are
 used only once synced (#4065). A member that was never reachable does not make every caller
 wait: after ``sync_timeout`` it counts as failed until it syncs.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import aiohttp
@@ -36,16 +37,24 @@ from controller_manager.rbac import PolicyRule, informer_rules
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
 from kube_api.ownerrefs import controller_uid_index
-from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
+from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
 
 log = structlog.get_logger(__name__)
 
 _RESOURCES: dict[str, Resource] = {"nodes": NODES, "pods": PODS, "replicasets": REPLICA_SETS,
-                                   "deployments": DEPLOYMENTS}
+                                   "deployments": DEPLOYMENTS, "statefulsets": STATEFUL_SETS}
+
+_CORE = ("nodes", "pods", "replicasets", "deployments")
+"""What makes a member synced and reachable (the gauge). The informers of further workload kinds
+(StatefulSets, declared kinds) only decide the estimates of their kind, so a member token without
+``statefulsets`` (granted before they were read) or a member without a declared kind's CRD leaves
+the member and its Deployments' estimates as they were."""
 
 MEMBER_RBAC_RULES: list[PolicyRule] = informer_rules(*_RESOURCES.values())
-"""In each member cluster, for the identity of the Cluster's Secret token: the four informers of
-``MemberCluster._start_informers``. Karmada's push-mode Cluster tokens already have far more."""
+"""In each member cluster, for the identity of the Cluster's Secret token: the five informers of
+``MemberCluster._start_informers``. Karmada's push-mode Cluster tokens already have far more. The
+informers on operator-declared kinds need list/watch on those too, which the operator grants
+(the kinds are only known at run time, from the file)."""
 
 _EMPTY = Indexer()
 
@@ -54,8 +63,9 @@ class MemberCluster:
     """One member cluster's client, informers and caches; replaced as a whole when its Cluster changes."""
 
     def __init__(self, name: str, settings: MemberSettings, host: KubeClient, *, sync_timeout: float,
-                 client_timeout: float) -> None:
+                 client_timeout: float, workloads: Sequence[Resource] = ()) -> None:
         self.name = name
+        self.workloads = tuple(workloads)  # declared kinds, cached under their ``plural.group``
         self.settings = settings
         self.uid = settings.uid
         self.endpoint = settings.api_endpoint
@@ -80,8 +90,9 @@ class MemberCluster:
     # ---- caches ----------------------------------------------------------------------------------
 
     def cache(self, resource: str) -> Indexer:
-        """The cache of ``resource`` (``nodes``, ``pods``, ``replicasets``, ``deployments``); empty until the
-        informers start. Check :meth:`state` or :meth:`has_synced` before trusting it."""
+        """The cache of ``resource`` (``nodes``, ``pods``, ``replicasets``, ``deployments``, ``statefulsets``,
+        a declared kind's ``plural.group``); empty until the informers start. Check :meth:`state` or
+        :meth:`has_synced` before trusting it."""
         informer = self._informers.get(resource)
         return informer.store if informer is not None else _EMPTY
 
@@ -98,14 +109,18 @@ class MemberCluster:
 
     @property
     def synced(self) -> bool:
-        """All four informers have listed once (their caches may be stale if a watch failed since)."""
-        return self.has_synced(_RESOURCES)
+        """The core informers (:data:`_CORE`) have listed once (their caches may be stale if a watch failed since)."""
+        return self.has_synced(_CORE)
 
     @property
     def reachable(self) -> bool:
-        """Synced, and the last list/watch of every informer succeeded (what the gauge reports)."""
+        """Synced, and the last list/watch of every core informer succeeded (what the gauge reports).
+
+        A StatefulSet or declared kind's informer failing (its CRD not installed in this member, say)
+        only makes that kind unknown there, as :meth:`state` judges it; :meth:`errors` names it.
+        """
         return (not self.closed and not self.error and self.synced
-                and not any(i.last_error for i in self._informers.values()))
+                and not any(self._informers[key].last_error for key in _CORE if key in self._informers))
 
     @property
     def running(self) -> bool:
@@ -129,6 +144,8 @@ class MemberCluster:
             return "failed"
         if not self._started.is_set():
             return "failed" if self._overdue() else "pending"
+        if any(key not in self._informers for key in need):
+            return "failed"  # a kind this member was not started with: never answerable
         informers = [self._informers[key] for key in need]
         if any(informer.last_error for informer in informers):
             return "failed"
@@ -220,8 +237,11 @@ class MemberCluster:
         pods.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_pod(obj),
                                            update=usage.update_pod, delete=usage.remove_pod))
         replica_sets = SharedInformer(client, REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid_index})
-        deployments = SharedInformer(client, DEPLOYMENTS)
-        self._informers = {"nodes": nodes, "pods": pods, "replicasets": replica_sets, "deployments": deployments}
+        self._informers = {"nodes": nodes, "pods": pods, "replicasets": replica_sets,
+                           "deployments": SharedInformer(client, DEPLOYMENTS),
+                           "statefulsets": SharedInformer(client, STATEFUL_SETS)}
+        for workload in self.workloads:
+            self._informers.setdefault(workload.key, SharedInformer(client, workload))
         self._informer_tasks = [asyncio.create_task(informer.run(), name=f"member {self.name} {informer.name}")
                                 for informer in self._informers.values()]
         self._started.set()

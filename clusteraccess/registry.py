@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import aiohttp
 import structlog
@@ -23,7 +23,7 @@ from prometheus_client import Gauge
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.objects import Obj
 
@@ -45,8 +45,10 @@ class MemberRegistry:
     """
 
     def __init__(self, host: KubeClient, clusters: SharedInformer, *, sync_timeout: float = 10.0,
-                 client_timeout: float = 5.0, secret_check_interval: float = DEFAULT_SECRET_CHECK_INTERVAL) -> None:
+                 client_timeout: float = 5.0, secret_check_interval: float = DEFAULT_SECRET_CHECK_INTERVAL,
+                 workloads: Sequence[Resource] = ()) -> None:
         self.host = host
+        self.workloads = tuple(workloads)  # operator-declared kinds every member caches too
         self.clusters = clusters
         self.sync_timeout = sync_timeout
         self.client_timeout = client_timeout
@@ -119,7 +121,7 @@ class MemberRegistry:
         if current is not None and current.settings == settings and not force:
             return
         member = MemberCluster(name, settings, self.host, sync_timeout=self.sync_timeout,
-                               client_timeout=self.client_timeout)
+                               client_timeout=self.client_timeout, workloads=self.workloads)
         if current is not None:
             self._forget(current)
             log.info("member cluster changed, replacing its client and caches", cluster=name,

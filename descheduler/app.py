@@ -1,9 +1,14 @@
 """``karmada-descheduler``: every ``--descheduling-interval``, move replicas stuck unschedulable.
 
 Flags keep Karmada's names and defaults (``karmada-descheduler --help``). The estimator is
-ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets and Deployments
+ours and gRPC-free: it reads each member cluster's Nodes, Pods, ReplicaSets, Deployments and StatefulSets
 through the Cluster's ``apiEndpoint`` and ``secretRef``, so the gRPC estimator flags are
 accepted (existing configurations keep working) and ignored with a warning.
+
+Beyond Karmada's Deployments, it deschedules StatefulSets, ReplicaSets and the custom kinds an
+operator declares in ``--unschedulable-pod-selectors FILE`` (:mod:`estimator.podselectors`); a
+file that cannot be used stops the process at start with exit code 2 and one line naming the
+file, the entry and why.
 
 The leader-election Lease keeps Karmada's name, ``karmada-descheduler``, on purpose (unlike the
 controller-manager's): this program replaces Karmada's descheduler rather than running next to
@@ -28,11 +33,13 @@ from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
+from estimator.podselectors import PodSelectorsError, load_pod_selectors
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 from sharedcli.flagtypes import boolean, duration, port
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
-from sharedcli.runner import new_manager, run_component
+from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
 from .core import CoolDown, default_cool_down
 from .loop import RBAC_RULES as LOOP_RULES
@@ -62,7 +69,10 @@ def descheduler_lease_rules() -> list[PolicyRule]:
 
 
 def descheduler_member_rules() -> list[PolicyRule]:
-    """Rules in each member cluster for the Cluster Secret's identity (the estimator's informers)."""
+    """Rules in each member cluster for the Cluster Secret's identity (the estimator's informers).
+
+    The kinds declared in ``--unschedulable-pod-selectors`` are known only at run time: the
+    operator grants list/watch on them (docs/deploy.md)."""
     return merge(MEMBER_RBAC_RULES)
 
 
@@ -77,6 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="The period of pod unschedulable condition; pods pending longer are descheduled. (default 5m0s)")
     add("--scheduler-estimator-timeout", type=duration, default=3.0, metavar="DURATION",
         help="Specifies the timeout period of calling the scheduler estimator service. (default 3s)")
+    add("--unschedulable-pod-selectors", default="", metavar="FILE",
+        help="A YAML list declaring custom workload kinds and how to find their Pods, e.g. "
+             "'- {apiVersion: flink.apache.org/v1beta1, kind: FlinkDeployment, "
+             "podSelector: \"app={name},component=taskmanager\"}' (optional 'resource:' plural, default "
+             "lower-case kind + 's'). In podSelector, {name}, {namespace} and {label:KEY} become the workload's "
+             "name, namespace and label KEY. apps/v1 Deployments, StatefulSets and ReplicaSets need no entry. "
+             "The member clusters' tokens must be allowed to list and watch the declared kinds. "
+             "An unusable file stops the process with exit code 2.")
     add("--dry-run", type=boolean, nargs="?", const=True, default=False,
         help="Compute and log what would be descheduled, write nothing. (default false)")
     add("--descheduling-cool-down", type=duration, default=None, metavar="DURATION",
@@ -95,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        kinds = WorkloadKinds(load_pod_selectors(args.unschedulable_pod_selectors)
+                              if args.unschedulable_pod_selectors else ())
+    except PodSelectorsError as exc:  # one line and exit 2, before anything starts (like a bad flag value)
+        print(f"{COMPONENT}: error: --unschedulable-pod-selectors: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     options = CommonOptions.from_args(args)
     register_build_info()  # karmada_build_info, as every Karmada component exposes
 
@@ -107,18 +131,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         client = manager.client
         # Parsed, not compact: decoding 10,000 bindings every cycle triggers full GC pauses (benchmarks).
         bindings = manager.informer(RESOURCE_BINDINGS, compact=False)
-        registry = MemberRegistry(client, manager.informer(CLUSTERS))
-        estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout)
+        registry = MemberRegistry(client, manager.informer(CLUSTERS), workloads=kinds.member_resources())
+        estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout, kinds=kinds)
         cool_down_seconds = (args.descheduling_cool_down if args.descheduling_cool_down is not None
                              else default_cool_down(args.descheduling_interval))
         descheduler = Descheduler(client, bindings.store, estimator.unschedulable_replicas,
                                   manager.event_recorder(COMPONENT), interval=args.descheduling_interval,
                                   threshold=args.unschedulable_threshold, dry_run=args.dry_run,
-                                  cool_down=CoolDown(cool_down_seconds) if cool_down_seconds > 0 else None)
+                                  cool_down=CoolDown(cool_down_seconds) if cool_down_seconds > 0 else None,
+                                  gvks=kinds.gvks())
         manager.add_runnable("member clusters", registry.run, needs_leader=False)  # warm in standbys too
         manager.add_runnable("descheduler", _after_sync(manager, descheduler))
         log.info("descheduler configured", interval=args.descheduling_interval,
-                 threshold=args.unschedulable_threshold, dry_run=args.dry_run, cool_down=cool_down_seconds)
+                 threshold=args.unschedulable_threshold, dry_run=args.dry_run, cool_down=cool_down_seconds,
+                 kinds=sorted(f"{api_version} {kind}" for api_version, kind in kinds.gvks()))
         return manager
 
     return run_component(COMPONENT, options, build)

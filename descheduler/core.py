@@ -8,7 +8,12 @@ Bindings are parsed JSON dicts as the API server returns them. The flow per bind
         p = plan(binding, rows, cool_down)     # None: nothing to do, no write, no event
         if p: PUT p.apply(binding); event p.message; cool_down.record_plan(key, p)
 
-Two deliberate departures from Karmada (both documented where they happen):
+Three deliberate departures from Karmada (all documented where they happen):
+
+* Beyond ``apps/v1`` Deployments, StatefulSets, ReplicaSets and operator-declared kinds are
+  descheduled (``filter_bindings``' ``gvks``), with the same arithmetic and ready-replicas floor:
+  the ready count comes from ``aggregatedStatus[].status.readyReplicas`` whatever the kind, and a
+  cluster without one has no floor (never more than its confirmed unschedulable replicas move).
 
 * Estimator answers are kept per cluster: a cluster that failed to answer is "unknown"
   (treated as 0 unschedulable) instead of discarding every answer (Karmada #6815).
@@ -20,8 +25,8 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -29,6 +34,7 @@ import structlog
 from controller_manager import objects
 from controller_manager.objects import MutableObj, Obj
 from estimator.merge import UNAUTHENTIC, combine_unschedulable_replicas
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided
 
 log = structlog.get_logger(__name__)
@@ -47,9 +53,10 @@ DEFAULT_DESCHEDULING_INTERVAL = 120.0
 #: The cool-down defaults to this many descheduling intervals; see ``default_cool_down``.
 COOL_DOWN_INTERVALS = 2
 
-# Karmada hard-codes the supported kinds (with a "make it an option" TODO); the estimator
-# only knows how to find the pods of a Deployment.
-_SUPPORTED_GVKS = frozenset({("apps/v1", "Deployment")})
+# Karmada hard-codes the supported kinds (with a "make it an option" TODO); its estimator
+# only knows how to find the pods of a Deployment. Ours knows more (estimator.kinds.WorkloadKinds),
+# and the filter takes their (apiVersion, kind) pairs.
+_DEPLOYMENT_GVK = ("apps/v1", "Deployment")
 
 
 # --------------------------------------------------------------------------------------------
@@ -58,9 +65,13 @@ _SUPPORTED_GVKS = frozenset({("apps/v1", "Deployment")})
 
 def is_deployment(resource_ref: Any) -> bool:
     """``spec.resource`` is exactly ``apps/v1`` ``Deployment`` (case-sensitive, like Go's GVK equality)."""
+    return _gvk(resource_ref) == _DEPLOYMENT_GVK
+
+
+def _gvk(resource_ref: Any) -> tuple[Any, Any] | None:
     if not isinstance(resource_ref, dict):
-        return False
-    return (resource_ref.get("apiVersion"), resource_ref.get("kind")) in _SUPPORTED_GVKS
+        return None
+    return (resource_ref.get("apiVersion"), resource_ref.get("kind"))
 
 
 def placement_of(binding: Obj) -> dict[str, Any] | None:
@@ -76,19 +87,49 @@ def placement_of(binding: Obj) -> dict[str, Any] | None:
         return None
 
 
-def filter_bindings(bindings: Iterable[Obj]) -> list[Obj]:
-    """The bindings the descheduler may act on: a Deployment with a dynamic-divided applied placement."""
-    result = []
+def filter_bindings(bindings: Iterable[Obj], gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> list[Obj]:
+    """The bindings the descheduler may act on: a supported kind (Karmada: only Deployments; here by
+    default the ``apps/v1`` Deployment, StatefulSet and ReplicaSet) with a dynamic-divided applied placement."""
+    return partition_bindings(bindings, gvks).eligible
+
+
+@dataclass
+class Partition:
+    """One cycle's bindings: those to judge, and the dynamic-divided workloads of unsupported kinds
+    (``(apiVersion, kind)`` -> binding keys), which are skipped and reported."""
+
+    eligible: list[Obj] = field(default_factory=list)
+    unsupported: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+
+def partition_bindings(bindings: Iterable[Obj], gvks: Collection[tuple[str, str]]) -> Partition:
+    """:func:`filter_bindings`, also collecting the workloads skipped for their kind alone.
+
+    A binding of an unsupported kind is reported only when it would otherwise qualify: a dynamic
+    divided placement and replicas to divide (``spec.replicas`` > 0), so ConfigMaps and the like
+    propagated by the same policy are not counted.
+    """
+    result = Partition()
     for binding in bindings:
-        if not is_deployment(objects.spec(binding).get("resource")):
+        spec = objects.spec(binding)
+        gvk = _gvk(spec.get("resource"))
+        supported = gvk in gvks
+        if not supported and not (isinstance(spec.get("replicas"), int) and spec["replicas"] > 0):
             continue
         try:
             placement = applied_placement(binding)
         except PlacementError as exc:
-            log.warning("Failed to get applied placement when validating", binding=objects.key(binding), error=str(exc))
+            if supported:
+                log.warning("Failed to get applied placement when validating", binding=objects.key(binding),
+                            error=str(exc))
             continue
-        if placement is not None and is_dynamic_divided(placement):
-            result.append(binding)
+        if placement is None or not is_dynamic_divided(placement):
+            continue
+        if supported:
+            result.eligible.append(binding)
+        elif gvk is not None:
+            key = (str(gvk[0] or ""), str(gvk[1] or ""))
+            result.unsupported.setdefault(key, []).append(objects.key(binding))
     return result
 
 

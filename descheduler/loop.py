@@ -1,29 +1,30 @@
 """The descheduling cycle: every ``--descheduling-interval``, shrink bindings' stuck replicas.
 
-Karmada's loop (``pkg/descheduler/descheduler.go``) over the ResourceBindings cache: filter (Deployments with a
-dynamically divided applied placement) and enqueue the bindings' keys in a work queue named
-``descheduler``; a single worker takes them one at a time, asks the estimator for unschedulable
-replicas of the undesired clusters, plans the new ``spec.clusters`` and writes it with the
-binding's resourceVersion; events ``DescheduleBindingSucceed``/``DescheduleBindingFailed`` go on
-the binding and its template. The queue is what gives the descheduler Karmada's
-``workqueue_*{name="descheduler",controller="descheduler"}`` series (Karmada's e2e test checks
-``workqueue_queue_duration_seconds_sum`` on it).
-Beyond Karmada: ``dry_run`` computes and logs but writes nothing; a per-binding, per-cluster
-cool-down; the ``descheduler_*`` metrics; a cycle ends once its keys are processed, so the next
-one never starts while bindings of the previous one are still queued.
+Karmada's loop (``pkg/descheduler/descheduler.go``) over the ResourceBindings cache: filter (Deployments
+with a dynamically divided applied placement; here also StatefulSets, ReplicaSets and the operator-declared
+kinds) and enqueue the bindings' keys in a work queue named ``descheduler``; a single worker takes them one
+at a time, asks the estimator for unschedulable replicas of the undesired clusters, plans the new
+``spec.clusters`` and writes it with the binding's resourceVersion; events
+``DescheduleBindingSucceed``/``DescheduleBindingFailed`` go on the binding and its template. The queue is
+what gives the descheduler Karmada's ``workqueue_*{name="descheduler",controller="descheduler"}`` series
+(Karmada's e2e test checks ``workqueue_queue_duration_seconds_sum`` on it).
+Beyond Karmada: ``dry_run`` computes and logs but writes nothing; a per-binding, per-cluster cool-down; the
+``descheduler_*`` metrics; workloads of a kind the estimator cannot judge are skipped with one log line per
+binding and counted in ``descheduler_unsupported_workloads``; a cycle ends once its keys are processed, so
+the next one never starts while bindings of the previous one are still queued.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import structlog
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
@@ -33,6 +34,7 @@ from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
 from controller_manager.workqueue import WorkQueue
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.resources import RESOURCE_BINDINGS
 
 from .core import (
@@ -41,7 +43,7 @@ from .core import (
     CoolDown,
     Plan,
     fill_unschedulable,
-    filter_bindings,
+    partition_bindings,
     plan,
     rows_for,
     undesired,
@@ -51,6 +53,9 @@ log = structlog.get_logger(__name__)
 
 DESCHEDULED = Counter("descheduler_descheduled_replicas_total",
                       "Replicas the descheduler removed from a member cluster's assignment.", ["cluster"])
+UNSUPPORTED = Gauge("descheduler_unsupported_workloads",
+                    "Dynamically divided bindings of the last cycle skipped because the estimator cannot judge "
+                    "their kind (declare it with --unschedulable-pod-selectors).", ["api_version", "kind"])
 CYCLE_DURATION = Histogram("descheduler_cycle_duration_seconds", "Duration of one descheduling cycle.",
                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
 
@@ -79,8 +84,12 @@ class Descheduler:
 
     def __init__(self, client: KubeClient, bindings: Indexer, estimate: UnschedulableEstimate,
                  events: EventRecorder, *, interval: float, threshold: float, dry_run: bool = False,
-                 cool_down: CoolDown | None = None) -> None:
+                 cool_down: CoolDown | None = None,
+                 gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> None:
         self.client = client
+        self.gvks = frozenset(gvks)  # (apiVersion, kind) the estimator can judge
+        self._reported: set[str] = set()  # unsupported bindings already logged
+        self._unsupported_kinds: set[tuple[str, str]] = set()
         self.bindings = bindings
         self.estimate = estimate
         self.events = events
@@ -100,7 +109,9 @@ class Descheduler:
         """Enqueue the eligible bindings' keys (Karmada's ``descheduleOnce``), then work the queue empty."""
         started = time.perf_counter()
         try:
-            for key in sorted(objects.key(b) for b in filter_bindings(self.bindings.list())):
+            bindings = partition_bindings(self.bindings.list(), self.gvks)
+            self._report_unsupported(bindings.unsupported)
+            for key in sorted(objects.key(b) for b in bindings.eligible):
                 self.queue.add(key)
             outcomes = await self._work()
         finally:
@@ -109,6 +120,22 @@ class Descheduler:
             log.info("descheduling cycle", bindings=len(outcomes), dry_run=self.dry_run,
                      replicas=sum(o.plan.total for o in outcomes))
         return outcomes
+
+    def _report_unsupported(self, unsupported: dict[tuple[str, str], list[str]]) -> None:
+        """One log line per skipped binding (until it stops being skipped), and the gauge per kind."""
+        keys: set[str] = set()
+        for (api_version, kind), bindings in unsupported.items():
+            UNSUPPORTED.labels(api_version, kind).set(len(bindings))
+            for key in bindings:
+                keys.add(key)
+                if key not in self._reported:
+                    log.info("workload skipped: its kind is not supported", binding=key, api_version=api_version,
+                             kind=kind, reason=f"no way to find the Pods of {kind} ({api_version}); declare it in "
+                                           "--unschedulable-pod-selectors")
+        for gone in self._unsupported_kinds - set(unsupported):
+            UNSUPPORTED.labels(*gone).set(0)
+        self._unsupported_kinds = set(unsupported)
+        self._reported = keys
 
     async def _work(self) -> list[Outcome]:
         """The single worker: every queued key, in order, each marked done even if it fails.

@@ -5,6 +5,11 @@ Karmada's ``karmada-scheduler-estimator`` answers from informer caches of its me
 the members (the descheduler wires in ``clusteraccess``); this module says what the estimator needs
 of them — :class:`MemberView`, the resources each estimate reads, the controller-UID index — and
 answers from such a view. No I/O: the caches are in memory.
+
+Each workload kind reads its own caches, never a LIST per workload: a Deployment its ReplicaSets
+and their Pods (Karmada's way), a StatefulSet or ReplicaSet its own Pods (by the controller-UID
+index), an operator-declared kind its object and the Pods of its namespace that its selector
+matches (by the namespace index); :mod:`estimator.kinds` says which kinds are supported and how.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from estimator.unschedulable import DEPLOYMENT_KIND, get_unschedulable_replicas
 # down the estimates that need it.
 NEED_CAPACITY = ("nodes", "pods")
 NEED_WORKLOADS = ("deployments", "replicasets", "pods")
+"""A Deployment's unschedulable replicas."""
+NEED_STATEFUL_SETS = ("statefulsets", "pods")
+NEED_REPLICA_SETS = ("replicasets", "pods")
 
 CONTROLLER_INDEX = "controller-uid"
 """The index of the ReplicaSet and Pod caches by their controller's UID
@@ -41,7 +49,8 @@ class MemberView(Protocol):
 
     def cache(self, resource: str) -> Indexer:
         """The cache of ``resource``, named by its plural (``nodes``, ``pods``, ``replicasets``,
-        ``deployments``); the ReplicaSet and Pod caches carry :data:`CONTROLLER_INDEX`."""
+        ``deployments``, ``statefulsets``; a declared kind's by its ``plural.group``); the ReplicaSet
+        and Pod caches carry :data:`CONTROLLER_INDEX`."""
 
     def state(self, need: Iterable[str]) -> str:
         """``ready``, ``failed`` (answer "unknown" now) or ``pending`` (worth a wait) for the ``need`` caches."""
@@ -77,4 +86,5 @@ def unschedulable_replicas_in(member: MemberView, namespace: str, name: str, thr
     return get_unschedulable_replicas(deployment, replica_sets, pods, threshold, now)
 
 
-__all__ = ["CONTROLLER_INDEX", "NEED_CAPACITY", "NEED_WORKLOADS", "MemberView", "unschedulable_replicas_in"]
+__all__ = ["CONTROLLER_INDEX", "NEED_CAPACITY", "NEED_REPLICA_SETS", "NEED_STATEFUL_SETS", "NEED_WORKLOADS",
+           "MemberView", "unschedulable_replicas_in"]

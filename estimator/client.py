@@ -26,14 +26,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import structlog
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from estimator.caches import NEED_CAPACITY, NEED_WORKLOADS, MemberView, unschedulable_replicas_in
+from estimator.caches import NEED_CAPACITY, MemberView
 from estimator.general import GeneralEstimator
+from estimator.kinds import WorkloadKinds
 from estimator.merge import combine_available_replicas
-from estimator.unschedulable import DEPLOYMENT_KIND
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +43,9 @@ ESTIMATOR_UNSCHEDULABLE = "unschedulable"
 REQUEST_DURATION = Histogram("estimator_request_duration_seconds",
                              "Time to answer one estimator request for one member cluster, waiting for its caches "
                              "included.", ["estimator", "cluster"])
+UNSUPPORTED = Counter("estimator_unsupported_workloads_total",
+                      "Unschedulable-replica requests for a workload whose kind the estimator cannot judge "
+                      "(every cluster left unknown).", ["api_version", "kind"])
 
 
 class Members(Protocol):
@@ -55,30 +58,41 @@ class Members(Protocol):
 class EstimatorClient:
     """Max-available and unschedulable replicas per member cluster, omitting the clusters that cannot answer."""
 
-    def __init__(self, registry: Members, *, timeout: float) -> None:
+    def __init__(self, registry: Members, *, timeout: float, kinds: WorkloadKinds | None = None) -> None:
         self.registry = registry
         self.timeout = timeout
+        self.kinds = kinds or WorkloadKinds()
         self._histograms: dict[tuple[str, str], Any] = {}
 
     async def unschedulable_replicas(self, clusters: list[str], resource: Obj,
                                      threshold: timedelta) -> dict[str, int]:
-        """Pods of the workload's newest ReplicaSet unschedulable for longer than ``threshold``, per cluster.
+        """The workload's Pods unschedulable for longer than ``threshold``, per cluster that could judge it.
 
-        ``resource`` is an ObjectReference (``binding.spec.resource``). Only Deployments are supported
-        (Karmada's estimator answers an error for any other kind, i.e. every cluster is unknown).
+        ``resource`` is an ObjectReference (``binding.spec.resource``). The Pods are found per kind
+        (:class:`~estimator.kinds.WorkloadKinds`): a Deployment's newest ReplicaSet's (as Karmada), a
+        StatefulSet's or ReplicaSet's own, an operator-declared kind's by its Pod selector. A cluster
+        missing from the answer could not be judged (member unknown or not synced, workload not in it);
+        a kind that is not supported answers ``{}`` (see :meth:`unsupported_reason`).
         """
-        kind = str(resource.get("kind") or "")
         namespace, name = str(resource.get("namespace") or ""), str(resource.get("name") or "")
-        if kind != DEPLOYMENT_KIND:
-            log.debug("unschedulable replicas not supported for this kind", kind=kind, namespace=namespace,
-                      name=name)
+        workload_kind = self.kinds.lookup(resource)
+        if workload_kind is None:
+            api_version, kind = str(resource.get("apiVersion") or ""), str(resource.get("kind") or "")
+            log.debug("unschedulable replicas not supported for this kind", kind=kind, api_version=api_version,
+                      namespace=namespace, name=name, reason=self.kinds.unsupported_reason(resource))
+            UNSUPPORTED.labels(api_version, kind).inc()
             return {}
         now = datetime.now(UTC)
+        count = workload_kind.count
 
         def estimate(member: MemberView) -> int:
-            return unschedulable_replicas_in(member, namespace, name, threshold, now)
+            return count(member, namespace, name, threshold, now)
 
-        return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, NEED_WORKLOADS, estimate)
+        return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, workload_kind.need, estimate)
+
+    def unsupported_reason(self, resource: Obj) -> str | None:
+        """Why :meth:`unschedulable_replicas` cannot judge this workload's kind; None when it can."""
+        return self.kinds.unsupported_reason(resource)
 
     async def max_available_replicas(self, clusters: list[str],
                                      requirements: Obj | None) -> dict[str, int]:

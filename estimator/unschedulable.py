@@ -6,7 +6,12 @@ the oldest ReplicaSet controlled by the Deployment (listed by the Deployment's s
 template equals the Deployment's, ignoring the ``pod-template-hash`` label; pending pods of an older
 ReplicaSet in a rollout are not seen. A pod counts when its ``PodScheduled`` condition is
 ``False``/``Unschedulable`` and ``lastTransitionTime + threshold`` is strictly before now.
-Only Deployments are supported.
+:func:`get_unschedulable_replicas` is that, for Deployments only, as Karmada. Beyond Karmada the
+same predicate serves other kinds, only the way their Pods are found differs:
+:func:`unschedulable_owned_pods` (a StatefulSet's or a ReplicaSet's own Pods: controller
+ownerReference = the workload, within its selector and namespace) and
+:func:`unschedulable_selected_pods` (an operator-declared kind's Pods, by a label selector built
+from the workload; :mod:`estimator.podselectors`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from kube_api.conditions import find_condition
 from kube_api.ownerrefs import controller_of
 from kube_api.pods import is_pod_terminated
 from kube_api.quantity import parse_quantity
-from kube_api.selectors import compile_label_selector
+from kube_api.selectors import LabelPredicate, compile_label_selector
 from kube_api.timeutil import parse_optional_time
 
 DEPLOYMENT_KIND = "Deployment"
+STATEFUL_SET_KIND = "StatefulSet"
+REPLICA_SET_KIND = "ReplicaSet"
 DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY = "pod-template-hash"
 POD_SCHEDULED = "PodScheduled"
 POD_REASON_UNSCHEDULABLE = "Unschedulable"
@@ -157,3 +164,26 @@ def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods:
     now = now or datetime.now(UTC)
     return sum(1 for pod in list_pods_by_replica_sets(workload, [new_rs], live)
                if pod_unschedulable(pod, threshold, now))
+
+
+def count_unschedulable(pods: Iterable[Obj], threshold: timedelta, now: datetime | None = None) -> int:
+    """How many of ``pods`` are unschedulable for longer than ``threshold`` (negative: 0); terminal ones never."""
+    threshold = max(threshold, timedelta(0))
+    now = now or datetime.now(UTC)
+    return sum(1 for pod in pods if not is_pod_terminated(pod) and pod_unschedulable(pod, threshold, now))
+
+
+def unschedulable_owned_pods(workload: Obj, pods: Iterable[Obj], threshold: timedelta,
+                             now: datetime | None = None) -> int:
+    """A StatefulSet's or ReplicaSet's own unschedulable Pods: in its namespace, matching its selector,
+    controlled by it (ownerReference uid). ``ValueError`` for an invalid selector."""
+    selector = compile_label_selector(objects.spec(workload).get("selector"))
+    namespace, uid = objects.namespace(workload), objects.uid(workload)
+    owned = (pod for pod in pods if _in_scope(pod, namespace, selector) and _is_controlled_by(pod, uid))
+    return count_unschedulable(owned, threshold, now)
+
+
+def unschedulable_selected_pods(namespace: str, selector: LabelPredicate, pods: Iterable[Obj],
+                                threshold: timedelta, now: datetime | None = None) -> int:
+    """The unschedulable Pods of ``namespace`` that ``selector`` matches (an operator-declared kind)."""
+    return count_unschedulable((pod for pod in pods if _in_scope(pod, namespace, selector)), threshold, now)

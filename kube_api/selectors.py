@@ -9,6 +9,7 @@ Lt) compiled to a predicate over a label map; :func:`compile_label_selector` /
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -95,3 +96,53 @@ def compile_label_selector(selector: Obj | None) -> LabelPredicate:
 def label_selector_matches(selector: Obj | None, labels: Mapping[str, str] | None) -> bool:
     """Whether ``labels`` match a ``metav1.LabelSelector`` (see :func:`compile_label_selector`)."""
     return compile_label_selector(selector)(labels or {})
+
+
+# --------------------------------------------------------------------------------------------------
+# labels.Parse: the string form (``app=web,tier!=db,env in (a,b),!canary``)
+
+_SET_TERM = re.compile(r"^(?P<key>[^\s!=<>(),]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
+_BINARY_TERM = re.compile(r"^(?P<key>[^\s!=<>(),]+)\s*(?P<op>==|=|!=|>|<)\s*(?P<value>[^\s!=<>(),]*)$")
+_BINARY_OPERATORS = {"=": "In", "==": "In", "!=": "NotIn", ">": "Gt", "<": "Lt"}
+
+
+def _split_selector_terms(text: str) -> list[str]:
+    """Split at the commas outside parentheses (``a in (x,y),b`` is two terms)."""
+    terms, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "," and depth == 0:
+            terms.append(text[start:index])
+            start = index + 1
+    terms.append(text[start:])
+    return [term.strip() for term in terms]
+
+
+def _parse_term(term: str) -> LabelPredicate:
+    if not term:
+        raise ValueError("empty requirement (a stray comma?)")
+    if term.startswith("!"):
+        return compile_requirement(term[1:].strip(), "DoesNotExist", [])
+    if match := _SET_TERM.match(term):
+        values = [value.strip() for value in match["values"].split(",")]  # "()" is the empty value, as in kube
+        return compile_requirement(match["key"], "In" if match["op"] == "in" else "NotIn", values)
+    if match := _BINARY_TERM.match(term):
+        return compile_requirement(match["key"], _BINARY_OPERATORS[match["op"]], [match["value"]])
+    if re.fullmatch(r"[^\s!=<>(),]+", term):
+        return compile_requirement(term, "Exists", [])
+    raise ValueError(f"cannot parse requirement {term!r}")
+
+
+def parse_label_selector(text: str) -> LabelPredicate:
+    """``labels.Parse``: a label selector string as a predicate; ``ValueError`` naming the bad requirement.
+
+    Terms are ANDed: ``key=value`` (or ``==``), ``key!=value``, ``key in (a,b)``, ``key notin (a,b)``,
+    ``key`` (exists), ``!key`` (does not exist), ``key>N``, ``key<N``. Keys and values are checked as
+    Kubernetes checks them. An empty string selects everything, as in Kubernetes.
+    """
+    if not text.strip():
+        return lambda labels: True
+    return all_of([_parse_term(term) for term in _split_selector_terms(text)])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import helm_python
@@ -18,6 +19,7 @@ from controllers.app import build_parser as controller_manager_parser
 from controllers.registry import is_enabled
 from descheduler.app import GRPC_ONLY_FLAGS
 from descheduler.app import build_parser as descheduler_parser
+from estimator.podselectors import load_pod_selectors
 from tests.charts.chartutil import (
     CHART_DIR,
     COMPONENTS,
@@ -100,6 +102,10 @@ FLAG_CASES = [FlagCase(*case) for case in [
     (DS, "deschedulingCoolDown", "0s", "--descheduling-cool-down=0s", "descheduling_cool_down", 0.0),
     (DS, "master", "https://karmada-apiserver:5443", "--master=https://karmada-apiserver:5443", "master",
      "https://karmada-apiserver:5443"),
+    (DS, "unschedulablePodSelectors", [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                                        "podSelector": "app={name},component=taskmanager"}],
+     "--unschedulable-pod-selectors=/etc/karmada-descheduler/pod-selectors.yaml", "unschedulable_pod_selectors",
+     "/etc/karmada-descheduler/pod-selectors.yaml"),
 ]]
 
 # Flags the chart sets itself, from the topology rather than from a per-flag value.
@@ -423,6 +429,24 @@ def test_pod_customization_values_reach_the_pod(chart: helm_python.Chart) -> Non
     assert "priorityClassName" not in pod
     assert {"name": "kubeconfig", "secret": {"secretName": "my-secret"}} in pod["volumes"]
     assert main["resources"]["limits"]["memory"] == "1Gi"  # merged with the defaults, as helm does
+
+
+def test_pod_selectors_are_a_mounted_configmap_the_descheduler_accepts(custom_docs: list[Manifest],
+                                                                       default_docs: list[Manifest],
+                                                                       tmp_path: Path) -> None:
+    configmap = one(custom_docs, "ConfigMap", "karmada-descheduler-pod-selectors")
+    path = tmp_path / "pod-selectors.yaml"
+    path.write_text(configmap["data"]["pod-selectors.yaml"])
+    assert [(k.api_version, k.kind, k.pod_selector) for k in load_pod_selectors(path)] == [
+        ("flink.apache.org/v1beta1", "FlinkDeployment", "app={name},component=taskmanager")]
+    pod = one(custom_docs, "Deployment", DS)["spec"]["template"]
+    volume = {"name": "pod-selectors", "configMap": {"name": "karmada-descheduler-pod-selectors"}}
+    assert volume in pod["spec"]["volumes"]
+    mount = {"name": "pod-selectors", "mountPath": "/etc/karmada-descheduler", "readOnly": True}
+    assert mount in container(custom_docs, DS)["volumeMounts"]
+    assert "checksum/pod-selectors" in pod["metadata"]["annotations"]  # the file is read at start
+    assert not find(default_docs, "ConfigMap", "karmada-descheduler-pod-selectors")
+    assert "--unschedulable-pod-selectors" not in " ".join(args(default_docs, DS))
 
 
 # ----------------------------------------------------------------------------- dashboard and notes

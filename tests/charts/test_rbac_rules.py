@@ -137,7 +137,7 @@ def test_descheduler_declares_what_it_calls() -> None:
     }
     assert grants(descheduler_member_rules()) == {
         (group, resource, verb, "") for group, resource in (("", "nodes"), ("", "pods"), ("apps", "replicasets"),
-                                                             ("apps", "deployments"))
+                                                             ("apps", "deployments"), ("apps", "statefulsets"))
         for verb in ("list", "watch")}
 
 

@@ -95,12 +95,14 @@ def owner(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 async def add_pod(member: KubeClient, name: str, rs: dict[str, Any] | None, *, app: str = "web",
-                  node: str = "", unschedulable_since: datetime | None = None, cpu: str = "1") -> dict[str, Any]:
-    """A pod owned by ``rs``: bound to ``node`` (Running) or PodScheduled=False/Unschedulable since a time."""
-    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": {"app": app}}
+                  node: str = "", unschedulable_since: datetime | None = None, cpu: str = "1",
+                  owner_kind: str = "ReplicaSet", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A pod owned by ``rs`` (a ``owner_kind``): bound to ``node`` (Running) or PodScheduled=False/Unschedulable
+    since a time."""
+    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": {"app": app, **(labels or {})}}
     if rs is not None:
         meta["labels"].update(rs["spec"]["selector"]["matchLabels"])
-        meta["ownerReferences"] = [{**owner(rs), "kind": "ReplicaSet"}]
+        meta["ownerReferences"] = [{**owner(rs), "kind": owner_kind}]
     spec: dict[str, Any] = {"containers": [{"name": "main", "image": "nginx",
                                             "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
     if node:

@@ -7,29 +7,37 @@ PodScheduled=False/Unschedulable past the threshold → member1's replicas lower
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
+from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS, EventRecorder
 from controller_manager.informer import SharedInformer
 from descheduler.core import CoolDown
 from descheduler.loop import Descheduler
 from devplane.kubeconfig import write_kubeconfig
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
+from estimator.podselectors import load_pod_selectors
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
+from kube_api.resources import STATEFUL_SETS
 from tests.clusteraccess.test_clusteraccess import (
     Plane,
     add_deployment,
     add_node,
     add_pod,
     control_plane,
+    pod_template,
 )
 from tests.conftest import eventually
 
@@ -68,15 +76,18 @@ async def seed_nginx(plane: Plane, *, stuck_for: timedelta, ready: dict[str, int
 
 
 async def descheduler_for(plane: Plane, *, dry_run: bool = False, threshold: float = 300.0,
-                          cool_down: CoolDown | None = None) -> tuple[Descheduler, SharedInformer]:
+                          cool_down: CoolDown | None = None,
+                          kinds: WorkloadKinds | None = None) -> tuple[Descheduler, SharedInformer]:
     bindings = SharedInformer(plane.host_client, RESOURCE_BINDINGS)
     task = asyncio.create_task(bindings.run())
     plane_tasks.append(task)
     await asyncio.wait_for(bindings.wait_for_sync(), 10)
-    estimator = EstimatorClient(plane.registry, timeout=3.0)
+    kinds = kinds or WorkloadKinds()
+    estimator = EstimatorClient(plane.registry, timeout=3.0, kinds=kinds)
     events = EventRecorder(plane.host_client, "karmada-descheduler")
     return Descheduler(plane.host_client, bindings.store, estimator.unschedulable_replicas, events,
-                       interval=1.0, threshold=threshold, dry_run=dry_run, cool_down=cool_down), bindings
+                       interval=1.0, threshold=threshold, dry_run=dry_run, cool_down=cool_down,
+                       gvks=kinds.gvks()), bindings
 
 
 plane_tasks: list[asyncio.Task[None]] = []
@@ -194,23 +205,227 @@ async def test_dry_run_writes_nothing() -> None:
             await stop_informers()
 
 
+# ------------------------------------------------------------------------------------------------
+# kinds beyond Karmada's Deployment. The members here are bare API servers with no controllers, so
+# the tests create the workloads' Pods themselves, as a member's StatefulSet (or Flink) operator would.
+
+FLINK_RESOURCE = Resource("flink.apache.org", "v1beta1", "flinkdeployments", "FlinkDeployment", True)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+FLINK_SELECTORS = """\
+- apiVersion: flink.apache.org/v1beta1
+  kind: FlinkDeployment
+  podSelector: "app={name},component=taskmanager"
+"""
+
+
+async def create_binding(plane: Plane, name: str, resource: dict[str, Any], clusters: dict[str, int],
+                         statuses: dict[str, dict[str, Any]]) -> None:
+    """A dynamically divided binding of ``resource`` with the given per-cluster aggregated statuses."""
+    binding = {"metadata": {"name": name, "namespace": "default",
+                            "annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(DYNAMIC)}},
+               "spec": {"resource": resource, "replicas": sum(clusters.values()),
+                        "clusters": [{"name": n, "replicas": r} for n, r in clusters.items()]}}
+    await plane.host_client.create(RESOURCE_BINDINGS, binding)
+    await plane.host_client.patch_status(RESOURCE_BINDINGS, name, {"status": {"aggregatedStatus": [
+        {"clusterName": n, "applied": True, "status": statuses[n]} for n in clusters]}}, namespace="default")
+
+
+async def clusters_of(plane: Plane, name: str) -> dict[str, int]:
+    binding = await plane.host_client.get(RESOURCE_BINDINGS, name, "default")
+    return {c["name"]: c.get("replicas", 0) for c in binding["spec"]["clusters"]}
+
+
+async def cycle_when_cached(descheduler: Descheduler, bindings: SharedInformer, *keys: str) -> list[Any]:
+    await eventually(lambda: all(key in bindings.store for key in keys))
+    return await descheduler.cycle()
+
+
+async def add_statefulset(member: KubeClient, name: str, replicas: int) -> dict[str, Any]:
+    return await member.create(STATEFUL_SETS, {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
+                 "template": pod_template(name)}})
+
+
+async def test_a_statefulsets_stuck_replicas_are_moved() -> None:
+    async with control_plane() as plane:
+        try:
+            now = datetime.now(UTC)
+            layout = {"member1": 3, "member2": 1, "member3": 1}
+            for name, replicas in layout.items():
+                member = plane.clients[name]
+                await add_node(member, "node-a")
+                sts = await add_statefulset(member, "db", replicas)
+                for i in range(replicas):
+                    stuck = name == "member1" and i > 0  # member1: db-0 runs, db-1 and db-2 are stuck
+                    await add_pod(member, f"db-{i}", sts, app="db", owner_kind="StatefulSet",
+                                  node="" if stuck else "node-a",
+                                  unschedulable_since=now - timedelta(minutes=10) if stuck else None)
+            # a pod of the same labels owned by something else is not the StatefulSet's
+            await add_pod(plane.clients["member2"], "db-stray", None, app="db",
+                          unschedulable_since=now - timedelta(minutes=10))
+            # StatefulSet statuses as reflected: readyReplicas (omitted when 0)
+            await create_binding(plane, "db-statefulset", {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                                           "namespace": "default", "name": "db"}, layout,
+                                 {"member1": {"replicas": 3, "readyReplicas": 1}, "member2": {"replicas": 1},
+                                  "member3": {"replicas": 1, "readyReplicas": 1}})
+            descheduler, bindings = await descheduler_for(plane)
+            await plane.wait_synced(*layout)
+            outcomes = await cycle_when_cached(descheduler, bindings, "default/db-statefulset")
+            assert [(o.binding, o.plan.descheduled) for o in outcomes] == [("default/db-statefulset", {"member1": 2})]
+            assert await clusters_of(plane, "db-statefulset") == {"member1": 1, "member2": 1, "member3": 1}
+        finally:
+            await stop_informers()
+
+
+async def add_flink_crd(member: KubeClient) -> None:
+    await member.create(CRDS, {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "flinkdeployments.flink.apache.org"},
+        "spec": {"group": "flink.apache.org", "scope": "Namespaced",
+                 "names": {"plural": "flinkdeployments", "singular": "flinkdeployment", "kind": "FlinkDeployment",
+                           "listKind": "FlinkDeploymentList"},
+                 "versions": [{"name": "v1beta1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+
+
+async def seed_flink(plane: Plane) -> None:
+    """FlinkDeployment ``job`` in member1 (3 assigned: 1 taskmanager running, 2 stuck, and a stuck
+    jobmanager that is not one of its replicas) and member2 (1 running), its binding, and a
+    Deployment binding whose workload the members do not have."""
+    stuck = datetime.now(UTC) - timedelta(minutes=10)
+    for name in ("member1", "member2"):
+        member = plane.clients[name]
+        await add_node(member, "node-a")
+        await add_flink_crd(member)
+
+        async def job_created(member: KubeClient = member) -> bool:
+            with contextlib.suppress(ApiError):  # until the new CRD is served
+                await member.create(FLINK_RESOURCE, {"apiVersion": "flink.apache.org/v1beta1",
+                                                     "kind": "FlinkDeployment",
+                                                     "metadata": {"name": "job", "namespace": "default"},
+                                                     "spec": {"job": {"parallelism": 4}}})
+                return True
+            return False
+
+        await eventually(job_created)
+    tm = {"component": "taskmanager"}
+    m1, m2 = plane.clients["member1"], plane.clients["member2"]
+    await add_pod(m1, "job-jobmanager", None, app="job", labels={"component": "jobmanager"},
+                  unschedulable_since=stuck)  # not selected: not one of the binding's replicas
+    await add_pod(m1, "job-tm-1", None, app="job", labels=tm, node="node-a")
+    await add_pod(m1, "job-tm-2", None, app="job", labels=tm, unschedulable_since=stuck)
+    await add_pod(m1, "job-tm-3", None, app="job", labels=tm, unschedulable_since=stuck)
+    await add_pod(m2, "job-tm-1", None, app="job", labels=tm, node="node-a")
+    # the whole member status is reflected for a custom kind; Flink's has no readyReplicas: no floor
+    running = {"jobStatus": {"state": "RUNNING"}}
+    await create_binding(plane, "job-flinkdeployment", {"apiVersion": "flink.apache.org/v1beta1",
+                                                        "kind": "FlinkDeployment", "namespace": "default",
+                                                        "name": "job"},
+                         {"member1": 3, "member2": 1}, {"member1": running, "member2": running})
+    await create_binding(plane, "nginx-deployment", dict(NGINX), {"member1": 1, "member2": 1},
+                         {"member1": {}, "member2": {}})  # not in the members: unknown, left alone
+
+
+FLINK_MOVED = {"member1": 1, "member2": 1}
+
+
+async def test_a_declared_custom_kinds_stuck_replicas_are_moved(tmp_path: Path) -> None:
+    path = tmp_path / "selectors.yaml"
+    path.write_text(FLINK_SELECTORS)
+    kinds = WorkloadKinds(load_pod_selectors(path))
+    async with control_plane(2, workloads=kinds.member_resources()) as plane:
+        try:
+            await seed_flink(plane)
+            descheduler, bindings = await descheduler_for(plane, kinds=kinds)
+            await plane.wait_synced("member1", "member2")
+
+            async def moved() -> bool:  # the members' FlinkDeployment informers start listing once served
+                await cycle_when_cached(descheduler, bindings, "default/job-flinkdeployment")
+                return (await clusters_of(plane, "job-flinkdeployment")) == FLINK_MOVED
+
+            await eventually(moved, timeout=20)
+            assert await clusters_of(plane, "nginx-deployment") == {"member1": 1, "member2": 1}
+        finally:
+            await stop_informers()
+
+
+def unsupported_gauge(api_version: str, kind: str) -> float | None:
+    return REGISTRY.get_sample_value("descheduler_unsupported_workloads", {"api_version": api_version, "kind": kind})
+
+
+async def test_an_unsupported_kind_is_skipped_logged_and_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    async with control_plane(1) as plane:
+        try:
+            clone_set = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "namespace": "default",
+                         "name": "cs"}
+            await create_binding(plane, "cs-cloneset", clone_set, {"member1": 2}, {"member1": {}})
+            descheduler, bindings = await descheduler_for(plane)
+            assert await cycle_when_cached(descheduler, bindings, "default/cs-cloneset") == []
+            assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 1.0
+            assert await clusters_of(plane, "cs-cloneset") == {"member1": 2}
+            assert await descheduler.cycle() == []
+            logged = capsys.readouterr().out
+            assert logged.count("workload skipped: its kind is not supported") == 1  # once per binding
+            assert "declare it in --unschedulable-pod-selectors" in logged
+            await plane.host_client.delete(RESOURCE_BINDINGS, "cs-cloneset", "default")
+            await eventually(lambda: "default/cs-cloneset" not in bindings.store)
+            await descheduler.cycle()
+            assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 0.0
+        finally:
+            await stop_informers()
+
+
+async def test_an_unusable_selectors_file_stops_the_process_with_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "selectors.yaml"
+    path.write_text(FLINK_SELECTORS + "- {apiVersion: example.io/v1, kind: Widget, podSelector: 'app=={name'}\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "descheduler", "--unschedulable-pod-selectors", str(path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=dict(os.environ))
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert out == b""
+    assert err.decode() == (f"karmada-descheduler: error: --unschedulable-pod-selectors: {path}: entry 2 "
+                            "(example.io/v1 Widget): unbalanced brace in podSelector 'app=={name'\n")
+
+
+@contextlib.asynccontextmanager
+async def descheduler_process(plane: Plane, tmp_path: Path, *flags: str) -> AsyncIterator[None]:
+    """``karmada-descheduler`` against the plane (1s interval, no election, no servers), stopped with SIGTERM."""
+    kubeconfig = tmp_path / "karmada.config"
+    write_kubeconfig(kubeconfig, {"karmada-apiserver": plane.host.url}, "karmada-apiserver")
+    log = tmp_path / "descheduler.log"
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig), "--leader-elect=false",
+            "--descheduling-interval=1s", "--metrics-bind-address=0", "--health-probe-bind-address=0", *flags,
+            stdout=out, stderr=out, env=dict(os.environ))
+    try:
+        yield
+    finally:
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), 10) == 0, log.read_text()
+
+
 @pytest.mark.slow
 async def test_karmada_descheduler_process_does_the_seed_example(tmp_path: Path) -> None:
     async with control_plane() as plane:
         await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-        kubeconfig = tmp_path / "karmada.config"
-        write_kubeconfig(kubeconfig, {"karmada-apiserver": plane.host.url}, "karmada-apiserver")
-        log = tmp_path / "descheduler.log"
-        with log.open("wb") as out:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "descheduler", "--kubeconfig", str(kubeconfig), "--leader-elect=false",
-                "--descheduling-interval=1s", "--unschedulable-threshold=5m", "--metrics-bind-address=0",
-                "--health-probe-bind-address=0", stdout=out, stderr=out, env=dict(os.environ))
-        try:
+        async with descheduler_process(plane, tmp_path, "--unschedulable-threshold=5m"):
             async def descheduled() -> bool:
                 return (await binding_clusters(plane)).get("member1") == 0
 
             await eventually(descheduled, timeout=30)
-        finally:
-            proc.terminate()
-            assert await asyncio.wait_for(proc.wait(), 10) == 0, log.read_text()
+
+
+async def test_karmada_descheduler_process_moves_a_declared_kind(tmp_path: Path) -> None:
+    selectors = tmp_path / "selectors.yaml"
+    selectors.write_text(FLINK_SELECTORS)
+    async with control_plane(2) as plane:
+        await seed_flink(plane)
+        async with descheduler_process(plane, tmp_path, "--unschedulable-pod-selectors", str(selectors)):
+            async def descheduled() -> bool:
+                return (await clusters_of(plane, "job-flinkdeployment")) == FLINK_MOVED
+
+            await eventually(descheduled, timeout=30)
+        assert await clusters_of(plane, "nginx-deployment") == {"member1": 1, "member2": 1}

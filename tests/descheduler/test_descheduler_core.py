@@ -17,12 +17,14 @@ from descheduler.core import (
     filter_bindings,
     is_deployment,
     is_dynamic_divided,
+    partition_bindings,
     placement_of,
     plan,
     ready_replicas,
     rows_for,
     undesired,
 )
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from kube_api.limits import MAX_INT32
 
@@ -395,3 +397,48 @@ def test_cool_down_disabled_and_pruned() -> None:
 def test_default_cool_down_is_two_intervals() -> None:
     assert default_cool_down() == 240.0
     assert default_cool_down(30) == 60
+
+
+# --------------------------------------------------------------------------------------------
+# kinds beyond Karmada's Deployment
+
+STATEFUL_SET = {**DEPLOYMENT, "kind": "StatefulSet"}
+FLINK = {"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment", "namespace": "default", "name": "job"}
+CLONE_SET = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "namespace": "default", "name": "cs"}
+
+
+def test_built_in_kinds_and_declared_ones_pass_the_filter() -> None:
+    bindings = [_named(json.dumps(DYNAMIC), "deploy"), _named(json.dumps(DYNAMIC), "sts", STATEFUL_SET),
+                _named(json.dumps(DYNAMIC), "rs", {**DEPLOYMENT, "kind": "ReplicaSet"}),
+                _named(json.dumps(DYNAMIC), "flink", FLINK), _named(json.dumps(DYNAMIC), "cs", CLONE_SET)]
+    assert [b["metadata"]["name"] for b in filter_bindings(bindings)] == ["deploy", "sts", "rs"]
+    declared = {*BUILTIN_KINDS, ("flink.apache.org/v1beta1", "FlinkDeployment")}
+    assert [b["metadata"]["name"] for b in filter_bindings(bindings, declared)] == ["deploy", "sts", "rs", "flink"]
+
+
+def test_unsupported_workloads_are_reported_only_when_they_would_qualify() -> None:
+    no_replicas = _named(json.dumps(DYNAMIC), "cm", {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm"})
+    no_replicas["spec"]["replicas"] = 0
+    partition = partition_bindings([_named(json.dumps(DYNAMIC), "cs", CLONE_SET),
+                                    _named(json.dumps(STATIC), "cs-static", CLONE_SET),
+                                    _named("not-json", "cs-broken", CLONE_SET), no_replicas,
+                                    _named(json.dumps(AGGREGATED), "flink", FLINK),
+                                    _named(json.dumps(AGGREGATED), "sts", STATEFUL_SET)], BUILTIN_KINDS)
+    assert [b["metadata"]["name"] for b in partition.eligible] == ["sts"]
+    assert partition.unsupported == {("apps.kruise.io/v1alpha1", "CloneSet"): ["default/cs"],
+                                     ("flink.apache.org/v1beta1", "FlinkDeployment"): ["default/flink"]}
+
+
+@pytest.mark.parametrize(("ready", "unschedulable", "expected"), [
+    ({"m1": 4}, 2, 4),   # the ready floor, as for Deployments (StatefulSet readyReplicas from aggregatedStatus)
+    ({}, 2, 3),          # no readyReplicas reported (a custom kind's status without one, or 0 omitted): no floor,
+    ({}, 5, 0),          # and never more than the confirmed unschedulable replicas move
+    ({}, 6, 5),          # more unschedulable than assigned: inconsistent, left alone
+])
+def test_the_floor_is_the_same_for_every_kind(ready: dict[str, int], unschedulable: int, expected: int) -> None:
+    for resource in (STATEFUL_SET, FLINK):
+        binding = make_binding([("m1", 5)], ready, resource=resource)
+        rows = rows_for(binding)
+        rows[0].unschedulable = unschedulable
+        new = plan(binding, rows)
+        assert (new.clusters[0]["replicas"] if new else 5) == expected

@@ -2,7 +2,8 @@
 Shared helpers. Each component template builds a context with
 (dict "root" $ "name" <component name, also its program> "values" <its values section>
       "healthPort" <port> "args" <its own flags> "rbacFile" <files/rbac/*.yaml>
-      ["leaseName" <its Lease, when a value sets --leader-elect-resource-name>])
+      ["leaseName" <its Lease, when a value sets --leader-elect-resource-name>]
+      ["podAnnotations" <added to the pod's>] ["volumes" <more volumes>] ["volumeMounts" <their mounts>])
 and calls the named templates below, so both components stay structurally identical.
 */}}
 

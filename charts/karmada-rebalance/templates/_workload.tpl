@@ -1,6 +1,7 @@
 {{/*
 The host-cluster objects of one component: Deployment, metrics Service, PodDisruptionBudget,
-ServiceMonitor. Context: see _helpers.tpl; "args" holds the component's own flags (a YAML list).
+ServiceMonitor. Context: see _helpers.tpl; "args" holds the component's own flags (a YAML list);
+optional "podAnnotations", "volumes" and "volumeMounts" are the component's own additions.
 */}}
 
 {{- define "karmada-rebalance.deployment" -}}
@@ -30,7 +31,7 @@ spec:
         {{- with $v.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-      {{- with $v.podAnnotations }}
+      {{- with merge (dict) ($v.podAnnotations | default dict) (.podAnnotations | default dict) }}
       annotations:
         {{- toYaml . | nindent 8 }}
       {{- end }}
@@ -105,6 +106,9 @@ spec:
               readOnly: true
             - name: tmp
               mountPath: /tmp
+            {{- with .volumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: kubeconfig
           secret:
@@ -112,6 +116,9 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: {{ $root.Values.tmpSizeLimit }}
+        {{- with .volumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
       {{- with $v.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

@@ -6,6 +6,7 @@ import pytest
 
 from devplane.apiserver.errors import StatusError
 from devplane.apiserver.selectors import FieldSelector, LabelSelector, field_values
+from kube_api.selectors import parse_label_selector
 
 QNAME_REGEX_ERR = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
@@ -363,3 +364,29 @@ def test_field_selector_matches_object() -> None:
     assert fsel("spec.nodeName=n1,status.phase!=Failed").matches_object(pod)
     assert not fsel("spec.nodeName=n2").matches_object(pod)
     assert fsel("").matches_object(pod)
+
+
+# ----------------------------------------------------------------------------------------------
+# kube_api.selectors.parse_label_selector: the components' parser agrees with the API server's
+
+_LABEL_SETS = [{}, {"app": "web"}, {"app": "web", "tier": "db"}, {"app": "api", "n": "5"}, {"canary": ""},
+               {"app": "web", "component": "taskmanager"}]
+
+
+@pytest.mark.parametrize("text", [
+    "app=web", "app==web", "app!=web", "app", "!app", "app in (web, api)", "app notin (web)", "n>3", "n<3",
+    "app=web,component=taskmanager", "app in (web,api),!canary", " app = web , tier ", "app=", "canary=",
+    "example.com/team=blue", "app in ()", "app in (,web)",
+])
+def test_parse_label_selector_matches_like_the_api_server(text: str) -> None:
+    ours, theirs = parse_label_selector(text), sel(text)
+    assert [ours(labels) for labels in _LABEL_SETS] == [theirs.matches(labels) for labels in _LABEL_SETS]
+
+
+@pytest.mark.parametrize("text", ["app=web,,tier", "app in (web", "app=(", "a b", "Bad Key=1", "app=bad value",
+                                  "n>x", "-app=1", "app=web,"])
+def test_parse_label_selector_rejects_what_the_api_server_rejects(text: str) -> None:
+    with pytest.raises(StatusError):
+        sel(text)
+    with pytest.raises(ValueError):
+        parse_label_selector(text)
