@@ -44,7 +44,7 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
 from controller_manager.reconcile import Request, Result, TerminalError
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.bindings import CRB_KIND, RB_KIND, SCHEDULED_CONDITION, BindingKind
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
     DUPLICATED,
@@ -82,7 +82,7 @@ CONTROLLER_NAME = "karmada-scheduler"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 SCHEDULER_LABELS = (PP_PERMANENT_ID, CPP_PERMANENT_ID, BINDING_MANAGED_BY)
 
-SCHEDULED = "Scheduled"
+SCHEDULED = SCHEDULED_CONDITION
 REASON_SUCCESS = "Success"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_NO_CLUSTER_FIT = "NoClusterFit"
