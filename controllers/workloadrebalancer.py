@@ -227,8 +227,8 @@ class WorkloadRebalancerReconciler:
         threshold = format_duration(self.preserve.threshold.total_seconds())
         for reason, what in ((RESCHEDULE_TRIGGERED, "rescheduling triggered"),
                              (PRESERVED, "unschedulable replicas released, the available ones kept,"),
-                             (NOTHING_TO_MOVE, f"nothing had to move (no replica unschedulable for {threshold})"
-                                               " for")):
+                             (NOTHING_TO_MOVE, f"nothing had to move, no replica unschedulable for longer than "
+                                               f"{threshold},")):
             if done[reason]:
                 events.append((NORMAL, reason, summary_message(what, done[reason])))
         return retries, due_in
