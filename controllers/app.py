@@ -111,6 +111,12 @@ def controller_manager_preserve_rules() -> list[PolicyRule]:
     return merge(informer_rules(CLUSTERS), HOST_RBAC_RULES)
 
 
+def controller_manager_rules_with_preserve() -> list[PolicyRule]:
+    """:func:`controller_manager_rules` and :func:`controller_manager_preserve_rules`: the ClusterRole's rules
+    with preserve mode on."""
+    return merge(controller_manager_rules(), controller_manager_preserve_rules())
+
+
 def controller_manager_member_rules() -> list[PolicyRule]:
     """Rules in each member cluster for the Cluster Secret's identity, with preserve mode on."""
     return merge(MEMBER_RBAC_RULES)
