@@ -25,8 +25,8 @@ from controller_manager.objects import Obj
 from descheduler.core import filter_bindings, ready_replicas
 from karmada_api.bindings import SCHEDULED_CONDITION
 from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided, strategy_type
-from karmada_api.rebalancers import PRESERVE_ANNOTATION
-from karmada_api.shapes import TargetCluster, binding_spec, binding_status, rebalancer_spec
+from karmada_api.rebalancers import preserve_requested
+from karmada_api.shapes import TargetCluster, binding_spec, binding_status
 from kube_api.conditions import find_condition
 from kube_api.timeutil import format_time, parse_time
 
@@ -73,16 +73,15 @@ class Lowering:
 
 
 def requested(rebalancer: Obj) -> bool | Refusal:
-    """Whether the rebalancer asks for preserve mode: #7662's field set to true, or our annotation ``"true"``.
+    """Whether the rebalancer asks for preserve mode (:func:`preserve_requested`: the field or our annotation).
 
     An annotation value other than ``true``/``false`` is a :class:`Refusal` for every workload (not a full
     reschedule: the user asked for something, and a guess either way could move replicas they meant to keep).
     """
-    value = objects.annotations(rebalancer).get(PRESERVE_ANNOTATION)
-    if value is not None and value not in ("true", "false"):
-        return Refusal(INVALID_ANNOTATION, f'{PRESERVE_ANNOTATION}="{value}", want "true" or "false"')
-    field_value = (rebalancer_spec(rebalancer).get("reschedule") or {}).get("preserveAvailableReplicas")
-    return field_value is True or value == "true"
+    try:
+        return preserve_requested(rebalancer)
+    except ValueError as exc:
+        return Refusal(INVALID_ANNOTATION, str(exc))
 
 
 def disabled() -> Refusal:

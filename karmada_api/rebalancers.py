@@ -14,6 +14,18 @@ PRESERVE_ANNOTATION = "rebalance.karmada-rebalance.io/preserve-available-replica
 (karmada-io/karmada#7662's ``spec.reschedule.preserveAvailableReplicas``, which Karmada's stock CRD prunes)."""
 
 
+def preserve_requested(rebalancer: Mapping[str, Any]) -> bool:
+    """Whether the rebalancer asks for preserve mode: #7662's ``spec.reschedule.preserveAvailableReplicas: true``
+    or :data:`PRESERVE_ANNOTATION` ``"true"``. ``ValueError`` (naming the value) for an annotation value other
+    than ``true``/``false``."""
+    metadata = rebalancer.get("metadata") or {}
+    value = (metadata.get("annotations") or {}).get(PRESERVE_ANNOTATION)
+    if value is not None and value not in ("true", "false"):
+        raise ValueError(f'{PRESERVE_ANNOTATION}="{value}", want "true" or "false"')
+    reschedule = (rebalancer.get("spec") or {}).get("reschedule") or {}
+    return reschedule.get("preserveAvailableReplicas") is True or value == "true"
+
+
 def workload_key(workload: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """A workload's identity in a rebalancer's list (and its sort order): apiVersion, kind, namespace, name."""
     return (str(workload.get("apiVersion", "")), str(workload.get("kind", "")),
