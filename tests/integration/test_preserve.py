@@ -1,17 +1,19 @@
 """The workload-rebalancer's preserve mode against the dev API server, with real informers.
 
-The estimator is a test double with ``EstimatorClient.unschedulable_replicas``'s signature (confirmed
+Most tests use a test double with ``EstimatorClient.unschedulable_replicas``'s signature (confirmed
 unschedulable replicas per cluster; a cluster left out could not be judged): what the member clusters
 hold is the estimator's business (tests/integration/test_descheduler.py covers it on dev members), here
-only what the controller does with each answer. No scheduler runs, so a binding changes only when the
+only what the controller does with each answer. One test plays #7662's user story with the real
+estimator reading two dev member API servers. No scheduler runs, so a binding changes only when the
 controller writes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -24,9 +26,11 @@ from controller_manager.objects import Obj
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import workloadrebalancer
 from controllers.preserve import RETRY_SINCE_ANNOTATION, PreserveOptions
+from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
 from tests.conftest import events_about, eventually, running, send
+from tests.integration.test_clusteraccess import add_deployment, add_node, add_pod, control_plane
 from tests.integration.test_workloadrebalancer import WR, finished, observed
 
 RB = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
@@ -53,6 +57,7 @@ class Estimator:
         return {name: answers[name] for name in clusters if name in answers}
 
 
+@contextlib.asynccontextmanager
 async def start(kube: KubeClient, options: PreserveOptions) -> AsyncIterator[Manager]:
     mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
     workloadrebalancer.setup(mgr, workers=2, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=0.5),
@@ -69,21 +74,21 @@ def estimator() -> Estimator:
 @pytest.fixture
 async def manager(kube: KubeClient, estimator: Estimator) -> AsyncIterator[Manager]:
     """Preserve mode on; transient causes retried for an hour (never Failed within a test)."""
-    async for mgr in start(kube, PreserveOptions(estimator, timedelta(minutes=5), LONG)):
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), LONG)) as mgr:
         yield mgr
 
 
 @pytest.fixture
 async def impatient(kube: KubeClient, estimator: Estimator) -> AsyncIterator[Manager]:
     """Preserve mode on, with no retry at all: a transient cause fails at once."""
-    async for mgr in start(kube, PreserveOptions(estimator, timedelta(minutes=5), timedelta(0))):
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), timedelta(0))) as mgr:
         yield mgr
 
 
 @pytest.fixture
 async def disabled(kube: KubeClient) -> AsyncIterator[Manager]:
     """The controller-manager without --enable-preserve-available-replicas."""
-    async for mgr in start(kube, PreserveOptions()):
+    async with start(kube, PreserveOptions()) as mgr:
         yield mgr
 
 
@@ -163,6 +168,29 @@ async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Ma
     assert await messages(http, wr, workloadrebalancer.PRESERVED) == [
         "unschedulable replicas released, the available ones kept, for 1 workload(s): "
         "apps/v1 Deployment default/web (member1 -2)"]
+
+
+async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
+    """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
+    async with control_plane(member_count=2) as plane:
+        stuck_since = datetime.now(UTC) - timedelta(minutes=10)
+        for name, (running, stuck) in {"member1": (4, 2), "member2": (4, 0)}.items():
+            member = plane.clients[name]
+            await add_node(member, "node-a")
+            _, rs = await add_deployment(member, "web", replicas=running + stuck)
+            for i in range(running + stuck):
+                await add_pod(member, f"web-{i}", rs, app="web", node="node-a" if i < running else "",
+                              unschedulable_since=None if i < running else stuck_since)
+        await plane.wait_synced("member1", "member2")
+        options = PreserveOptions(EstimatorClient(plane.registry, timeout=3.0).unschedulable_replicas,
+                                  timedelta(minutes=5), LONG)
+        async with start(plane.host_client, options), aiohttp.ClientSession(base_url=plane.host.url) as http:
+            await scheduled_binding(http, "web")
+            await create(http, "story", ["web"])
+            assert observed(await finished(http, "story")) == [("web", "Successful", "")]
+            after = await binding(http, "web")
+            assert assigned(after) == {"member1": 4, "member2": 4}
+            assert "rescheduleTriggeredAt" not in after["spec"]
 
 
 async def test_nothing_unschedulable_is_successful_and_leaves_the_binding(manager: Manager, estimator: Estimator,
