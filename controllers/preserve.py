@@ -24,7 +24,14 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from descheduler.core import filter_bindings, ready_replicas
 from karmada_api.bindings import SCHEDULED_CONDITION
-from karmada_api.placement import PlacementError, applied_placement, is_dynamic_divided, strategy_type
+from karmada_api.placement import (
+    PlacementError,
+    applied_placement,
+    applied_placement_text,
+    is_dynamic_divided,
+    placement_changed,
+    strategy_type,
+)
 from karmada_api.rebalancers import preserve_requested
 from karmada_api.shapes import TargetCluster, binding_spec, binding_status
 from kube_api.conditions import find_condition
@@ -93,8 +100,9 @@ def refusal(binding: Obj) -> Refusal | None:
     """Why the binding cannot be lowered before asking the estimator; None when it can.
 
     Scheduling first (the applied placement of a schedule under way is about to change), then the placement
-    the current ``spec.clusters`` was computed with, then the descheduler's own rule (:func:`filter_bindings`:
-    a kind the estimator judges, a dynamic-divided applied placement), then graceful evictions.
+    the current ``spec.clusters`` was computed with (the scheduler's own ``placementChanged``), then the
+    descheduler's own rule (:func:`filter_bindings`: a kind the estimator judges, a dynamic-divided applied
+    placement), then graceful evictions.
     """
     spec, status = binding_spec(binding), binding_status(binding)
     observed, generation = status.get("schedulerObservedGeneration"), objects.generation(binding)
@@ -109,7 +117,9 @@ def refusal(binding: Obj) -> Refusal | None:
         applied = applied_placement(binding)
     except PlacementError as exc:
         return Refusal(PLACEMENT_DIFFERS, str(exc))
-    if applied is None or applied != (spec.get("placement") or {}):
+    observed_term = status.get("schedulerObservingAffinityName", "")
+    if applied is None or placement_changed(spec.get("placement") or {}, applied_placement_text(binding),
+                                            observed_term):
         return Refusal(PLACEMENT_DIFFERS, "the placement of the last schedule is not spec.placement")
     if not filter_bindings([binding]):
         if not is_dynamic_divided(applied):

@@ -188,3 +188,26 @@ def test_a_later_generation_retries_from_its_own_mark() -> None:
     assert retry_started(rebalancer("true", generation=4, retry_since=mark)) is None  # a mark of an older spec
     assert retry_started(rebalancer("true", generation=3, retry_since="3/garbage")) is None
     assert retry_started(rebalancer("true", generation=2)) is None
+
+
+def test_the_placement_is_compared_as_karmadas_scheduler_compares_it() -> None:
+    # zero-valued fields written out are absent ones, as Go decodes them
+    explicit = {**DYNAMIC, "spreadConstraints": [], "clusterTolerations": []}
+    assert refusal(binding(placement=explicit, applied=json.dumps(DYNAMIC))) is None
+    # only the clusterAffinities term the scheduler is observing matters
+    terms = [{"affinityName": "a", "clusterNames": ["member1", "member2"]}, {"affinityName": "b"}]
+    edited = [terms[0], {"affinityName": "b", "clusterNames": ["member3"]}]
+    scheduled = binding(placement={**DYNAMIC, "clusterAffinities": edited},
+                        applied=json.dumps({**DYNAMIC, "clusterAffinities": terms}))
+    scheduled["status"]["schedulerObservingAffinityName"] = "a"
+    assert refusal(scheduled) is None
+    scheduled["status"]["schedulerObservingAffinityName"] = "b"
+    refused = refusal(scheduled)
+    assert refused is not None and refused.reason == preserve.PLACEMENT_DIFFERS
+
+
+def test_a_binding_without_an_applied_placement_is_refused() -> None:
+    unscheduled = binding()
+    del unscheduled["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION]
+    refused = refusal(unscheduled)
+    assert refused is not None and refused.reason == preserve.PLACEMENT_DIFFERS and not refused.transient
