@@ -33,7 +33,7 @@ from .demo import (
     eventually,
     hold,
 )
-from .demo_bulk import karmada_rebalance
+from .demo_bulk import deployment_manifest, karmada_rebalance
 from .plane import PlaneOptions
 
 THRESHOLD_SECONDS = 5
@@ -65,19 +65,7 @@ def preserve_plane_options() -> PlaneOptions:
                         cluster_status_update_frequency=defaults.cluster_status_update_frequency)
 
 
-MANIFESTS = f"""\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {NAME}, labels: {{app: {NAME}}}}}
-spec:
-  replicas: 10
-  selector: {{matchLabels: {{app: {NAME}}}}}
-  template:
-    metadata: {{labels: {{app: {NAME}}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-        - {{name: {NAME}, image: nginx, resources: {{requests: {{cpu: "1"}}}}}}
+MANIFESTS = deployment_manifest(NAME, 10, f"app: {NAME}", 'requests: {cpu: "1"}') + f"""\
 ---
 apiVersion: policy.karmada.io/v1alpha1
 kind: PropagationPolicy
