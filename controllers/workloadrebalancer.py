@@ -219,7 +219,7 @@ class WorkloadRebalancerReconciler:
             elif isinstance(outcome, Exception):
                 raise outcome
             elif isinstance(outcome, Refusal):
-                self._fail(item, outcome, events)
+                self._fail(item, self._final(outcome), events)
             else:
                 item["result"] = SUCCESSFUL
                 WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
@@ -232,6 +232,13 @@ class WorkloadRebalancerReconciler:
             if done[reason]:
                 events.append((NORMAL, reason, summary_message(what, done[reason])))
         return retries, due_in
+
+    def _final(self, refusal: Refusal) -> Refusal:
+        """A refusal as a workload's final reason: a transient one says it outlasted the retry timeout."""
+        if not refusal.transient:
+            return refusal
+        bound = format_duration(self.preserve.retry_timeout.total_seconds())
+        return Refusal(refusal.reason, f"{refusal.detail} (for longer than the retry timeout, {bound})")
 
     def _fail(self, item: ObservedWorkload, refusal: Refusal, events: list[tuple[str, str, str]], *,
               reason_only: bool = False) -> None:

@@ -226,6 +226,7 @@ async def test_preserve_mode_flags_reach_the_rebalancer(server: ApiServer, http:
     async with http.get(f"{WR}/keep") as r:
         wr = await r.json()
     assert [(i["result"], i["reason"]) for i in wr["status"]["observedWorkloads"]] == [
-        ("Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member1, member2")]
+        ("Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member1, member2 "
+                   "(for longer than the retry timeout, 0s)")]
     async with http.get(f"{RB}/web-deployment") as r:
         assert (await r.json())["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -277,7 +277,8 @@ async def test_a_transient_cause_past_the_bound_fails(impatient: Manager, http: 
                                                       kwargs: dict[str, Any], reason: str) -> None:
     before = await scheduled_binding(http, "web", **kwargs)
     await create(http, "late", ["web"])
-    assert observed(await finished(http, "late")) == [("web", "Failed", reason)]
+    assert observed(await finished(http, "late")) == [
+        ("web", "Failed", f"{reason} (for longer than the retry timeout, 0s)")]
     assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
@@ -301,7 +302,8 @@ async def test_an_estimator_failing_past_the_bound_fails_the_workload(impatient:
     estimator.answers["web"] = {"member1": 2}
     await create(http, "partial", ["web"])
     assert observed(await finished(http, "partial")) == [
-        ("web", "Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member2")]
+        ("web", "Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member2 "
+                          "(for longer than the retry timeout, 0s)")]
     assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
