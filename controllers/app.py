@@ -16,20 +16,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 
 import structlog
 
+from clusteraccess.cluster import MEMBER_RBAC_RULES
+from clusteraccess.config import HOST_RBAC_RULES
+from clusteraccess.registry import MemberRegistry
 from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
-from controller_manager.rbac import PolicyRule, merge
+from controller_manager.rbac import PolicyRule, informer_rules, merge
+from estimator.client import EstimatorClient
 from karmada_api.buildinfo import register_build_info
-from sharedcli.flagtypes import duration, positive_int
+from karmada_api.resources import CLUSTERS
+from sharedcli.flagtypes import boolean, duration, positive_int
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
 from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
 from sharedcli.runner import new_manager, run_component
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .failback import controller as failback
+from .preserve import ENABLE_FLAG as PRESERVE_FLAG
+from .preserve import PreserveOptions
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
 
 log = structlog.get_logger("karmada-controller-manager")
@@ -41,10 +49,27 @@ the image's), so it never collides with a Lease of Karmada's (``karmada-controll
 ``karmada-scheduler``, ``karmada-descheduler``...) and ``kubectl get lease`` still says whose it is."""
 HEALTH_PORT = 10357
 REBALANCER_WORKERS = 5  # Karmada runs one worker and has no flag; the rebalancer benchmark needs more
+ESTIMATOR_TIMEOUT = 3.0
+"""How long preserve mode waits for a member's caches (the descheduler's ``--scheduler-estimator-timeout``)."""
 
 
 def _rebalancer(manager: Manager, ctx: Context) -> None:
-    workloadrebalancer.setup(manager, workers=REBALANCER_WORKERS, rate_limiter_options=ctx.rate_limiter)
+    workloadrebalancer.setup(manager, workers=REBALANCER_WORKERS, rate_limiter_options=ctx.rate_limiter,
+                             preserve_options=_preserve_options(manager, ctx))
+
+
+def _preserve_options(manager: Manager, ctx: Context) -> PreserveOptions:
+    """Preserve mode's settings; with the flag on, member clusters read through clusteraccess/ as the
+    descheduler does (informer caches of each member's Pods and workloads, started in standbys too)."""
+    args = ctx.args
+    threshold = timedelta(seconds=args.preserve_unschedulable_threshold)
+    retry_timeout = timedelta(seconds=args.preserve_available_replicas_retry_timeout)
+    if not args.enable_preserve_available_replicas:
+        return PreserveOptions(None, threshold, retry_timeout)
+    registry = MemberRegistry(manager.client, manager.informer(CLUSTERS))
+    manager.add_runnable("member clusters", registry.run, needs_leader=False)
+    estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT)
+    return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout)
 
 
 def _ttl_cleaner(manager: Manager, ctx: Context) -> None:
@@ -80,6 +105,23 @@ def controller_manager_rules() -> list[PolicyRule]:
     return merge(*(entry.rules for entry in CONTROLLERS))
 
 
+def controller_manager_preserve_rules() -> list[PolicyRule]:
+    """Cluster-wide rules added only with ``--enable-preserve-available-replicas`` (the chart follows its
+    value): the Clusters informer and a GET of each Cluster's Secret, as the descheduler's estimator needs."""
+    return merge(informer_rules(CLUSTERS), HOST_RBAC_RULES)
+
+
+def controller_manager_rules_with_preserve() -> list[PolicyRule]:
+    """:func:`controller_manager_rules` and :func:`controller_manager_preserve_rules`: the ClusterRole's rules
+    with preserve mode on."""
+    return merge(controller_manager_rules(), controller_manager_preserve_rules())
+
+
+def controller_manager_member_rules() -> list[PolicyRule]:
+    """Rules in each member cluster for the Cluster Secret's identity, with preserve mode on."""
+    return merge(MEMBER_RBAC_RULES)
+
+
 def controller_manager_lease_rules(lease_name: str = LEASE_NAME) -> list[PolicyRule]:
     """Namespaced rules (a Role in ``--leader-elect-resource-namespace``) for leader election.
 
@@ -106,6 +148,16 @@ def build_parser() -> argparse.ArgumentParser:
     add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
         help="Timeout period waiting for caches to sync. (default 2m0s)")
     failback.add_flags(parser)
+    add(PRESERVE_FLAG, type=boolean, nargs="?", const=True, default=False,
+        help="Serve WorkloadRebalancers that ask to preserve available replicas (karmada-io/karmada#7662), reading "
+             "member clusters through their Cluster secrets; off, such workloads fail closed. (default false)")
+    add("--preserve-unschedulable-threshold", type=duration, default=300.0, metavar="DURATION",
+        help="In preserve mode, how long a Pod must be unschedulable to be moved (the descheduler's "
+             "--unschedulable-threshold). (default 5m0s)")
+    add("--preserve-available-replicas-retry-timeout", type=duration, default=60.0, metavar="DURATION",
+        help="In preserve mode, how long a workload that cannot be judged yet (scheduling under way, a graceful "
+             "eviction, a member not answering) is retried before it fails, from the rebalancer's creation or "
+             "last spec change. (default 1m0s)")
     add_lease_name_flag(parser, LEASE_NAME, why=(
         "Not karmada-controller-manager: Karmada's own controller-manager runs next to this one "
         "(--controllers=*,-workloadRebalancer,-bindingStatus) and cannot rename its Lease."))

@@ -17,14 +17,18 @@ Beyond Karmada (docs/compatibility.md):
   stamping ``lastScheduledTime`` with its current second, would leave it pending;
 - a binding missing from the cache is confirmed with a live GET before the item is failed;
 - an Event on the rebalancer for each workload result, and the
-  ``workload_rebalancer_workloads_total{result}`` counter.
+  ``workload_rebalancer_workloads_total{result}`` counter;
+- preserve mode (karmada-io/karmada#7662, :mod:`controllers.preserve`): a rebalancer that asks for it
+  lowers each binding's ``spec.clusters`` by the replicas confirmed unschedulable instead of triggering
+  a fresh reschedule, and fails closed whenever that cannot be judged.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from prometheus_client import Counter
@@ -54,6 +58,10 @@ from karmada_api.shapes import (
     rebalancer_status,
 )
 from kube_api.timeutil import format_time, now, parse_time
+from sharedcli.flagtypes import format_duration
+
+from . import preserve
+from .preserve import Lowering, PreserveOptions, Refusal
 
 log = structlog.get_logger(__name__)
 
@@ -62,7 +70,10 @@ SUCCESSFUL = "Successful"
 FAILED = "Failed"
 BINDING_NOT_FOUND = "ReferencedBindingNotFound"
 RESCHEDULE_TRIGGERED = "RescheduleTriggered"
+PRESERVED = "AvailableReplicasPreserved"
+NOTHING_TO_MOVE = "NothingToMove"
 TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
+CONFLICT_ATTEMPTS = 5  # a preserve write that meets a newer binding decides again on a fresh read, this often
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
                           "Workloads processed by the workload-rebalancer, by result (Successful, Failed, Retry).",
@@ -129,11 +140,17 @@ class TriggerNotDue(Exception):
         self.delay = delay
 
 
+Outcome = Exception | Lowering | Refusal | None
+"""What one workload's action ended with: an error, a preserve decision, or None (a trigger written)."""
+T = TypeVar("T")
+
+
 class WorkloadRebalancerReconciler:
     """One rebalancer per reconcile; bindings read from shared informer caches."""
 
     def __init__(self, client: KubeClient, rebalancers: MutationCache, bindings: Indexer,
-                 cluster_bindings: Indexer, events: EventRecorder) -> None:
+                 cluster_bindings: Indexer, events: EventRecorder, *,
+                 preserve_options: PreserveOptions | None = None) -> None:
         self.client = client
         self.rebalancers = rebalancers
         """With our own status writes: the retry after a partial success starts from the results it stored,
@@ -141,6 +158,7 @@ class WorkloadRebalancerReconciler:
         self.bindings = bindings
         self.cluster_bindings = cluster_bindings
         self.events = events
+        self.preserve = preserve_options or PreserveOptions()
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -166,68 +184,71 @@ class WorkloadRebalancerReconciler:
 
     async def _trigger(self, rebalancer: Obj, status: RebalancerStatus,
                        events: list[tuple[str, str, str]]) -> tuple[int, float]:
-        """Trigger every item without a result: (items to retry, seconds until a not-yet-due trigger).
+        """Act on every item without a result: (items to retry, seconds until a not-yet-due trigger).
 
+        A fresh reschedule is triggered, or, when the rebalancer asks for preserve mode, the binding lowered.
         ``events`` gets the Events (type, reason, message) to record once the results are stored: a Warning for
-        each workload whose binding is gone, then one for all the workloads triggered.
+        each workload that failed, then one for all the workloads triggered (or lowered, or left as they were).
 
-        The bindings are written concurrently (``_trigger_all``): each item is independent. The results,
+        The bindings are written concurrently (``_run_all``): each item is independent. The results,
         Events and metrics are then taken in the items' (sorted) order, as if written one after the other.
         """
         retries, due_in = 0, 0.0
-        triggered: list[str] = []
+        done: dict[str, list[str]] = {RESCHEDULE_TRIGGERED: [], PRESERVED: [], NOTHING_TO_MOVE: []}
         items = status.get("observedWorkloads") or []
         pending = [item for item in items if item.get("result") not in (SUCCESSFUL, FAILED)]
-        outcomes = await self._trigger_all(rebalancer, [item.get("workload") or {} for item in pending])
+        workloads = [item.get("workload") or {} for item in pending]
+        mode = preserve.requested(rebalancer)
+        outcomes: Sequence[Outcome]
+        if mode is False:
+            created = parse_time(objects.creation_timestamp(rebalancer))
+            outcomes = await _run_all(workloads, lambda w: self._trigger_one(w, created))
+        else:
+            outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode))
+        expired = await self._retries_expired(rebalancer, outcomes)
         for item, outcome in zip(pending, outcomes, strict=True):
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
                 due_in = max(due_in, outcome.delay)
             elif isinstance(outcome, ApiError) and outcome.is_not_found:
-                item["result"], item["reason"] = FAILED, BINDING_NOT_FOUND
-                WORKLOADS_TOTAL.labels(FAILED).inc()
-                events.append((WARNING, BINDING_NOT_FOUND, f"{_describe(workload)}: its binding was not found"))
-            elif isinstance(outcome, ApiError):
+                self._fail(item, Refusal(BINDING_NOT_FOUND, "its binding was not found"), events, reason_only=True)
+            elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient and not expired):
                 retries += 1
                 WORKLOADS_TOTAL.labels("Retry").inc()
-                # A 403 will not heal by itself: say so loudly, with the API server's own message.
-                report = log.warning if outcome.is_forbidden else log.info
-                report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
-                       workload=_describe(workload), error=outcome.message, status=outcome.status)
-            elif outcome is not None:
+                _log_retry(rebalancer, workload, outcome)
+            elif isinstance(outcome, Exception):
                 raise outcome
+            elif isinstance(outcome, Refusal):
+                self._fail(item, self._final(outcome), events)
             else:
                 item["result"] = SUCCESSFUL
                 WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
-                triggered.append(_describe(workload))
-        if triggered:
-            events.append((NORMAL, RESCHEDULE_TRIGGERED, triggered_message(triggered)))
+                done[_success_kind(outcome)].append(_describe(workload) + _moved_text(outcome))
+        threshold = format_duration(self.preserve.threshold.total_seconds())
+        for reason, what in ((RESCHEDULE_TRIGGERED, "rescheduling triggered"),
+                             (PRESERVED, "unschedulable replicas released, the available ones kept,"),
+                             (NOTHING_TO_MOVE, f"nothing had to move, no replica unschedulable for longer than "
+                                               f"{threshold},")):
+            if done[reason]:
+                events.append((NORMAL, reason, summary_message(what, done[reason])))
         return retries, due_in
 
-    async def _trigger_all(self, rebalancer: Obj, workloads: list[Workload]) -> list[Exception | None]:
-        """``_trigger_one`` for each workload, concurrently; what each raised (None: triggered).
+    def _final(self, refusal: Refusal) -> Refusal:
+        """A refusal as a workload's final reason: a transient one says it outlasted the retry timeout."""
+        if not refusal.transient:
+            return refusal
+        bound = format_duration(self.preserve.retry_timeout.total_seconds())
+        return Refusal(refusal.reason, f"{refusal.detail} (for longer than the retry timeout, {bound})")
 
-        At most ``TRIGGER_CONCURRENCY`` tasks, each taking the next workload when done with one: a
-        few tasks per reconcile however many workloads. asyncio tasks: an anyio task cost 10-20 µs of CPU to
-        start, an asyncio one about 4 µs.
-        """
-        created = parse_time(objects.creation_timestamp(rebalancer))
-        outcomes: list[Exception | None] = [None] * len(workloads)
-        queue = iter(enumerate(workloads))
+    def _fail(self, item: ObservedWorkload, refusal: Refusal, events: list[tuple[str, str, str]], *,
+              reason_only: bool = False) -> None:
+        """Mark the item Failed (final) with the refusal as its reason, and a Warning Event saying why."""
+        item["result"], item["reason"] = FAILED, refusal.reason if reason_only else str(refusal)
+        WORKLOADS_TOTAL.labels(FAILED).inc()
+        events.append((WARNING, refusal.reason, f"{_describe(item['workload'])}: {refusal.detail}"))
 
-        async def trigger_next() -> None:
-            for index, workload in queue:
-                try:
-                    await self._trigger_one(rebalancer, workload, created)
-                except Exception as exc:  # handed back to _trigger, which decides
-                    outcomes[index] = exc
-
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(len(workloads), TRIGGER_CONCURRENCY)):
-                group.create_task(trigger_next())
-        return outcomes
-
-    async def _trigger_one(self, rebalancer: Obj, workload: Workload, created: datetime) -> None:
+    async def _binding(self, workload: Workload) -> tuple[Resource, Obj]:
+        """The workload's binding, from the cache, else from the API server (an ApiError 404 when missing)."""
         namespace = workload.get("namespace") or ""
         name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
         resource: Resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
@@ -235,6 +256,10 @@ class WorkloadRebalancerReconciler:
         binding = cache.get(f"{namespace}/{name}" if namespace else name)
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
+        return resource, binding
+
+    async def _trigger_one(self, workload: Workload, created: datetime) -> None:
+        resource, binding = await self._binding(workload)
         last = binding_status(binding).get("lastScheduledTime")
         current = now()
         trigger = trigger_time(created, parse_time(last) if last else None, current)
@@ -252,6 +277,60 @@ class WorkloadRebalancerReconciler:
         spec = {**binding_spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
         await self.client.update_unread(resource, {**binding, "spec": spec})
 
+    async def _preserve_one(self, workload: Workload, mode: bool | Refusal) -> Lowering | Refusal:
+        """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
+
+        A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
+        a write that meets a newer binding (409) decides again on a fresh read.
+        """
+        if isinstance(mode, Refusal):
+            return mode
+        if self.preserve.estimate is None:
+            return preserve.disabled()
+        resource, binding = await self._binding(workload)
+        for attempt in range(CONFLICT_ATTEMPTS):
+            outcome = await self._decide(binding)
+            if isinstance(outcome, Lowering) and outcome.moved:
+                try:
+                    await self.client.update_unread(resource, outcome.apply(binding))
+                    return outcome
+                except ApiError as exc:
+                    if not exc.is_conflict or attempt == CONFLICT_ATTEMPTS - 1:
+                        raise
+            elif attempt or not isinstance(outcome, Refusal) or outcome.transient:
+                return outcome
+            binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
+        raise AssertionError("unreachable")
+
+    async def _decide(self, binding: Obj) -> Lowering | Refusal:
+        refused = preserve.refusal(binding)
+        if refused is not None:
+            return refused
+        assert self.preserve.estimate is not None
+        clusters = preserve.clusters_to_ask(binding)
+        try:
+            answers = await self.preserve.estimate(clusters, binding_spec(binding).get("resource") or {},
+                                                   self.preserve.threshold) if clusters else {}
+        except Exception as exc:  # an estimator that cannot answer judges nothing: retried, never guessed
+            return Refusal(preserve.ESTIMATOR_UNAVAILABLE, f"the estimator failed: {exc}", transient=True)
+        return preserve.lower(binding, answers)
+
+    async def _retries_expired(self, rebalancer: Obj, outcomes: Sequence[Outcome]) -> bool:
+        """Whether transient refusals have been retried for longer than the retry timeout (False: none to judge).
+
+        Measured from :func:`preserve.retry_started`; a later generation without a mark gets one now, so the
+        bound survives a restart of the controller.
+        """
+        if not any(isinstance(o, Refusal) and o.transient for o in outcomes):
+            return False
+        started = preserve.retry_started(rebalancer)
+        if started is None:
+            mark = {preserve.RETRY_SINCE_ANNOTATION: preserve.retry_since_value(rebalancer, now())}
+            self.rebalancers.mutated(await self.client.patch(WORKLOAD_REBALANCERS, objects.name(rebalancer),
+                                                             {"metadata": {"annotations": mark}}))
+            return False
+        return now() - started >= self.preserve.retry_timeout
+
     async def _write_status(self, name: str, status: RebalancerStatus) -> None:
         async def patch() -> None:
             self.rebalancers.mutated(await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status}))
@@ -259,8 +338,8 @@ class WorkloadRebalancerReconciler:
         await retry_on_conflict(patch)
 
 
-def triggered_message(described: list[str]) -> str:
-    """One Event for every workload a reconcile triggered: their count and the first few, in status order.
+def summary_message(what: str, described: list[str]) -> str:
+    """One Event for every workload a reconcile handled alike: their count and the first few, in status order.
 
     One per reconcile rather than one per workload: a rebalancer of a thousand workloads (``karmada-rebalance``,
     fail-back) would otherwise write a thousand Events, as many writes as its binding updates; each
@@ -268,7 +347,59 @@ def triggered_message(described: list[str]) -> str:
     """
     shown = ", ".join(described[:TRIGGERED_SHOWN])
     more = f", and {len(described) - TRIGGERED_SHOWN} more" if len(described) > TRIGGERED_SHOWN else ""
-    return f"rescheduling triggered for {len(described)} workload(s): {shown}{more}"
+    return f"{what} for {len(described)} workload(s): {shown}{more}"
+
+
+def triggered_message(described: list[str]) -> str:
+    """The Event of the workloads a reconcile triggered (:func:`summary_message`)."""
+    return summary_message("rescheduling triggered", described)
+
+
+async def _run_all(workloads: list[Workload], action: Callable[[Workload], Awaitable[T]]) -> list[T | Exception]:
+    """``action`` for each workload, concurrently; what each returned or raised.
+
+    At most ``TRIGGER_CONCURRENCY`` tasks, each taking the next workload when done with one: a
+    few tasks per reconcile however many workloads. asyncio tasks: an anyio task cost 10-20 µs of CPU to
+    start, an asyncio one about 4 µs.
+    """
+    outcomes: list[T | Exception] = [None] * len(workloads)  # type: ignore[list-item]  # each slot is set below
+    queue = iter(enumerate(workloads))
+
+    async def run_next() -> None:
+        for index, workload in queue:
+            try:
+                outcomes[index] = await action(workload)
+            except Exception as exc:  # handed back to the caller, which decides
+                outcomes[index] = exc
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(len(workloads), TRIGGER_CONCURRENCY)):
+            group.create_task(run_next())
+    return outcomes
+
+
+def _log_retry(rebalancer: Obj, workload: Workload, outcome: ApiError | Refusal) -> None:
+    if isinstance(outcome, Refusal):
+        log.info("preserve mode cannot judge the workload yet, will retry", rebalancer=objects.name(rebalancer),
+                 workload=_describe(workload), reason=str(outcome))
+        return
+    # A 403 will not heal by itself: say so loudly, with the API server's own message.
+    report = log.warning if outcome.is_forbidden else log.info
+    report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
+           workload=_describe(workload), error=outcome.message, status=outcome.status)
+
+
+def _success_kind(outcome: Lowering | None) -> str:
+    """The Event reason a successful workload is reported under."""
+    if outcome is None:
+        return RESCHEDULE_TRIGGERED
+    return PRESERVED if outcome.moved else NOTHING_TO_MOVE
+
+
+def _moved_text(outcome: Lowering | None) -> str:
+    if outcome is None or not outcome.moved:
+        return ""
+    return " (" + ", ".join(f"{cluster} -{count}" for cluster, count in outcome.moved.items()) + ")"
 
 
 def _describe(workload: Workload) -> str:
@@ -284,22 +415,31 @@ def _spec_changed(old: Obj, new: Obj) -> bool:
 RBAC_RULES: list[PolicyRule] = [
     # setup(): informers on rebalancers and both binding kinds
     *informer_rules(WORKLOAD_REBALANCERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS),
-    # _trigger_one(): a live GET of a binding missing from the cache, a PUT of spec.rescheduleTriggeredAt
+    # _binding(): a live GET of a binding missing from the cache; _trigger_one(): a PUT of
+    # spec.rescheduleTriggeredAt; _preserve_one(): a PUT of spec.clusters
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "update")),
     # _write_status(): a merge patch of the status subresource
     *for_resources((WORKLOAD_REBALANCERS,), "patch", subresource="status"),
+    # _retries_expired(): a merge patch of preserve mode's retry-since annotation
+    *for_resources((WORKLOAD_REBALANCERS,), "patch"),
     *EVENT_RULES,  # an Event per workload result
 ]
 """The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""
 
 
-def setup(manager: Manager, *, workers: int = 1, **controller_options: Any) -> Controller:
-    """Register the controller: watches rebalancers (create, spec change); reads bindings from caches."""
+def setup(manager: Manager, *, workers: int = 1, preserve_options: PreserveOptions | None = None,
+          **controller_options: Any) -> Controller:
+    """Register the controller: watches rebalancers (create, spec change); reads bindings from caches.
+
+    ``preserve_options`` without an ``estimate`` (the default) leaves preserve mode off: each workload of a
+    rebalancer asking for it fails closed.
+    """
     rebalancers = manager.informer(WORKLOAD_REBALANCERS)
     bindings = manager.informer(RESOURCE_BINDINGS)
     cluster_bindings = manager.informer(CLUSTER_RESOURCE_BINDINGS)
     reconciler = WorkloadRebalancerReconciler(manager.client, rebalancers.mutation_cache(), bindings.store,
-                                              cluster_bindings.store, manager.event_recorder(NAME))
+                                              cluster_bindings.store, manager.event_recorder(NAME),
+                                              preserve_options=preserve_options)
     controller = Controller(NAME, reconciler, workers=workers, **controller_options)
     controller.watches(rebalancers, predicates=[FuncPredicate(on_update=_spec_changed,
                                                               on_delete=lambda _obj: False)])

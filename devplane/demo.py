@@ -41,8 +41,8 @@ from .plane import DevPlane, PlaneOptions
 
 DOCUMENTS = ("rebalancer", "descheduler")
 """What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 30 s)."""
-DEMOS = (*DOCUMENTS, "failback", "bulk")
-"""Every demo; those beyond the documents (fail-back, bulk rebalancing) are asked for by name."""
+DEMOS = (*DOCUMENTS, "failback", "bulk", "preserve")
+"""Every demo; those beyond the documents (fail-back, bulk rebalancing, preserve mode) are asked for by name."""
 STEP_TIMEOUT = 60.0
 DEMO_TTL_SECONDS = 5
 DESCHEDULING_INTERVAL = "5s"
@@ -389,8 +389,9 @@ def demo_plane_options() -> PlaneOptions:
 
 @contextlib.asynccontextmanager
 async def session(workdir: Path, narrator: Narrator, *, descheduler: bool,
-                  controller_manager_flags: Sequence[str] = ()) -> AsyncIterator[Session]:
-    async with DevPlane(demo_plane_options()) as plane:
+                  controller_manager_flags: Sequence[str] = (),
+                  plane_options: PlaneOptions | None = None) -> AsyncIterator[Session]:
+    async with DevPlane(plane_options or demo_plane_options()) as plane:
         await plane.wait_ready()
         s = Session(plane, workdir, narrator)
         try:
@@ -408,6 +409,8 @@ class Demo:
     play: Callable[[Session], Awaitable[None]]
     descheduler: bool = False
     controller_manager_flags: Sequence[str] = ()
+    plane_options: Callable[[], PlaneOptions] = demo_plane_options
+    """The plane it needs (default: :func:`demo_plane_options`, the documents' member shapes)."""
 
 
 def demos() -> dict[str, Demo]:
@@ -415,10 +418,13 @@ def demos() -> dict[str, Demo]:
     # imported here, not on top: both build on this module's Session (an import cycle otherwise)
     from .demo_bulk import play_bulk  # noqa: PLC0415
     from .demo_failback import CONTROLLER_MANAGER_FLAGS, play_failback  # noqa: PLC0415
+    from .demo_preserve import PRESERVE_FLAGS, play_preserve, preserve_plane_options  # noqa: PLC0415
 
     return {"rebalancer": Demo(play_rebalancer), "descheduler": Demo(play_descheduler, descheduler=True),
             "failback": Demo(play_failback, controller_manager_flags=CONTROLLER_MANAGER_FLAGS),
-            "bulk": Demo(play_bulk)}
+            "bulk": Demo(play_bulk),
+            "preserve": Demo(play_preserve, controller_manager_flags=PRESERVE_FLAGS,
+                             plane_options=preserve_plane_options)}
 
 
 async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = None) -> int:
@@ -433,7 +439,8 @@ async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = 
         try:
             demo = demos()[name]
             async with session(directory, narrator, descheduler=demo.descheduler,
-                               controller_manager_flags=demo.controller_manager_flags) as s:
+                               controller_manager_flags=demo.controller_manager_flags,
+                               plane_options=demo.plane_options()) as s:
                 await demo.play(s)
         except StepFailed as exc:
             print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out, flush=True)

@@ -39,24 +39,30 @@ def _policy(name: str, scheduling: str, selectors: list[tuple[str, str, str]]) -
             f"spec:\n{PLACEMENT}{scheduling}  resourceSelectors:\n{listed}")
 
 
-def manifests() -> str:
-    """The application: two Deployments (divided by available replicas) and a ConfigMap (duplicated)."""
-    docs = []
-    for name in DEPLOYMENTS:
-        docs.append(f"""\
+def deployment_manifest(name: str, replicas: int, labels: str, resources: str) -> str:
+    """A Deployment of ``replicas`` nginx Pods labelled ``app: name``; ``labels`` and ``resources`` are YAML
+    flow-mapping bodies (``a: b``) for the template's own labels and the container's resources."""
+    return f"""\
 apiVersion: apps/v1
 kind: Deployment
-metadata: {{name: {name}, labels: {{app.kubernetes.io/part-of: shop}}}}
+metadata: {{name: {name}, labels: {{{labels}}}}}
 spec:
-  replicas: 3
+  replicas: {replicas}
   selector: {{matchLabels: {{app: {name}}}}}
   template:
     metadata: {{labels: {{app: {name}}}}}
     spec:
       terminationGracePeriodSeconds: 0
       containers:
-        - {{name: {name}, image: nginx, resources: {{limits: {{cpu: 10m, memory: 10Mi}}}}}}
-""")
+        - {{name: {name}, image: nginx, resources: {{{resources}}}}}
+"""
+
+
+def manifests() -> str:
+    """The application: two Deployments (divided by available replicas) and a ConfigMap (duplicated)."""
+    docs = []
+    for name in DEPLOYMENTS:
+        docs.append(deployment_manifest(name, 3, "app.kubernetes.io/part-of: shop", "limits: {cpu: 10m, memory: 10Mi}"))
     docs.append(f"""\
 apiVersion: v1
 kind: ConfigMap

@@ -32,7 +32,12 @@ sys.path.insert(0, str(ROOT))  # a script, not a package: import the repository'
 
 from controller_manager.rbac import PolicyRule, to_k8s  # noqa: E402
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE  # noqa: E402
-from controllers.app import controller_manager_lease_rules, controller_manager_rules  # noqa: E402
+from controllers.app import (  # noqa: E402
+    controller_manager_lease_rules,
+    controller_manager_member_rules,
+    controller_manager_rules,
+    controller_manager_rules_with_preserve,
+)
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE  # noqa: E402
 from descheduler.app import descheduler_lease_rules, descheduler_member_rules, descheduler_rules  # noqa: E402
 
@@ -51,12 +56,23 @@ MEMBER_NOTE = """\
 # spec.secretRef token needs inside that member cluster (the estimator's informers).
 """
 
+PRESERVE_NOTE = """\
+# preserveClusterRules: the ClusterRole's rules instead of clusterRules when the chart's
+# controllerManager.preserveAvailableReplicas.enabled is true (--enable-preserve-available-replicas):
+# clusterRules plus the Clusters informer and a GET of each Cluster's Secret. memberClusterRules: not
+# rendered by the chart; what the identity of each Cluster's spec.secretRef token needs inside that
+# member cluster with preserve mode on (the estimator's informers).
+"""
+
 RuleSource = Callable[[], Sequence[PolicyRule]]
 
+
 FILES: dict[str, tuple[str, str, dict[str, RuleSource]]] = {
-    "controller-manager.yaml": (HEADER, CONTROLLER_MANAGER_LEASE,
+    "controller-manager.yaml": (HEADER + PRESERVE_NOTE, CONTROLLER_MANAGER_LEASE,
                                 {"clusterRules": controller_manager_rules,
-                                 "leaseRules": controller_manager_lease_rules}),
+                                 "preserveClusterRules": controller_manager_rules_with_preserve,
+                                 "leaseRules": controller_manager_lease_rules,
+                                 "memberClusterRules": controller_manager_member_rules}),
     "descheduler.yaml": (HEADER + MEMBER_NOTE, DESCHEDULER_LEASE,
                          {"clusterRules": descheduler_rules,
                           "leaseRules": descheduler_lease_rules,

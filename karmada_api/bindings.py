@@ -24,6 +24,9 @@ from .shapes import BindingSpec, Workload, binding_spec
 WORK_INDEX_BY_RB_ID = "WorkIndexByLabelResourceBindingID"
 WORK_INDEX_BY_CRB_ID = "WorkIndexByLabelClusterResourceBindingID"
 
+SCHEDULED_CONDITION = "Scheduled"
+"""The binding condition the scheduler sets: True once ``spec.clusters`` is the result of the last schedule."""
+
 # A graceful-eviction task's purgeMode (policyv1alpha1.PurgeMode).
 PURGE_MODE_DIRECTLY = "Directly"
 PURGE_MODE_GRACEFULLY = "Gracefully"

@@ -1,9 +1,10 @@
 """Placement knowledge: replica scheduling strategies, the applied-placement annotation, ClusterMatches.
 
-Shared by the scheduler simulation, the taint manager and the descheduler: what a
+Shared by the scheduler simulation, the taint manager, the descheduler and preserve mode: what a
 ``Placement`` means (``pkg/apis/policy/v1alpha1``), how a binding's last scheduling is
-recorded (``policy.karmada.io/applied-placement``) and when a manual reschedule is pending
-(``RescheduleRequired``). Pure functions over parsed JSON dicts; nothing here does I/O.
+recorded (``policy.karmada.io/applied-placement``), when it no longer matches the binding's placement
+(``placementChanged``) and when a manual reschedule is pending (``RescheduleRequired``). Pure functions
+over parsed JSON dicts; nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -244,6 +245,62 @@ def get_applied_placement(annotations: Mapping[str, Any] | None) -> dict[str, An
 def applied_placement(binding: Obj) -> dict[str, Any] | None:
     """The placement of the binding's last successful schedule: :func:`get_applied_placement` of its annotations."""
     return get_applied_placement(_annotations(binding))
+
+
+# --------------------------------------------------------------------------------------------------
+# placementChanged (pkg/scheduler/scheduler.go): the scheduler's and preserve mode's rule
+
+
+def _omit_zero(value: Any) -> Any:
+    """A JSON value with zero-valued object fields dropped, so that "absent" equals "zero" as Go's
+    decoding into structs makes them (``reflect.DeepEqual`` on decoded placements)."""
+    if isinstance(value, Mapping):
+        result = {}
+        for key, item in value.items():
+            normalized = _omit_zero(item)
+            if normalized not in (None, "", 0, False, {}, []):
+                result[key] = normalized
+        return result
+    if isinstance(value, list):
+        return [_omit_zero(item) for item in value]
+    return value
+
+
+def _term(terms: Sequence[Obj] | None, name: str) -> Obj | None:
+    return next((t for t in terms or [] if t.get("affinityName") == name), None)
+
+
+def cluster_affinities_changed(terms: Sequence[Obj] | None, applied_terms: Sequence[Obj] | None,
+                               observed_name: str) -> bool:
+    """Only the observed term matters: changed if unknown on either side or different."""
+    if not observed_name:
+        return True
+    current, applied = _term(terms, observed_name), _term(applied_terms, observed_name)
+    if current is None or applied is None:
+        return True
+    return bool(_omit_zero(current) != _omit_zero(applied))
+
+
+def placement_changed(placement: Obj, applied_text: str, observed_affinity_name: str) -> bool:
+    """``placementChanged``: the binding's placement differs from the one last scheduled with.
+
+    No annotation: changed. Unparseable: unchanged. Otherwise any difference in clusterAffinity,
+    clusterTolerations, spreadConstraints or replicaScheduling; failing that, a change of the
+    observed ``clusterAffinities`` term.
+    """
+    if not applied_text:
+        return True
+    try:
+        applied = parse_placement(applied_text)
+    except PlacementError:
+        return False
+    if _omit_zero(dict(placement)) == _omit_zero(applied):
+        return False
+    for key in ("clusterAffinity", "clusterTolerations", "spreadConstraints", "replicaScheduling"):
+        if _omit_zero(placement.get(key)) != _omit_zero(applied.get(key)):
+            return True
+    return cluster_affinities_changed(placement.get("clusterAffinities"), applied.get("clusterAffinities"),
+                                      observed_affinity_name)
 
 
 # --------------------------------------------------------------------------------------------------

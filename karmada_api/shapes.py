@@ -282,10 +282,17 @@ class ObservedWorkload(TypedDict, total=False):
     reason: str
 
 
+class RescheduleBehavior(TypedDict, total=False):
+    """``appsv1alpha1.RescheduleBehavior`` as karmada-io/karmada#7662 proposes it (not in Karmada's CRD yet)."""
+
+    preserveAvailableReplicas: bool
+
+
 class RebalancerSpec(TypedDict, total=False):
-    """``appsv1alpha1.WorkloadRebalancerSpec``."""
+    """``appsv1alpha1.WorkloadRebalancerSpec``; ``reschedule`` is #7662's proposed field (kept by a CRD that has it)."""
 
     workloads: list[Workload]
+    reschedule: RescheduleBehavior
     ttlSecondsAfterFinished: int
 
 

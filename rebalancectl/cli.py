@@ -21,7 +21,7 @@ from sharedcli.flagtypes import duration, format_duration, object_name, positive
 
 from . import create, kubeconfig, status
 from .errors import CommandError, UsageError
-from .output import FORMATS, render, result_rows, summary, table
+from .output import FORMATS, mode_line, render, result_rows, summary, table
 
 PROG = "karmada-rebalance"
 DEFAULT_TTL = 1800.0
@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                           help="a ClusterPropagationPolicy: the templates it propagated")
     new.add_argument("--ttl", type=duration, default=DEFAULT_TTL,
                      help="ttlSecondsAfterFinished as a Go duration; 0 keeps the rebalancers (default 30m0s)")
+    new.add_argument("--preserve-available-replicas", action="store_true",
+                     help="move only the replicas confirmed unschedulable, keep the others where they run "
+                          "(karmada-io/karmada#7662); needs this project's rebalancer controller with preserve "
+                          "mode on, see docs/karmada-rebalance.md")
     new.add_argument("--max-per-rebalancer", type=positive_int, default=100,
                      help="workloads per rebalancer; more make several rebalancers (default 100)")
     new.add_argument("--dry-run", action="store_true", help="print the rebalancers (YAML unless -o), write nothing")
@@ -112,7 +116,8 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
     chosen, _criteria = await create.selection(client, flags)
     for text in chosen.unmatched:
         print(f"{PROG}: {text} matched no workload", file=err)
-    objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl)
+    objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl,
+                              preserve=args.preserve_available_replicas)
     if args.dry_run:
         out.write(render(objs, args.output or "yaml"))
         return 0
@@ -130,7 +135,7 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
 
 async def run_status(client: KubeClient, args: argparse.Namespace, out: TextIO) -> int:
     rebalancer = await status.get(client, args.name)
-    out.write(table(result_rows(rebalancer)))
+    out.write(mode_line(rebalancer) + table(result_rows(rebalancer)))
     return 0
 
 

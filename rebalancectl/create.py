@@ -41,8 +41,12 @@ class CreateFlags:
 
 
 def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,
-                ttl_seconds: int | None) -> list[dict[str, Any]]:
-    """The WorkloadRebalancer objects for ``workloads``; ``ttl_seconds`` None keeps them (no TTL)."""
+                ttl_seconds: int | None, preserve: bool = False) -> list[dict[str, Any]]:
+    """The WorkloadRebalancer objects for ``workloads``; ``ttl_seconds`` None keeps them (no TTL).
+
+    ``preserve`` asks for preserve mode by the annotation only: Karmada's stock CRD prunes #7662's
+    ``spec.reschedule`` silently, which would turn the request into a full reschedule without a word.
+    """
     parts = chunks(workloads, size)
     built = []
     for index, part in enumerate(parts, start=1):
@@ -50,7 +54,7 @@ def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,
             metadata = {"generateName": GENERATE_NAME}
         else:
             metadata = {"name": name if len(parts) == 1 else f"{name}-{index}"}
-        built.append(rebalancer_body(metadata, [w.reference() for w in part], ttl_seconds))
+        built.append(rebalancer_body(metadata, [w.reference() for w in part], ttl_seconds, preserve=preserve))
     return built
 
 

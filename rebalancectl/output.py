@@ -9,6 +9,7 @@ import yaml
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.rebalancers import preserve_requested
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_spec, rebalancer_status
 
@@ -52,6 +53,16 @@ def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:
         rows.append((workload, result, reason))
     rows.extend((workload, result, reason) for workload, (result, reason) in observed.items())
     return rows
+
+
+def mode_line(rebalancer: Obj) -> str:
+    """``Mode: ...`` for a rebalancer that asks for preserve mode (or names it wrongly); "" for a plain one, whose
+    output stays the table alone."""
+    try:
+        preserve = preserve_requested(rebalancer)
+    except ValueError as exc:
+        return f"Mode: invalid, {exc} (every workload fails)\n"
+    return "Mode: preserve available replicas (only replicas confirmed unschedulable move)\n" if preserve else ""
 
 
 def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("WORKLOAD", "RESULT", "REASON")) -> str:

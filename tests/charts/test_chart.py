@@ -78,6 +78,13 @@ FLAG_CASES = [FlagCase(*case) for case in [
      "failback_stabilization_window", 30.0),
     (CM, "failback.maxWorkloads", 20, "--failback-max-workloads=20", "failback_max_workloads", 20),
     (CM, "failback.rebalancerTTL", "0s", "--failback-rebalancer-ttl=0s", "failback_rebalancer_ttl", 0.0),
+    # NON_DEFAULT_VALUES also turns preserveAvailableReplicas.enabled on (the --preserve-* flags come with it)
+    (CM, "preserveAvailableReplicas.enabled", True, "--enable-preserve-available-replicas=true",
+     "enable_preserve_available_replicas", True),
+    (CM, "preserveAvailableReplicas.unschedulableThreshold", "10m0s", "--preserve-unschedulable-threshold=10m0s",
+     "preserve_unschedulable_threshold", 600.0),
+    (CM, "preserveAvailableReplicas.retryTimeout", "2m0s", "--preserve-available-replicas-retry-timeout=2m0s",
+     "preserve_available_replicas_retry_timeout", 120.0),
     (CM, "concurrentResourceBindingSyncs", 7, "--concurrent-resourcebinding-syncs=7",
      "concurrent_resourcebinding_syncs", 7),
     (CM, "concurrentClusterResourceBindingSyncs", 8, "--concurrent-clusterresourcebinding-syncs=8",

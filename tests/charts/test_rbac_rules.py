@@ -27,7 +27,13 @@ from controller_manager.rbac import (
     to_k8s,
 )
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
-from controllers.app import controller_manager_lease_rules, controller_manager_rules
+from controllers.app import (
+    controller_manager_lease_rules,
+    controller_manager_member_rules,
+    controller_manager_preserve_rules,
+    controller_manager_rules,
+    controller_manager_rules_with_preserve,
+)
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
 from descheduler.app import descheduler_lease_rules, descheduler_member_rules, descheduler_rules
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES
@@ -141,6 +147,16 @@ def test_descheduler_declares_what_it_calls() -> None:
         for verb in ("list", "watch")}
 
 
+def test_preserve_mode_adds_the_cluster_secrets_and_the_descheduler_member_rules() -> None:
+    assert grants(controller_manager_preserve_rules()) == {
+        ("cluster.karmada.io", "clusters", "list", ""), ("cluster.karmada.io", "clusters", "watch", ""),
+        ("", "secrets", "get", ""),  # each Cluster's secretRef, read by name: never listed nor watched
+    }
+    assert grants(controller_manager_rules_with_preserve()) == \
+        grants(controller_manager_rules()) | grants(controller_manager_preserve_rules())
+    assert grants(controller_manager_member_rules()) == grants(descheduler_member_rules())
+
+
 def test_the_lease_names_are_the_programs_defaults() -> None:
     assert tuple(LEASES.values()) == (CONTROLLER_MANAGER_LEASE, DESCHEDULER_LEASE)
 
@@ -163,6 +179,16 @@ def test_lease_rules_are_limited_to_the_components_lease(component: str) -> None
 def test_chart_cluster_role_equals_the_code(default_docs: list[Manifest], component: str) -> None:
     role = one(default_docs, "ClusterRole", f"{RELEASE}:{component}")
     assert set(rule_grants(role["rules"])) == grants(CLUSTER_RULES[component]())
+
+
+def test_chart_cluster_role_follows_the_preserve_switch(chart: helm_python.Chart,
+                                                        default_docs: list[Manifest]) -> None:
+    component = "karmada-controller-manager"
+    default = set(rule_grants(one(default_docs, "ClusterRole", f"{RELEASE}:{component}")["rules"]))
+    assert not {g for g in default if g[1] == "secrets"}
+    preserving = render(chart, {"controllerManager": {"preserveAvailableReplicas": {"enabled": True}}})
+    role = one(preserving, "ClusterRole", f"{RELEASE}:{component}")
+    assert set(rule_grants(role["rules"])) == grants(controller_manager_rules_with_preserve())
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
@@ -226,6 +252,8 @@ def test_generated_files_are_what_the_chart_reads() -> None:
                             ("descheduler.yaml", "karmada-descheduler")):
         data = yaml.safe_load((CHART_DIR / "files" / "rbac" / name).read_text())
         assert from_k8s(data["clusterRules"]) == normalize(CLUSTER_RULES[component]())
+        if component == "karmada-controller-manager":
+            assert from_k8s(data["preserveClusterRules"]) == normalize(controller_manager_rules_with_preserve())
         assert from_k8s(data["leaseRules"]) == normalize(LEASE_RULES[component]())
         assert data["leaseName"] == LEASES[component]  # the name the chart swaps for the configured one
 

@@ -23,6 +23,8 @@ from devplane.apiserver.server import ApiServer
 from devplane.kubeconfig import write_kubeconfig
 from tests.conftest import eventually
 from tests.controllers.test_bindingstatus import applied_work, create_binding, create_deployment, wait_fully_applied
+from tests.controllers.test_preserve import RB, scheduled_binding
+from tests.controllers.test_preserve import create as create_preserve_rebalancer
 from tests.controllers.test_workloadrebalancer import WR, create_rebalancer, deploy_ref, make_binding
 
 LEASE = "karmada-rebalance-controller-manager"  # not Karmada's karmada-controller-manager: both run side by side
@@ -220,3 +222,22 @@ async def test_a_missing_crd_is_reported_and_the_other_controllers_keep_working(
 
     await eventually(reported, timeout=20)
     assert cm.proc.returncode is None
+
+
+async def test_preserve_mode_flags_reach_the_rebalancer(server: ApiServer, http: aiohttp.ClientSession,
+                                                        launch: Any) -> None:
+    """With --enable-preserve-available-replicas the process reads member clusters; none is registered here,
+    so the estimator cannot judge member1 or member2 and, with no retry allowed, the workload fails closed."""
+    await karmada_system(http)
+    await launch(server.url, "--leader-elect=false", "--enable-preserve-available-replicas",
+                 "--preserve-available-replicas-retry-timeout=0s")
+    before = await scheduled_binding(http, "web")
+    await create_preserve_rebalancer(http, "keep", ["web"])
+    await eventually(lambda: done(http, "keep"), timeout=20)
+    async with http.get(f"{WR}/keep") as r:
+        wr = await r.json()
+    assert [(i["result"], i["reason"]) for i in wr["status"]["observedWorkloads"]] == [
+        ("Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member1, member2 "
+                   "(for longer than the retry timeout, 0s)")]
+    async with http.get(f"{RB}/web-deployment") as r:
+        assert (await r.json())["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -19,6 +19,7 @@ import yaml
 from controller_manager.client import KubeClient
 from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
+from karmada_api.rebalancers import PRESERVE_ANNOTATION
 from karmada_api.resources import (
     CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
@@ -265,3 +266,21 @@ def test_real_process_exit_codes(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=60, check=False)
     assert (run.returncode, run.stderr) == (2, 'karmada-rebalance create: error: argument --ttl: invalid duration '
                                                '"-1s": must not be negative\n')
+
+
+async def test_preserve_available_replicas_sets_the_annotation_and_status_shows_the_mode(
+        world: dict[str, str], kube: KubeClient) -> None:
+    code, out, err = await cli(world, "create", "keep", "--kind", "deploy", "--preserve-available-replicas")
+    assert code == 0, err
+    rebalancer = await kube.get(WORKLOAD_REBALANCERS, "keep")
+    assert rebalancer["metadata"]["annotations"] == {PRESERVE_ANNOTATION: "true"}
+    assert "reschedule" not in rebalancer["spec"]  # the annotation only: the stock CRD would prune the field
+    code, out, _err = await cli(world, "status", "keep")
+    assert (code, out.splitlines()[0]) == (
+        0, "Mode: preserve available replicas (only replicas confirmed unschedulable move)")
+    assert out.splitlines()[1].split() == ["WORKLOAD", "RESULT", "REASON"]
+    rebalancer["metadata"]["annotations"] = {PRESERVE_ANNOTATION: "yes"}
+    await kube.update(WORKLOAD_REBALANCERS, rebalancer)
+    code, out, _err = await cli(world, "status", "keep")
+    assert out.splitlines()[0] == (f'Mode: invalid, {PRESERVE_ANNOTATION}="yes", want "true" or "false" '
+                                   "(every workload fails)")

@@ -5,7 +5,8 @@ files/rbac/<component>.yaml, generated from the declarations in the code by hack
 never write a rule here. The one thing the chart changes is the Lease's name in the Role's
 resourceNames: the file's leaseName (the program's default) becomes the name the program is given
 (.leaseName, from the component's value, or extraCommandArgs' leader-elect-resource-name), so the Role
-always names the Lease in use.
+always names the Lease in use. A component may pick another complete set of cluster-wide rules from
+the file with .clusterRulesKey (the controller-manager's preserveClusterRules, with preserve mode on).
 */}}
 
 {{- define "karmada-rebalance.serviceAccount" -}}
@@ -30,6 +31,10 @@ automountServiceAccountToken: false
 {{- fail (printf "%s is missing or unreadable: run python hack/generate_rbac.py" .rbacFile) -}}
 {{- end -}}
 {{- $roleName := printf "%s:%s" .root.Release.Name .name -}}
+{{- $clusterRulesKey := get . "clusterRulesKey" | default "clusterRules" -}}
+{{- if not (hasKey $rules $clusterRulesKey) -}}
+{{- fail (printf "%s has no %s: run python hack/generate_rbac.py" .rbacFile $clusterRulesKey) -}}
+{{- end -}}
 {{- $defaultLease := get $rules "leaseName" -}}
 {{- if not $defaultLease -}}
 {{- fail (printf "%s has no leaseName: run python hack/generate_rbac.py" .rbacFile) -}}
@@ -55,7 +60,7 @@ metadata:
   labels:
     {{- include "karmada-rebalance.labels" . | nindent 4 }}
 rules:
-  {{- toYaml $rules.clusterRules | nindent 2 }}
+  {{- toYaml (get $rules $clusterRulesKey) | nindent 2 }}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

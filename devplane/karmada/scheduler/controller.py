@@ -44,16 +44,15 @@ from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.ratelimiter import ItemExponentialFailureRateLimiter
 from controller_manager.reconcile import Request, Result, TerminalError
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.bindings import CRB_KIND, RB_KIND, SCHEDULED_CONDITION, BindingKind
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, BINDING_MANAGED_BY, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.placement import (
     DUPLICATED,
-    PlacementError,
     applied_placement_text,
     cluster_matches,
     is_binding_replicas_changed,
     is_workload,
-    parse_placement,
+    placement_changed,
     placement_json,
     replica_scheduling,
     replica_scheduling_type,
@@ -83,7 +82,7 @@ CONTROLLER_NAME = "karmada-scheduler"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 SCHEDULER_LABELS = (PP_PERMANENT_ID, CPP_PERMANENT_ID, BINDING_MANAGED_BY)
 
-SCHEDULED = "Scheduled"
+SCHEDULED = SCHEDULED_CONDITION
 REASON_SUCCESS = "Success"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_NO_CLUSTER_FIT = "NoClusterFit"
@@ -161,58 +160,6 @@ def affected_by_cluster(binding: Obj, cluster: Obj) -> bool:
     else:
         affinity = placement.get("clusterAffinity")
     return affinity is None or cluster_matches(cluster, affinity)
-
-
-def _omit_zero(value: Any) -> Any:
-    """A JSON value with zero-valued object fields dropped, so that "absent" equals "zero" as Go's
-    decoding into structs makes them (``reflect.DeepEqual`` on decoded placements)."""
-    if isinstance(value, Mapping):
-        result = {}
-        for key, item in value.items():
-            normalized = _omit_zero(item)
-            if normalized not in (None, "", 0, False, {}, []):
-                result[key] = normalized
-        return result
-    if isinstance(value, list):
-        return [_omit_zero(item) for item in value]
-    return value
-
-
-def _term(terms: Sequence[Obj] | None, name: str) -> Obj | None:
-    return next((t for t in terms or [] if t.get("affinityName") == name), None)
-
-
-def cluster_affinities_changed(terms: Sequence[Obj] | None, applied_terms: Sequence[Obj] | None,
-                               observed_name: str) -> bool:
-    """Only the observed term matters: changed if unknown on either side or different."""
-    if not observed_name:
-        return True
-    current, applied = _term(terms, observed_name), _term(applied_terms, observed_name)
-    if current is None or applied is None:
-        return True
-    return bool(_omit_zero(current) != _omit_zero(applied))
-
-
-def placement_changed(placement: Obj, applied_text: str, observed_affinity_name: str) -> bool:
-    """``placementChanged``: the binding's placement differs from the one last scheduled with.
-
-    No annotation: changed. Unparseable: unchanged. Otherwise any difference in clusterAffinity,
-    clusterTolerations, spreadConstraints or replicaScheduling; failing that, a change of the
-    observed ``clusterAffinities`` term.
-    """
-    if not applied_text:
-        return True
-    try:
-        applied = parse_placement(applied_text)
-    except PlacementError:
-        return False
-    if _omit_zero(dict(placement)) == _omit_zero(applied):
-        return False
-    for key in ("clusterAffinity", "clusterTolerations", "spreadConstraints", "replicaScheduling"):
-        if _omit_zero(placement.get(key)) != _omit_zero(applied.get(key)):
-            return True
-    return cluster_affinities_changed(placement.get("clusterAffinities"), applied.get("clusterAffinities"),
-                                      observed_affinity_name)
 
 
 def schedule_type(binding: Obj, cluster_deleting: Callable[[str], bool]) -> str | None:

@@ -1,0 +1,203 @@
+"""Preserve mode's decisions, free of I/O: may a workload's binding be lowered, and to what.
+
+karmada-io/karmada#7662 proposes ``spec.reschedule.preserveAvailableReplicas`` on a WorkloadRebalancer:
+instead of a fresh reschedule, each cluster keeps every replica except those an estimator confirms
+as long-term unschedulable, and only that deficit is placed again. Lowering a cluster in the binding's
+``spec.clusters`` below ``spec.replicas`` is enough: Karmada's scheduler places the deficit by its
+scale-up path, as it does after the descheduler.
+
+Fail closed, as #7662 asks: whatever the controller cannot judge leaves the binding as it was, with a
+:class:`Refusal` that says why. Refusals that can pass by themselves (scheduling under way, a graceful
+eviction, an estimator not answering) are ``transient``: the controller retries them and fails the
+workload only once they outlast ``--preserve-available-replicas-retry-timeout``
+(:func:`retry_started`); the others fail at once. docs/compatibility.md lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from controller_manager import objects
+from controller_manager.objects import Obj
+from descheduler.core import filter_bindings, ready_replicas
+from karmada_api.bindings import SCHEDULED_CONDITION
+from karmada_api.placement import (
+    PlacementError,
+    applied_placement,
+    applied_placement_text,
+    is_dynamic_divided,
+    placement_changed,
+    strategy_type,
+)
+from karmada_api.rebalancers import preserve_requested
+from karmada_api.shapes import TargetCluster, binding_spec, binding_status
+from kube_api.conditions import find_condition
+from kube_api.timeutil import format_time, parse_time
+
+ENABLE_FLAG = "--enable-preserve-available-replicas"
+RETRY_SINCE_ANNOTATION = "rebalance.karmada-rebalance.io/preserve-retry-since"
+"""``<generation>/<RFC 3339 time>``: when a preserve rebalancer of generation > 1 first had to retry; written
+by the controller, so the retry bound survives a restart (generation 1 counts from ``creationTimestamp``)."""
+
+# Refusal reasons (the first word of a Failed workload's status reason).
+PRESERVE_DISABLED = "PreserveModeDisabled"
+INVALID_ANNOTATION = "InvalidPreserveAnnotation"
+SCHEDULING_NOT_COMPLETE = "SchedulingNotComplete"
+PLACEMENT_DIFFERS = "AppliedPlacementDiffers"
+NOT_DYNAMIC_DIVIDED = "NotDynamicDivided"
+UNSUPPORTED_KIND = "UnsupportedKind"
+GRACEFUL_EVICTION = "GracefulEvictionInProgress"
+ESTIMATOR_UNAVAILABLE = "EstimatorUnavailable"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a workload's binding is left as it was; ``transient``: retried until the retry bound."""
+
+    reason: str
+    detail: str
+    transient: bool = False
+
+    def __str__(self) -> str:
+        """The status ``reason`` of a Failed workload: the reason word, then why."""
+        return f"{self.reason}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """The new ``spec.clusters`` (same entries and order) and the replicas each cluster gave up (may be empty)."""
+
+    clusters: list[TargetCluster]
+    moved: dict[str, int] = field(default_factory=dict)
+
+    def apply(self, binding: Obj) -> dict[str, Any]:
+        """``binding`` with the new ``spec.clusters``, nothing else changed (its resourceVersion included: the
+        update is conditional). Shallow: the cached object is shared and read-only."""
+        return {**binding, "spec": {**binding_spec(binding), "clusters": self.clusters}}
+
+
+def requested(rebalancer: Obj) -> bool | Refusal:
+    """Whether the rebalancer asks for preserve mode (:func:`preserve_requested`: the field or our annotation).
+
+    An annotation value other than ``true``/``false`` is a :class:`Refusal` for every workload (not a full
+    reschedule: the user asked for something, and a guess either way could move replicas they meant to keep).
+    """
+    try:
+        return preserve_requested(rebalancer)
+    except ValueError as exc:
+        return Refusal(INVALID_ANNOTATION, str(exc))
+
+
+def disabled() -> Refusal:
+    """The refusal of every preserve workload while the controller-manager runs without preserve mode."""
+    return Refusal(PRESERVE_DISABLED, f"karmada-controller-manager runs without {ENABLE_FLAG}")
+
+
+def refusal(binding: Obj) -> Refusal | None:
+    """Why the binding cannot be lowered before asking the estimator; None when it can.
+
+    Scheduling first (the applied placement of a schedule under way is about to change), then the placement
+    the current ``spec.clusters`` was computed with (the scheduler's own ``placementChanged``), then the
+    descheduler's own rule (:func:`filter_bindings`: a kind the estimator judges, a dynamic-divided applied
+    placement), then graceful evictions.
+    """
+    spec, status = binding_spec(binding), binding_status(binding)
+    observed, generation = status.get("schedulerObservedGeneration"), objects.generation(binding)
+    if observed != generation:
+        return Refusal(SCHEDULING_NOT_COMPLETE, f"schedulerObservedGeneration {observed} != generation {generation}",
+                       transient=True)
+    scheduled = find_condition(status.get("conditions"), SCHEDULED_CONDITION)
+    if scheduled is None or scheduled.get("status") != "True":
+        why = f"Scheduled is {scheduled.get('status')} ({scheduled.get('reason')})" if scheduled else "no Scheduled"
+        return Refusal(SCHEDULING_NOT_COMPLETE, f"{why} condition", transient=True)
+    try:
+        applied = applied_placement(binding)
+    except PlacementError as exc:
+        return Refusal(PLACEMENT_DIFFERS, str(exc))
+    observed_term = status.get("schedulerObservingAffinityName", "")
+    if applied is None or placement_changed(spec.get("placement") or {}, applied_placement_text(binding),
+                                            observed_term):
+        return Refusal(PLACEMENT_DIFFERS, "the placement of the last schedule is not spec.placement")
+    if not filter_bindings([binding]):
+        if not is_dynamic_divided(applied):
+            strategy = strategy_type(applied) or "an unsupported strategy"
+            return Refusal(NOT_DYNAMIC_DIVIDED, f"the placement is {strategy}; preserve mode needs Divided with "
+                                                "a dynamicWeight or Aggregated")
+        resource = spec.get("resource") or {}
+        return Refusal(UNSUPPORTED_KIND, f"{resource.get('apiVersion')} {resource.get('kind')} has no "
+                                         "unschedulable-replica estimate")
+    evicting = [task.get("fromCluster", "") for task in spec.get("gracefulEvictionTasks") or []]
+    if evicting:
+        return Refusal(GRACEFUL_EVICTION, f"evicting from {', '.join(evicting)}", transient=True)
+    return None
+
+
+def clusters_to_ask(binding: Obj) -> list[str]:
+    """The assigned clusters with replicas: the only ones a lowering can change."""
+    return [str(c.get("name", "")) for c in binding_spec(binding).get("clusters") or [] if c.get("replicas", 0) > 0]
+
+
+def lower(binding: Obj, unschedulable: Mapping[str, int]) -> Lowering | Refusal:
+    """Each cluster lowered by its confirmed unschedulable replicas; a cluster the estimator left out refuses.
+
+    Never below the cluster's ready replicas (the descheduler's floor: during a stuck rollout the old Pods
+    serve while the new ones wait), and never below 0 (a count above the assignment means every assigned
+    replica is stuck). An empty ``moved``: nothing had to move.
+    """
+    unjudged = [name for name in clusters_to_ask(binding) if unschedulable.get(name, -1) < 0]
+    if unjudged:
+        return Refusal(ESTIMATOR_UNAVAILABLE, f"no unschedulable-replica estimate for {', '.join(unjudged)}",
+                       transient=True)
+    ready = ready_replicas(binding)
+    clusters: list[TargetCluster] = []
+    moved: dict[str, int] = {}
+    for entry in binding_spec(binding).get("clusters") or []:
+        name, assigned = str(entry.get("name", "")), int(entry.get("replicas", 0))
+        target = max(assigned - unschedulable.get(name, 0), 0, min(ready.get(name, 0), assigned))
+        clusters.append({**entry, "replicas": target})
+        if target < assigned:
+            moved[name] = assigned - target
+    return Lowering(clusters, moved)
+
+
+def retry_started(rebalancer: Obj) -> datetime | None:
+    """When the retries of the rebalancer's current generation started, from the object alone (restart-safe).
+
+    Generation 1: its ``creationTimestamp``. Later generations: :data:`RETRY_SINCE_ANNOTATION` if it names the
+    current generation; None otherwise (the caller writes it, see :func:`retry_since_value`).
+    """
+    generation = objects.generation(rebalancer)
+    if generation <= 1:
+        return parse_time(objects.creation_timestamp(rebalancer))
+    mark = objects.annotations(rebalancer).get(RETRY_SINCE_ANNOTATION, "")
+    marked_generation, _, since = mark.partition("/")
+    if marked_generation != str(generation):
+        return None
+    try:
+        return parse_time(since)
+    except ValueError:
+        return None
+
+
+def retry_since_value(rebalancer: Obj, moment: datetime) -> str:
+    """The :data:`RETRY_SINCE_ANNOTATION` value that starts the current generation's retries at ``moment``."""
+    return f"{objects.generation(rebalancer)}/{format_time(moment)}"
+
+
+Estimate = Callable[[list[str], Obj, timedelta], Awaitable[dict[str, int]]]
+"""``EstimatorClient.unschedulable_replicas``: confirmed unschedulable replicas per cluster (a cluster left out
+could not be judged)."""
+
+
+@dataclass(frozen=True)
+class PreserveOptions:
+    """Preserve mode's settings; ``estimate`` None: the mode is off, and each preserve workload fails closed."""
+
+    estimate: Estimate | None = None
+    threshold: timedelta = timedelta(minutes=5)
+    """``--preserve-unschedulable-threshold``: how long a Pod must be unschedulable to count."""
+    retry_timeout: timedelta = timedelta(minutes=1)
+    """``--preserve-available-replicas-retry-timeout``: how long a transient refusal is retried."""

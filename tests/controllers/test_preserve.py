@@ -1,0 +1,359 @@
+"""The workload-rebalancer's preserve mode against the dev API server, with real informers.
+
+Most tests use a test double with ``EstimatorClient.unschedulable_replicas``'s signature (confirmed
+unschedulable replicas per cluster; a cluster left out could not be judged): what the member clusters
+hold is the estimator's business (tests/descheduler/test_descheduler.py covers it on dev members), here
+only what the controller does with each answer. One test plays #7662's user story with the real
+estimator reading two dev member API servers. No scheduler runs, so a binding changes only when the
+controller writes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client import REGISTRY
+
+from controller_manager.client import KubeClient
+from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.objects import Obj
+from controller_manager.ratelimiter import RateLimiterOptions
+from controllers import workloadrebalancer
+from controllers.preserve import RETRY_SINCE_ANNOTATION, PreserveOptions
+from estimator.client import EstimatorClient
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
+from tests.clusteraccess.test_clusteraccess import add_deployment, add_node, add_pod, control_plane
+from tests.conftest import events_about, eventually, running, send
+from tests.controllers.test_workloadrebalancer import WR, finished, observed
+
+RB = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
+DYNAMIC = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                 "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
+STATIC = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}
+LONG = timedelta(hours=1)
+
+
+class Estimator:
+    """``EstimatorClient.unschedulable_replicas`` as a test double: fixed answers per workload name, the calls
+    it got, and an optional hook run on each call (to change the binding while the controller decides)."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, dict[str, int]] = {}
+        self.calls: list[tuple[list[str], str, timedelta]] = []
+        self.on_call: Callable[[], Any] | None = None
+
+    async def __call__(self, clusters: list[str], resource: Obj, threshold: timedelta) -> dict[str, int]:
+        self.calls.append((list(clusters), str(resource.get("name")), threshold))
+        if self.on_call is not None:
+            await self.on_call()
+        answers = self.answers.get(str(resource.get("name")), {})
+        return {name: answers[name] for name in clusters if name in answers}
+
+
+@contextlib.asynccontextmanager
+async def start(kube: KubeClient, options: PreserveOptions) -> AsyncIterator[Manager]:
+    mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
+    workloadrebalancer.setup(mgr, workers=2, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=0.5),
+                             preserve_options=options)
+    async with running(mgr):
+        yield mgr
+
+
+@pytest.fixture
+def estimator() -> Estimator:
+    return Estimator()
+
+
+@pytest.fixture
+async def manager(kube: KubeClient, estimator: Estimator) -> AsyncIterator[Manager]:
+    """Preserve mode on; transient causes retried for an hour (never Failed within a test)."""
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), LONG)) as mgr:
+        yield mgr
+
+
+@pytest.fixture
+async def impatient(kube: KubeClient, estimator: Estimator) -> AsyncIterator[Manager]:
+    """Preserve mode on, with no retry at all: a transient cause fails at once."""
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), timedelta(0))) as mgr:
+        yield mgr
+
+
+@pytest.fixture
+async def disabled(kube: KubeClient) -> AsyncIterator[Manager]:
+    """The controller-manager without --enable-preserve-available-replicas."""
+    async with start(kube, PreserveOptions()) as mgr:
+        yield mgr
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"}
+
+
+async def scheduled_binding(http: aiohttp.ClientSession, name: str, *, clusters: dict[str, int] | None = None,
+                            placement: dict[str, Any] | None = None, applied: dict[str, Any] | None = None,
+                            kind: str = "Deployment", api_version: str = "apps/v1", observed_generation: int | None = 1,
+                            evicting: str = "") -> dict[str, Any]:
+    """A binding as Karmada's scheduler leaves it: #7662's user story by default (10 replicas, member1 6, member2 4)."""
+    clusters = {"member1": 6, "member2": 4} if clusters is None else clusters
+    placement = DYNAMIC if placement is None else placement
+    spec: dict[str, Any] = {
+        "resource": {"apiVersion": api_version, "kind": kind, "namespace": "default", "name": name},
+        "replicas": sum(clusters.values()), "placement": placement,
+        "clusters": [{"name": n, "replicas": r} for n, r in clusters.items()]}
+    if evicting:
+        spec["gracefulEvictionTasks"] = [{"fromCluster": evicting, "reason": "TaintUntolerated",
+                                          "producer": "TaintManager"}]
+    body = {"metadata": {"name": f"{name}-{kind.lower()}",
+                         "annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(applied or placement)}},
+            "spec": spec}
+    created = await send(http, "POST", RB, body)
+    status: dict[str, Any] = {"conditions": [{"type": "Scheduled", "status": "True", "reason": "Success",
+                                              "message": "Binding has been scheduled successfully.",
+                                              "lastTransitionTime": "2026-11-27T10:00:00Z"}]}
+    if observed_generation is not None:
+        status["schedulerObservedGeneration"] = observed_generation
+    return await send(http, "PATCH", f"{RB}/{created['metadata']['name']}/status", {"status": status})
+
+
+async def binding(http: aiohttp.ClientSession, name: str) -> dict[str, Any]:
+    return await send(http, "GET", f"{RB}/{name}-deployment")
+
+
+def assigned(rb: dict[str, Any]) -> dict[str, int]:
+    return {c["name"]: c["replicas"] for c in rb["spec"]["clusters"]}
+
+
+async def create(http: aiohttp.ClientSession, name: str, workloads: list[str | dict[str, str]],
+                 annotation: str = "true") -> dict[str, Any]:
+    """A rebalancer with the preserve annotation (``annotation`` its value) for ``workloads`` (names of Deployments
+    in default, or references)."""
+    refs = [ref(w) if isinstance(w, str) else w for w in workloads]
+    body = rebalancer_body({"name": name, "annotations": {PRESERVE_ANNOTATION: annotation}}, refs, None)
+    return await send(http, "POST", WR, body)
+
+
+def retries() -> float:
+    return REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": "Retry"}) or 0.0
+
+
+async def messages(http: aiohttp.ClientSession, wr: dict[str, Any], reason: str) -> list[str]:
+    return [e["message"] for e in await events_about(http, wr, reason)]
+
+
+# ---- what moves -------------------------------------------------------------------------------------------
+
+
+async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Manager, estimator: Estimator,
+                                                                      http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    wr = await create(http, "story", ["web"])
+    done = await finished(http, "story")
+    assert observed(done) == [("web", "Successful", "")]
+    after = await binding(http, "web")
+    assert assigned(after) == {"member1": 4, "member2": 4}
+    assert after["spec"]["replicas"] == 10  # the scheduler places the 2 missing ones by its scale-up path
+    assert "rescheduleTriggeredAt" not in after["spec"]
+    assert {k: v for k, v in after["spec"].items() if k != "clusters"} == \
+        {k: v for k, v in before["spec"].items() if k != "clusters"}
+    assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
+    assert estimator.calls == [(["member1", "member2"], "web", timedelta(minutes=5))]
+    assert await messages(http, wr, workloadrebalancer.PRESERVED) == [
+        "unschedulable replicas released, the available ones kept, for 1 workload(s): "
+        "apps/v1 Deployment default/web (member1 -2)"]
+
+
+async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
+    """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
+    async with control_plane(member_count=2) as plane:
+        stuck_since = datetime.now(UTC) - timedelta(minutes=10)
+        for name, (running, stuck) in {"member1": (4, 2), "member2": (4, 0)}.items():
+            member = plane.clients[name]
+            await add_node(member, "node-a")
+            _, rs = await add_deployment(member, "web", replicas=running + stuck)
+            for i in range(running + stuck):
+                await add_pod(member, f"web-{i}", rs, app="web", node="node-a" if i < running else "",
+                              unschedulable_since=None if i < running else stuck_since)
+        await plane.wait_synced("member1", "member2")
+        options = PreserveOptions(EstimatorClient(plane.registry, timeout=3.0).unschedulable_replicas,
+                                  timedelta(minutes=5), LONG)
+        async with start(plane.host_client, options), aiohttp.ClientSession(base_url=plane.host.url) as http:
+            await scheduled_binding(http, "web")
+            await create(http, "story", ["web"])
+            assert observed(await finished(http, "story")) == [("web", "Successful", "")]
+            after = await binding(http, "web")
+            assert assigned(after) == {"member1": 4, "member2": 4}
+            assert "rescheduleTriggeredAt" not in after["spec"]
+
+
+async def test_nothing_unschedulable_is_successful_and_leaves_the_binding(manager: Manager, estimator: Estimator,
+                                                                           http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "calm")
+    estimator.answers["calm"] = {"member1": 0, "member2": 0}
+    wr = await create(http, "calm", ["calm"])
+    assert observed(await finished(http, "calm")) == [("calm", "Successful", "")]
+    after = await binding(http, "calm")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert await messages(http, wr, workloadrebalancer.NOTHING_TO_MOVE) == [
+        "nothing had to move, no replica unschedulable for longer than 5m0s, for 1 workload(s): "
+        "apps/v1 Deployment default/calm"]
+
+
+async def test_a_binding_changed_meanwhile_is_decided_again_on_a_fresh_read(
+        manager: Manager, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    await scheduled_binding(http, "busy")
+    estimator.answers["busy"] = {"member1": 2, "member2": 1}
+
+    async def edit_once() -> None:  # another writer gets in between the read and the write: a 409, then a re-read
+        estimator.on_call = None
+        await send(http, "PATCH", f"{RB}/busy-deployment", {"metadata": {"labels": {"touched": "yes"}}})
+
+    estimator.on_call = edit_once
+    await create(http, "busy", ["busy"])
+    assert observed(await finished(http, "busy")) == [("busy", "Successful", "")]
+    after = await binding(http, "busy")
+    assert assigned(after) == {"member1": 4, "member2": 3}
+    assert after["metadata"]["labels"] == {"touched": "yes"}
+    assert len(estimator.calls) == 2
+
+
+async def test_the_stock_crd_prunes_the_proposed_field_which_is_why_the_annotation_exists(
+        http: aiohttp.ClientSession) -> None:
+    body = rebalancer_body({"name": "field"}, [ref("web")], None)
+    body["spec"]["reschedule"] = {"preserveAvailableReplicas": True}
+    created = await send(http, "POST", WR, body)
+    assert "reschedule" not in created["spec"]
+
+
+# ---- fail closed ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "reason"), [
+    ({"placement": STATIC}, "NotDynamicDivided: the placement is StaticWeight; preserve mode needs Divided with a "
+                            "dynamicWeight or Aggregated"),
+    ({"kind": "Widget", "api_version": "example.io/v1"},
+     "UnsupportedKind: example.io/v1 Widget has no unschedulable-replica estimate"),
+    ({"applied": STATIC}, "AppliedPlacementDiffers: the placement of the last schedule is not spec.placement"),
+])
+async def test_a_permanent_cause_fails_at_once_and_leaves_the_binding(
+        manager: Manager, estimator: Estimator, http: aiohttp.ClientSession, kwargs: dict[str, Any],
+        reason: str) -> None:
+    before = await scheduled_binding(http, "web", **kwargs)
+    workload = {**ref("web"), "kind": str(kwargs.get("kind", "Deployment")),
+                "apiVersion": str(kwargs.get("api_version", "apps/v1"))}
+    wr = await create(http, "closed", [workload])
+    assert observed(await finished(http, "closed")) == [("web", "Failed", reason)]
+    after = await send(http, "GET", f"{RB}/{before['metadata']['name']}")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert estimator.calls == []
+    assert len(await events_about(http, wr, reason.split(":", maxsplit=1)[0])) == 1
+
+
+@pytest.mark.parametrize("kwargs", [{"observed_generation": None}, {"evicting": "member3"}])
+async def test_a_transient_cause_is_retried_without_a_result(
+        manager: Manager, estimator: Estimator, http: aiohttp.ClientSession, kwargs: dict[str, Any]) -> None:
+    before = await scheduled_binding(http, "web", **kwargs)
+    start = retries()
+    await create(http, "waiting", ["web"])
+    await eventually(lambda: retries() >= start + 3)  # retried with backoff, no result meanwhile
+    wr = await send(http, "GET", f"{WR}/waiting")
+    assert [i.get("result") for i in wr["status"]["observedWorkloads"]] == [None]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert estimator.calls == []
+
+
+@pytest.mark.parametrize(("kwargs", "reason"), [
+    ({"observed_generation": None}, "SchedulingNotComplete: schedulerObservedGeneration None != generation 1"),
+    ({"evicting": "member3"}, "GracefulEvictionInProgress: evicting from member3"),
+])
+async def test_a_transient_cause_past_the_bound_fails(impatient: Manager, http: aiohttp.ClientSession,
+                                                      kwargs: dict[str, Any], reason: str) -> None:
+    before = await scheduled_binding(http, "web", **kwargs)
+    await create(http, "late", ["web"])
+    assert observed(await finished(http, "late")) == [
+        ("web", "Failed", f"{reason} (for longer than the retry timeout, 0s)")]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_an_estimator_failing_for_one_cluster_changes_nothing_until_it_answers(
+        manager: Manager, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2}  # member2 cannot be judged
+    await create(http, "partial", ["web"])
+    await eventually(lambda: len(estimator.calls) >= 3)
+    wr = await send(http, "GET", f"{WR}/partial")
+    assert [i.get("result") for i in wr["status"]["observedWorkloads"]] == [None]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    estimator.answers["web"] = {"member1": 2, "member2": 0}  # member2 is back
+    assert observed(await finished(http, "partial")) == [("web", "Successful", "")]
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+
+
+async def test_an_estimator_failing_past_the_bound_fails_the_workload(impatient: Manager, estimator: Estimator,
+                                                                      http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2}
+    await create(http, "partial", ["web"])
+    assert observed(await finished(http, "partial")) == [
+        ("web", "Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member2 "
+                          "(for longer than the retry timeout, 0s)")]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_a_later_generation_marks_when_its_retries_started(manager: Manager, estimator: Estimator,
+                                                                 http: aiohttp.ClientSession) -> None:
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 0, "member2": 0}
+    await create(http, "edited", ["web"])
+    await finished(http, "edited")
+    await scheduled_binding(http, "api", evicting="member1")
+    await send(http, "PATCH", f"{WR}/edited", {"spec": {"workloads": [ref("web"), ref("api")]}})
+
+    async def marked() -> str:
+        wr = await send(http, "GET", f"{WR}/edited")
+        return str(wr["metadata"].get("annotations", {}).get(RETRY_SINCE_ANNOTATION, ""))
+
+    assert (await eventually(marked)).startswith("2/")
+
+
+# ---- bad input and a disabled mode ------------------------------------------------------------------------
+
+
+async def test_a_bad_annotation_value_fails_every_workload_naming_the_value(
+        manager: Manager, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    a, b = await scheduled_binding(http, "a"), await scheduled_binding(http, "b")
+    await create(http, "bad", ["a", "b"], annotation="yes")
+    reason = f'InvalidPreserveAnnotation: {PRESERVE_ANNOTATION}="yes", want "true" or "false"'
+    assert observed(await finished(http, "bad")) == [("a", "Failed", reason), ("b", "Failed", reason)]
+    assert estimator.calls == []
+    for before in (a, b):
+        after = await send(http, "GET", f"{RB}/{before['metadata']['name']}")
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_without_the_flag_a_preserve_rebalancer_fails_closed_naming_it(
+        disabled: Manager, http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "web")
+    await create(http, "off", ["web"])
+    assert observed(await finished(http, "off")) == [
+        ("web", "Failed", "PreserveModeDisabled: karmada-controller-manager runs without "
+                          "--enable-preserve-available-replicas")]
+    after = await binding(http, "web")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert "rescheduleTriggeredAt" not in after["spec"]  # no fallback to a full reschedule
+
+
+async def test_annotation_false_is_a_fresh_reschedule(disabled: Manager, http: aiohttp.ClientSession) -> None:
+    await scheduled_binding(http, "web")
+    await create(http, "fresh", ["web"], annotation="false")
+    assert observed(await finished(http, "fresh")) == [("web", "Successful", "")]
+    assert "rescheduleTriggeredAt" in (await binding(http, "web"))["spec"]
+
+
