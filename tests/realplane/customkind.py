@@ -2,11 +2,14 @@
 
 ``TaskPool`` (``rp.example.io/v1``) stands for an operator's kind such as a FlinkDeployment: ``spec.replicas``
 Pods made from ``spec.template``, labelled ``app=<name>,component=worker``. Karmada learns how to divide it from a
-ResourceInterpreterCustomization (Lua, run by Karmada's controller-manager: ``GetReplicas`` for the detector,
-``ReviseReplica`` for the binding controller, ``ReflectStatus`` for the work-status controller, so the binding's
-``aggregatedStatus`` carries the member's ``readyReplicas`` and the descheduler's floor applies); our descheduler
-learns how to find its Pods from ``--unschedulable-pod-selectors`` (:data:`SELECTORS`). No ``statusAggregation``:
-the template's status is written by our binding-status controller on this plane, which runs no Lua.
+ResourceInterpreterCustomization with the two Lua scripts a divided kind needs, run by Karmada's
+controller-manager: ``GetReplicas`` (the detector gives the binding its replicas) and ``ReviseReplica`` (the
+binding controller writes each member's share into its Work). Nothing for the status: Karmada's work-status
+controller reflects a kind without a ``ReflectStatus`` whole (``reflectWholeStatus``), so the binding's
+``aggregatedStatus`` carries the member's ``readyReplicas`` and the descheduler's floor applies; and a
+``statusAggregation`` script would not run here, where our binding-status controller (which runs no Lua and
+aggregates only built-in kinds into their templates) stands in for Karmada's. Our descheduler learns how to find
+the kind's Pods from ``--unschedulable-pod-selectors`` (:data:`SELECTORS`).
 
 Installed once per plane (:func:`install`, idempotent ``kubectl apply``) before our descheduler starts, whose
 member informers need the CRD there, and well before a test creates a TaskPool: Karmada's detector discovers new
@@ -60,24 +63,12 @@ _REVISE_REPLICA = """function ReviseReplica(obj, desiredReplica)
   return obj
 end
 """
-_REFLECT_STATUS = """function ReflectStatus(observedObj)
-  local status = {}
-  if observedObj == nil or observedObj.status == nil then
-    return status
-  end
-  status.replicas = observedObj.status.replicas
-  status.readyReplicas = observedObj.status.readyReplicas
-  return status
-end
-"""
-
 CUSTOMIZATION: dict[str, Any] = {
     "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterCustomization",
     "metadata": {"name": f"{PLURAL}-{GROUP.replace('.', '-')}"},
     "spec": {"target": {"apiVersion": API_VERSION, "kind": KIND},
              "customizations": {"replicaResource": {"luaScript": _GET_REPLICAS},
-                                "replicaRevision": {"luaScript": _REVISE_REPLICA},
-                                "statusReflection": {"luaScript": _REFLECT_STATUS}}}}
+                                "replicaRevision": {"luaScript": _REVISE_REPLICA}}}}
 
 
 def task_pool(name: str, replicas: int) -> dict[str, Any]:

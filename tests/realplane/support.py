@@ -19,6 +19,7 @@ from benchmarks.refplane import RefPlane, kubectl
 from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS
+from descheduler.core import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS
 from tests.conftest import eventually
@@ -105,6 +106,37 @@ async def wait_assigned(karmada: KubeClient, namespace: str, name: str, check: C
         return binding if binding is not None and check(assigned(binding)) else None
 
     result: dict[str, Any] = await eventually(ready, timeout=timeout, interval=0.25)
+    return result
+
+
+async def divide(karmada: KubeClient, prefix: str, resource: Resource,
+                 workload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``workload`` in a fresh namespace whose policy divides its kind over both members by available replicas; the
+    namespace, and the binding once all of ``spec.replicas`` are assigned, some on member1. That takes Karmada's
+    interpreter giving the binding its replicas (``GetReplicas``): a kind without one is never divided."""
+    ns = await fresh_namespace(karmada, prefix)
+    kind, total = workload["kind"], workload["spec"]["replicas"]
+    await karmada.create(PROPAGATION_POLICIES, policy("all", selector={"apiVersion": workload["apiVersion"],
+                                                                       "kind": kind}), ns)
+    await karmada.create(resource, workload, ns)
+    binding = await wait_assigned(karmada, ns, workload["metadata"]["name"],
+                                  lambda a: a.get("member1", 0) >= 1 and sum(a.values()) == total, kind=kind)
+    assert binding["spec"]["replicas"] == total, binding["spec"]
+    return ns, binding
+
+
+async def wait_ready_reported(karmada: KubeClient, binding: dict[str, Any], cluster: str, ready: int) -> dict[str, Any]:
+    """The binding once its ``aggregatedStatus`` reports ``ready`` ready replicas on ``cluster`` (Karmada's
+    work-status controller reflects the member workload's status into its Work, our binding-status controller
+    assembles the Works): the descheduler's ready-replicas floor."""
+    ns, resource = objects.namespace(binding), binding["spec"]["resource"]
+    name, kind = resource["name"], resource["kind"]
+
+    async def reported() -> dict[str, Any] | None:
+        found = await binding_of(karmada, ns, name, kind)
+        return found if found is not None and ready_replicas(found).get(cluster) == ready else None
+
+    result: dict[str, Any] = await eventually(reported, timeout=SCHEDULED)
     return result
 
 
