@@ -30,6 +30,7 @@ from benchmarks.support import free_port, log_tail
 from controller_manager.client import KubeClient
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
+from tests.realplane import customkind
 
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
                  "--leader-elect-retry-period=1s")
@@ -38,11 +39,19 @@ RESTART_DELAY = 1.0  # seconds before a program that exited is started again
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test in this folder is marked ``realplane`` (``pytest -m realplane`` / ``-m "not realplane"``)."""
+    """Every test in this folder is marked ``realplane`` (``pytest -m realplane`` / ``-m "not realplane"``), and
+    the custom kind's run last here: Karmada's detector discovers the kind's CRD (installed when our programs
+    start) only at its next 30-second discovery, a wait the tests before them cover instead of adding."""
     here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.realplane)
+    ours = [item for item in items if here in item.path.parents]
+    for item in ours:
+        item.add_marker(pytest.mark.realplane)
+    late = [item for item in ours if item.path.name == customkind.TESTS]
+    early = [item for item in ours if item not in late]
+    if late and early:
+        rest = [item for item in items if item not in late]
+        after = rest.index(early[-1]) + 1  # the folder's tests stay together: its fixtures are package-scoped
+        items[:] = [*rest[:after], *late, *rest[after:]]
 
 
 @pytest.fixture(scope="package")
@@ -152,13 +161,20 @@ def _program(plane: RefPlane, directory: Path, module: str, name: str, *flags: s
 @pytest.fixture(scope="package")
 def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
     """``karmada-controller-manager`` (every default controller) and ``karmada-descheduler`` (a short
-    interval, Karmada's default threshold), each leading on its Lease; stopped after the last test here."""
+    interval, Karmada's default threshold, and the custom kind of :mod:`tests.realplane.customkind` declared in
+    ``--unschedulable-pod-selectors``), each leading on its Lease; stopped after the last test here."""
     directory = tmp_path_factory.mktemp("ours")
-    running = Ours(refplane, directory,
-                   _program(refplane, directory, "controller_manager", "karmada-controller-manager"),
+    controller_manager = _program(refplane, directory, "controller_manager", "karmada-controller-manager")
+    controller_manager.start()
+    try:
+        selectors = customkind.install(refplane, directory)  # the descheduler's member informers need the CRD
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        controller_manager.stop()
+        pytest.fail(f"the custom kind was not installed: {exc}", pytrace=False)
+    running = Ours(refplane, directory, controller_manager,
                    _program(refplane, directory, "descheduler", "karmada-descheduler",
-                            f"--descheduling-interval={DESCHEDULING_INTERVAL}"))
-    running.controller_manager.start()
+                            f"--descheduling-interval={DESCHEDULING_INTERVAL}",
+                            f"--unschedulable-pod-selectors={selectors}"))
     running.descheduler.start()
     try:
         for program, lease in ((running.controller_manager, CONTROLLER_MANAGER_LEASE),

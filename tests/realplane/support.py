@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import secrets
+import signal
 import subprocess
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
 import anyio
 
 from benchmarks.refplane import RefPlane, kubectl
+from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.events import EVENTS
+from descheduler.core import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from kube_api.resources import DEPLOYMENTS, NAMESPACES
+from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS
 from tests.conftest import eventually
 
 SCHEDULED = 60.0  # seconds Karmada's scheduler and controllers get to place and apply a workload
@@ -86,19 +92,51 @@ def assigned(binding: dict[str, Any] | None) -> dict[str, int]:
     return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters}
 
 
-async def binding_of(karmada: KubeClient, namespace: str, name: str) -> dict[str, Any] | None:
-    return await karmada.get_or_none(RESOURCE_BINDINGS, f"{name}-deployment", namespace)
+async def binding_of(karmada: KubeClient, namespace: str, name: str,
+                     kind: str = "Deployment") -> dict[str, Any] | None:
+    return await karmada.get_or_none(RESOURCE_BINDINGS, f"{name}-{kind.lower()}", namespace)
 
 
 async def wait_assigned(karmada: KubeClient, namespace: str, name: str, check: Callable[[dict[str, int]], bool],
-                        timeout: float = SCHEDULED) -> dict[str, Any]:
-    """The binding once ``check(assigned(binding))`` holds."""
+                        timeout: float = SCHEDULED, *, kind: str = "Deployment") -> dict[str, Any]:
+    """The binding of the ``kind`` workload once ``check(assigned(binding))`` holds."""
 
     async def ready() -> dict[str, Any] | None:
-        binding = await binding_of(karmada, namespace, name)
+        binding = await binding_of(karmada, namespace, name, kind)
         return binding if binding is not None and check(assigned(binding)) else None
 
     result: dict[str, Any] = await eventually(ready, timeout=timeout, interval=0.25)
+    return result
+
+
+async def divide(karmada: KubeClient, prefix: str, resource: Resource,
+                 workload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``workload`` in a fresh namespace whose policy divides its kind over both members by available replicas; the
+    namespace, and the binding once all of ``spec.replicas`` are assigned, some on member1. That takes Karmada's
+    interpreter giving the binding its replicas (``GetReplicas``): a kind without one is never divided."""
+    ns = await fresh_namespace(karmada, prefix)
+    kind, total = workload["kind"], workload["spec"]["replicas"]
+    await karmada.create(PROPAGATION_POLICIES, policy("all", selector={"apiVersion": workload["apiVersion"],
+                                                                       "kind": kind}), ns)
+    await karmada.create(resource, workload, ns)
+    binding = await wait_assigned(karmada, ns, workload["metadata"]["name"],
+                                  lambda a: a.get("member1", 0) >= 1 and sum(a.values()) == total, kind=kind)
+    assert binding["spec"]["replicas"] == total, binding["spec"]
+    return ns, binding
+
+
+async def wait_ready_reported(karmada: KubeClient, binding: dict[str, Any], cluster: str, ready: int) -> dict[str, Any]:
+    """The binding once its ``aggregatedStatus`` reports ``ready`` ready replicas on ``cluster`` (Karmada's
+    work-status controller reflects the member workload's status into its Work, our binding-status controller
+    assembles the Works): the descheduler's ready-replicas floor."""
+    ns, resource = objects.namespace(binding), binding["spec"]["resource"]
+    name, kind = resource["name"], resource["kind"]
+
+    async def reported() -> dict[str, Any] | None:
+        found = await binding_of(karmada, ns, name, kind)
+        return found if found is not None and ready_replicas(found).get(cluster) == ready else None
+
+    result: dict[str, Any] = await eventually(reported, timeout=SCHEDULED)
     return result
 
 
@@ -141,3 +179,94 @@ async def delete_quietly(karmada: KubeClient, resource: Resource, name: str, nam
     """Delete what a test made, if it is still there."""
     with contextlib.suppress(ApiError):
         await karmada.delete(resource, name, namespace)
+
+
+# --------------------------------------------------------------------------------------------
+# The descheduler's tests: a member's unschedulable replica, the events and assignments that follow
+
+
+@contextlib.asynccontextmanager
+async def faker_paused(plane: RefPlane) -> AsyncIterator[None]:
+    """The readiness faker stopped (SIGSTOP): it would report every replica Ready, and the descheduler's floor
+    rightly never takes a Ready replica away; the test writes the member workload's status itself meanwhile."""
+    plane.send_signal("readiness-faker", signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        plane.send_signal("readiness-faker", signal.SIGCONT)
+
+
+async def make_unschedulable(member: KubeClient, pod: dict[str, Any]) -> None:
+    """Create ``pod`` and give it the status a member's scheduler writes for a Pod that cannot fit, ten minutes ago
+    (beyond the descheduler's 5-minute threshold)."""
+    created = await member.create(PODS, pod)
+    long_ago = (datetime.now(UTC) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created["status"] = {"phase": "Pending", "conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": long_ago,
+        "message": "0/2 nodes are available: 2 Insufficient cpu."}]}
+    await member.update_status(PODS, created)
+
+
+async def delete_pod_now(member: KubeClient, ns: str, name: str) -> None:
+    """Delete a Pod at once (grace 0), if it is there: with no kubelet a graceful delete never finishes."""
+    with contextlib.suppress(ApiError):
+        await member.request("DELETE", PODS.path(ns, name),
+                             body={"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+
+def controller_ref(owner: dict[str, Any]) -> dict[str, Any]:
+    """The ownerReference a controller puts on what it makes from ``owner``."""
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+async def descheduled(karmada: KubeClient, binding: dict[str, Any]) -> list[dict[str, Any]]:
+    """The binding's ``DescheduleBindingSucceed`` events, once there is one."""
+    about = f"involvedObject.uid={binding['metadata']['uid']}"
+
+    async def found() -> list[dict[str, Any]]:
+        events = await karmada.list(EVENTS, objects.namespace(binding), field_selector=about)
+        return [e for e in events.get("items") or [] if e["reason"] == "DescheduleBindingSucceed"]
+
+    result: list[dict[str, Any]] = await eventually(found, timeout=SCHEDULED, interval=0.5)
+    return result
+
+
+@contextlib.asynccontextmanager
+async def assignments_seen(karmada: KubeClient, binding: dict[str, Any]) -> AsyncIterator[list[dict[str, int]]]:
+    """Every assignment the binding goes through from now on, however briefly each lasted (a watch sees each
+    version), so a test can tell the descheduler's lowered assignment from the scheduler's refilled one."""
+    seen: list[dict[str, int]] = []
+    watcher = asyncio.create_task(_record_assignments(karmada, binding, seen))
+    try:
+        yield seen
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+async def _record_assignments(karmada: KubeClient, binding: dict[str, Any], seen: list[dict[str, int]]) -> None:
+    """Watched again from the last version when the server ends a watch, and not at all after an error (an expired
+    version cannot be watched from again: the test then fails on what was seen)."""
+    version = binding["metadata"]["resourceVersion"]
+    name, ns = binding["metadata"]["name"], binding["metadata"]["namespace"]
+    with contextlib.suppress(ApiError):
+        while True:
+            async for event in karmada.watch(RESOURCE_BINDINGS, ns, resource_version=version,
+                                             field_selector=f"metadata.name={name}"):
+                obj = event.get("object") or {}
+                version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    seen.append(assigned(obj))
+
+
+async def lowered_then_refilled(karmada: KubeClient, binding: dict[str, Any], seen: list[dict[str, int]], *,
+                                cluster: str, before: int) -> None:
+    """After the event: the assignment had ``cluster`` one lower with the total short (our descheduler), then the
+    total back (Karmada's scheduler places the deficit, its scale-up path, by the policy's weights)."""
+    resource, total = binding["spec"]["resource"], binding["spec"]["replicas"]
+    await wait_assigned(karmada, objects.namespace(binding), resource["name"], lambda a: sum(a.values()) == total,
+                        kind=resource["kind"])
+    await eventually(lambda: any(a.get(cluster, 0) == before - 1 and sum(a.values()) < total for a in seen),
+                     timeout=10)
