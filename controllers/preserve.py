@@ -22,8 +22,8 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from descheduler.core import filter_bindings, ready_replicas
-from karmada_api.bindings import SCHEDULED_CONDITION
+from estimator.eligibility import filter_bindings
+from karmada_api.bindings import SCHEDULED_CONDITION, ready_replicas
 from karmada_api.placement import (
     PlacementError,
     applied_placement,

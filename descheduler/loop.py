@@ -34,6 +34,7 @@ from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
 from controller_manager.workqueue import WorkQueue
+from estimator.eligibility import partition_bindings
 from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.resources import RESOURCE_BINDINGS
 
@@ -43,7 +44,6 @@ from .core import (
     CoolDown,
     Plan,
     fill_unschedulable,
-    partition_bindings,
     plan,
     rows_for,
     undesired,

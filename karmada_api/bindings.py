@@ -138,3 +138,24 @@ def workload_reference(binding: Obj) -> Workload:
     if resource.get("namespace"):
         reference["namespace"] = str(resource.get("namespace"))
     return reference
+
+
+def ready_replicas(binding: Obj) -> dict[str, int]:
+    """Ready replicas per member cluster, from ``status.aggregatedStatus[*].status.readyReplicas`` (Karmada's
+    descheduler, ``core/helper.go``).
+
+    Items whose status is missing, not an object or lacks a numeric ``readyReplicas`` are
+    left out, so their cluster counts as "unknown" rather than "0 ready".
+    """
+    result: dict[str, int] = {}
+    for item in objects.status(binding).get("aggregatedStatus") or []:
+        if not isinstance(item, dict):
+            continue
+        status = item.get("status")
+        if not isinstance(status, dict):
+            continue
+        value = status.get("readyReplicas")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        result[str(item.get("clusterName") or "")] = int(value)
+    return result

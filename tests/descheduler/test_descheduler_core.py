@@ -14,18 +14,15 @@ from descheduler.core import (
     Row,
     default_cool_down,
     fill_unschedulable,
-    filter_bindings,
-    is_deployment,
-    is_dynamic_divided,
-    partition_bindings,
-    placement_of,
     plan,
-    ready_replicas,
     rows_for,
     undesired,
 )
+from estimator.eligibility import filter_bindings, is_deployment, partition_bindings, placement_of
 from estimator.podselectors import BUILTIN_KINDS
+from karmada_api.bindings import ready_replicas
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
+from karmada_api.placement import is_dynamic_divided
 from kube_api.limits import MAX_INT32
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"}

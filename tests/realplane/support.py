@@ -19,7 +19,7 @@ from benchmarks.refplane import RefPlane, kubectl
 from controller_manager import objects
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS
-from descheduler.core import ready_replicas
+from karmada_api.bindings import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS
 from tests.conftest import eventually
