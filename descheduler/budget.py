@@ -10,7 +10,9 @@ the unschedulable count); the rest stays unschedulable and is taken in the next 
 Order under the cycle budget: bindings by key (namespace/name), as Karmada enqueues them, but each
 cycle starts at the first binding the previous cycle's budget held back and wraps around. Keys
 make the order deterministic; starting where the budget ran out is round-robin, so a workload late
-in the alphabet is not starved by earlier ones that keep needing moves.
+in the alphabet is not starved by earlier ones that keep needing moves. The resume point is kept in
+memory only: after a restart or a change of leader the first cycle starts at the first key again,
+which costs at most one cycle of fairness and never moves more than the budget.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Bindings are parsed JSON dicts as the API server returns them. The flow per bind
         p = plan(binding, rows, cool_down, budget)  # None: nothing to do, no write, no event
         if p and p.total: PUT p.apply(binding); event p.message; cool_down.record_plan(key, p)
 
-Three deliberate departures from Karmada (all documented where they happen):
+Deliberate departures from Karmada (all documented where they happen):
 
 * Beyond ``apps/v1`` Deployments, StatefulSets, ReplicaSets and operator-declared kinds are
   descheduled (``filter_bindings``' ``gvks``), with the same arithmetic and ready-replicas floor:
@@ -19,7 +19,7 @@ Three deliberate departures from Karmada (all documented where they happen):
   (treated as 0 unschedulable) instead of discarding every answer (Karmada #6815).
 * A per-binding, per-cluster cool-down stops the same cluster of the same binding from being
   descheduled again right after it was, so replicas cannot ping-pong every cycle.
-* Optional budgets (:class:`Budget`) bound how many replicas a plan takes: what they hold back is
+* Optional budgets (:mod:`descheduler.budget`) bound how many replicas a plan takes: what they hold back is
   taken in the next cycles, which the cool-down lets through (see :meth:`CoolDown.allowance`).
 """
 
@@ -292,6 +292,10 @@ class CoolDown:
 
     def __len__(self) -> int:
         return len(self._last)
+
+
+# --------------------------------------------------------------------------------------------
+# Update (descheduler.go updateScheduleResult)
 
 
 @dataclass(frozen=True)
