@@ -466,6 +466,24 @@ async def test_karmada_descheduler_process_does_the_seed_example(tmp_path: Path)
             await eventually(descheduled, timeout=30)
 
 
+@pytest.mark.slow
+async def test_karmada_descheduler_process_applies_its_budget_flag(tmp_path: Path) -> None:
+    """The flag reaches the cycle: 5 stuck replicas, a budget of 2, the first write lowers member1 by 2 and the
+    cycle's log line counts the 3 held back (the bare member keeps its 5 pending pods, so nothing moves after
+    that: 5 unschedulable of 3 assigned is inconsistent data)."""
+    async with control_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10), clusters={"member1": 5, "member2": 1, "member3": 1})
+        async with descheduler_process(plane, tmp_path, "--max-descheduled-replicas-per-cycle=2",
+                                       "--max-descheduled-replicas-per-workload=4"):
+            async def descheduled() -> bool:
+                return (await binding_clusters(plane)).get("member1") == 3
+
+            await eventually(descheduled, timeout=30)
+        logged = (tmp_path / "descheduler.log").read_text()
+        assert "held_back=3" in logged and "held_back_cycle_budget=2" in logged, logged
+        assert "held_back_workload_budget=1" in logged, logged
+
+
 async def test_karmada_descheduler_process_moves_a_declared_kind(tmp_path: Path) -> None:
     selectors = tmp_path / "selectors.yaml"
     selectors.write_text(FLINK_SELECTORS)
