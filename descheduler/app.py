@@ -10,6 +10,10 @@ operator declares in ``--unschedulable-pod-selectors FILE`` (:mod:`estimator.pod
 file that cannot be used stops the process at start with exit code 2 and one line naming the
 file, the entry and why.
 
+Budgets (beyond Karmada, off unless set): ``--max-descheduled-replicas-per-cycle N`` and
+``--max-descheduled-replicas-per-workload M`` bound the replicas one cycle moves in total and per
+binding (:mod:`descheduler.budget`). A value that is not a positive integer also exits 2 with one line.
+
 The leader-election Lease keeps Karmada's name, ``karmada-descheduler``, on purpose (unlike the
 controller-manager's): this program replaces Karmada's descheduler rather than running next to
 it, and sharing the Lease makes it impossible for the two to deschedule at the same time. Karmada's
@@ -41,6 +45,7 @@ from sharedcli.flagtypes import boolean, duration, port
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
+from .budget import CycleBudget
 from .core import CoolDown, default_cool_down
 from .loop import RBAC_RULES as LOOP_RULES
 from .loop import Descheduler
@@ -55,6 +60,7 @@ GRPC_ONLY_FLAGS = ("--scheduler-estimator-port", "--scheduler-estimator-service-
                    "--scheduler-estimator-service-prefix", "--scheduler-estimator-ca-file",
                    "--scheduler-estimator-cert-file", "--scheduler-estimator-key-file",
                    "--insecure-skip-estimator-verify")
+BUDGET_FLAGS = ("--max-descheduled-replicas-per-cycle", "--max-descheduled-replicas-per-workload")
 
 
 def descheduler_rules() -> list[PolicyRule]:
@@ -100,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("--descheduling-cool-down", type=duration, default=None, metavar="DURATION",
         help="After descheduling replicas of a binding from a cluster, leave that pair alone this long "
              "(default: twice --descheduling-interval; 0 disables).")
+    add(BUDGET_FLAGS[0], type=int, default=None, metavar="N",
+        help="At most N replicas are descheduled per cycle, all bindings together; the rest are descheduled in "
+             "the next cycles, starting where this one stopped. (default: no limit, as Karmada)")
+    add(BUDGET_FLAGS[1], type=int, default=None, metavar="M",
+        help="At most M replicas of one binding are descheduled per cycle; the rest in the next cycles. "
+             "(default: no limit, as Karmada)")
     add_lease_name_flag(parser, LEASE_NAME, hidden=True)  # Karmada's descheduler has no such flag
     add("--scheduler-estimator-port", type=port, default=None,
         help="Accepted for compatibility; the built-in estimator reads member clusters directly.")
@@ -111,8 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def budget_error(args: argparse.Namespace) -> str | None:
+    """The one-line complaint about a budget flag that is not a positive integer (absent is fine: no limit)."""
+    for flag in BUDGET_FLAGS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None and value < 1:
+            return f"{COMPONENT}: error: {flag}: must be a positive integer, got {value}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if error := budget_error(args):
+        print(error, file=sys.stderr)
+        return EXIT_CONFIG
     try:
         kinds = WorkloadKinds(load_pod_selectors(args.unschedulable_pod_selectors)
                               if args.unschedulable_pod_selectors else ())
@@ -139,11 +163,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   manager.event_recorder(COMPONENT), interval=args.descheduling_interval,
                                   threshold=args.unschedulable_threshold, dry_run=args.dry_run,
                                   cool_down=CoolDown(cool_down_seconds) if cool_down_seconds > 0 else None,
-                                  gvks=kinds.gvks())
+                                  gvks=kinds.gvks(),
+                                  budget=CycleBudget(args.max_descheduled_replicas_per_cycle,
+                                                     args.max_descheduled_replicas_per_workload))
         manager.add_runnable("member clusters", registry.run, needs_leader=False)  # warm in standbys too
         manager.add_runnable("descheduler", _after_sync(manager, descheduler))
         log.info("descheduler configured", interval=args.descheduling_interval,
                  threshold=args.unschedulable_threshold, dry_run=args.dry_run, cool_down=cool_down_seconds,
+                 max_per_cycle=args.max_descheduled_replicas_per_cycle,
+                 max_per_workload=args.max_descheduled_replicas_per_workload,
                  kinds=sorted(f"{api_version} {kind}" for api_version, kind in kinds.gvks()))
         return manager
 

@@ -5,10 +5,10 @@ Bindings are parsed JSON dicts as the API server returns them. The flow per bind
     rows = rows_for(binding)                  # one Row per spec.clusters entry, same order
     if undesired(rows):                        # ready < spec (unknown ready counts as undesired)
         await fill_unschedulable(rows, estimate)
-        p = plan(binding, rows, cool_down)     # None: nothing to do, no write, no event
-        if p: PUT p.apply(binding); event p.message; cool_down.record_plan(key, p)
+        p = plan(binding, rows, cool_down, budget)  # None: nothing to do, no write, no event
+        if p and p.total: PUT p.apply(binding); event p.message; cool_down.record_plan(key, p)
 
-Three deliberate departures from Karmada (all documented where they happen):
+Deliberate departures from Karmada (all documented where they happen):
 
 * Beyond ``apps/v1`` Deployments, StatefulSets, ReplicaSets and operator-declared kinds are
   descheduled (``filter_bindings``' ``gvks``), with the same arithmetic and ready-replicas floor:
@@ -19,6 +19,8 @@ Three deliberate departures from Karmada (all documented where they happen):
   (treated as 0 unschedulable) instead of discarding every answer (Karmada #6815).
 * A per-binding, per-cluster cool-down stops the same cluster of the same binding from being
   descheduled again right after it was, so replicas cannot ping-pong every cycle.
+* Optional budgets (:mod:`descheduler.budget`) bound how many replicas a plan takes: what they hold back is
+  taken in the next cycles, which the cool-down lets through (see :meth:`CoolDown.allowance`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -35,6 +37,8 @@ from controller_manager import objects
 from controller_manager.objects import MutableObj, Obj
 from estimator.merge import UNAUTHENTIC, combine_unschedulable_replicas
 from karmada_api.bindings import ready_replicas
+
+from .budget import Budget
 
 log = structlog.get_logger(__name__)
 
@@ -124,51 +128,62 @@ class CoolDown:
     ``seconds <= 0`` disables it. ``clock`` returns seconds on a monotonic scale (tests pass a
     fake one). Entries expire by themselves, so the memory stays bounded by the recent
     deschedules; ``forget`` drops a deleted binding early.
+
+    A deschedule that a budget cut short also remembers how many replicas it held back: those
+    may still be taken during the cool-down (they were confirmed unschedulable, and the budget,
+    not the data, stopped them), but no more, so stale member data cannot take anything twice.
     """
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds = seconds
         self._clock = clock
-        self._last: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str], tuple[float, int]] = {}  # -> (when, replicas held back)
         self._last_prune = clock()
 
-    def allows(self, binding_key: str, cluster: str) -> bool:
-        """True when ``cluster`` of ``binding_key`` may be descheduled now."""
+    def allowance(self, binding_key: str, cluster: str) -> int | None:
+        """How many replicas ``cluster`` of ``binding_key`` may lose now: None when it is not cooling
+        down (no limit), else the replicas a budget held back at its last deschedule (0: none)."""
         if self.seconds <= 0:
-            return True
-        at = self._last.get((binding_key, cluster))
-        if at is None:
-            return True
+            return None
+        entry = self._last.get((binding_key, cluster))
+        if entry is None:
+            return None
+        at, held = entry
         if self._clock() - at >= self.seconds:
             del self._last[(binding_key, cluster)]
-            return True
-        return False
+            return None
+        return held
+
+    def allows(self, binding_key: str, cluster: str) -> bool:
+        """True when ``cluster`` of ``binding_key`` may be descheduled now (by any number of replicas)."""
+        return self.allowance(binding_key, cluster) != 0
 
     def remaining(self, binding_key: str, cluster: str) -> float:
         """Seconds until ``allows`` turns true again (0 when it already is); for log lines."""
-        at = self._last.get((binding_key, cluster))
-        if self.seconds <= 0 or at is None:
+        entry = self._last.get((binding_key, cluster))
+        if self.seconds <= 0 or entry is None:
             return 0.0
-        return max(0.0, at + self.seconds - self._clock())
+        return max(0.0, entry[0] + self.seconds - self._clock())
 
-    def record(self, binding_key: str, cluster: str) -> None:
-        """Note that ``cluster`` of ``binding_key`` was just descheduled (call after the write succeeded)."""
+    def record(self, binding_key: str, cluster: str, held_back: int = 0) -> None:
+        """Note that ``cluster`` of ``binding_key`` was just descheduled (call after the write succeeded),
+        with ``held_back`` replicas a budget left for later."""
         if self.seconds <= 0:
             return
         now = self._clock()
         if now - self._last_prune >= self.seconds:
-            self._last = {key: at for key, at in self._last.items() if now - at < self.seconds}
+            self._last = {key: entry for key, entry in self._last.items() if now - entry[0] < self.seconds}
             self._last_prune = now
-        self._last[(binding_key, cluster)] = now
+        self._last[(binding_key, cluster)] = (now, held_back)
 
     def record_plan(self, binding_key: str, plan: Plan) -> None:
-        """``record`` every cluster the applied ``plan`` took replicas from."""
+        """``record`` every cluster the applied ``plan`` took replicas from, with what it held back there."""
         for cluster in plan.descheduled:
-            self.record(binding_key, cluster)
+            self.record(binding_key, cluster, plan.held_by_cluster.get(cluster, 0))
 
     def forget(self, binding_key: str) -> None:
         """Drop every entry of a binding (e.g. when it is deleted)."""
-        self._last = {key: at for key, at in self._last.items() if key[0] != binding_key}
+        self._last = {key: entry for key, entry in self._last.items() if key[0] != binding_key}
 
     def __len__(self) -> int:
         return len(self._last)
@@ -184,13 +199,18 @@ class Plan:
 
     ``clusters`` is the complete new ``spec.clusters`` (same entries and order, some with lower
     ``replicas``, possibly 0); ``descheduled`` maps each cluster that lost replicas to how many;
-    ``message`` is the event message; ``total`` the sum of ``descheduled``.
+    ``message`` is the event message; ``total`` the sum of ``descheduled``. ``held_back`` says how
+    many more a budget kept from moving, per reason (:mod:`descheduler.budget`), and
+    ``held_by_cluster`` per cluster. A plan with ``total`` 0 changes nothing (the budget held it
+    all back): there is nothing to write.
     """
 
     clusters: list[dict[str, Any]]
     message: str
     descheduled: dict[str, int]
     total: int
+    held_back: dict[str, int] = field(default_factory=dict)
+    held_by_cluster: dict[str, int] = field(default_factory=dict)
 
     def apply(self, binding: Obj) -> MutableObj:
         """A deep copy of ``binding`` with the new ``spec.clusters``; everything else (``spec.replicas``,
@@ -200,43 +220,60 @@ class Plan:
         return updated
 
 
-def plan(binding: Obj, rows: list[Row], cool_down: CoolDown | None = None) -> Plan | None:
+def plan(binding: Obj, rows: list[Row], cool_down: CoolDown | None = None,
+         budget: Budget | None = None) -> Plan | None:
     """Lower each cluster's assignment by its unschedulable replicas, never below its ready ones.
 
     A row changes only when ``0 < unschedulable <= spec`` (a count above the assignment is
     inconsistent data and is left alone) and, with a ``cool_down``, when that cluster was not
-    descheduled for this binding too recently. Entries are never removed from
-    ``spec.clusters`` and ``spec.replicas`` is never touched: the scheduler sees the shortfall
-    and places the missing replicas elsewhere. None when nothing would change.
+    descheduled for this binding too recently (or only by as many as a budget held back then).
+    Entries are never removed from ``spec.clusters`` and ``spec.replicas`` is never touched: the
+    scheduler sees the shortfall and places the missing replicas elsewhere. A ``budget`` only
+    lowers what moves, taking from the clusters in ``spec.clusters`` order. None when nothing
+    would change and nothing was held back.
     ``rows`` must come from ``rows_for(binding)``: they are matched to entries by index.
     """
     clusters: list[dict[str, Any]] = copy.deepcopy(objects.spec(binding).get("clusters") or [])
     if len(rows) != len(clusters):
         raise ValueError(f"{len(rows)} rows for {len(clusters)} spec.clusters entries")
     key = objects.key(binding)  # the work-queue key, also used to key the cool-down
+    left = budget.limit if budget is not None else None
     message = DESCHEDULE_SUCCESS_MESSAGE
-    total = 0
+    total = wanted = 0
     descheduled: dict[str, int] = {}
+    held: dict[str, int] = {}
     for entry, row in zip(clusters, rows, strict=True):
         if entry.get("name") != row.name:
             raise ValueError(f"row {row.name!r} does not match spec.clusters entry {entry.get('name')!r}")
         if not (row.unschedulable > 0 and row.spec >= row.unschedulable):
             continue
-        if cool_down is not None and not cool_down.allows(key, row.name):
+        allowance = cool_down.allowance(key, row.name) if cool_down is not None else None
+        if cool_down is not None and allowance == 0:
             log.info("Skip descheduling cluster in cool-down", binding=key, cluster=row.name,
                      unschedulable=row.unschedulable, remaining_seconds=round(cool_down.remaining(key, row.name), 1))
             continue
-        target = row.spec - row.unschedulable
+        unschedulable = row.unschedulable if allowance is None else min(row.unschedulable, allowance)
+        target = row.spec - unschedulable
         if target < row.ready <= row.spec:
             # Ready replicas are serving: never take away more than the ones that are not.
             target = row.ready
-        entry["replicas"] = target
-        count = row.spec - target
+        want = row.spec - target
+        count = want if left is None else min(want, left)
+        if left is not None:
+            left -= count
+        wanted += want
+        if want > count:
+            held[row.name] = want - count
+            if count == 0:
+                continue  # untouched: only the budget stopped it, the message names what moved
+        entry["replicas"] = row.spec - count
         total += count
         message += f", {count} replica(s) in cluster({row.name})"
         if count > 0:
             descheduled[row.name] = descheduled.get(row.name, 0) + count
-    if total == 0:
+    held_back = budget.held_back(wanted, total) if budget is not None else {}
+    if total == 0 and not held_back:
         return None
     message += f", {total} total descheduled replica(s)"
-    return Plan(clusters=clusters, message=message, descheduled=descheduled, total=total)
+    return Plan(clusters=clusters, message=message, descheduled=descheduled, total=total, held_back=held_back,
+                held_by_cluster=held)

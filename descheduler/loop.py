@@ -11,7 +11,9 @@ what gives the descheduler Karmada's ``workqueue_*{name="descheduler",controller
 Beyond Karmada: ``dry_run`` computes and logs but writes nothing; a per-binding, per-cluster cool-down; the
 ``descheduler_*`` metrics; workloads of a kind the estimator cannot judge are skipped with one log line per
 binding and counted in ``descheduler_unsupported_workloads``; a cycle ends once its keys are processed, so
-the next one never starts while bindings of the previous one are still queued.
+the next one never starts while bindings of the previous one are still queued; optional budgets
+(:mod:`descheduler.budget`) bound the replicas moved per cycle and per workload, and what they hold back is
+logged and counted in ``descheduler_replicas_held_back_total{reason}``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from estimator.eligibility import partition_bindings
 from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.resources import RESOURCE_BINDINGS
 
+from .budget import CycleBudget
 from .core import (
     EVENT_REASON_DESCHEDULE_FAILED,
     EVENT_REASON_DESCHEDULE_SUCCEED,
@@ -56,6 +59,9 @@ DESCHEDULED = Counter("descheduler_descheduled_replicas_total",
 UNSUPPORTED = Gauge("descheduler_unsupported_workloads",
                     "Dynamically divided bindings of the last cycle skipped because the estimator cannot judge "
                     "their kind (declare it with --unschedulable-pod-selectors).", ["api_version", "kind"])
+HELD_BACK = Counter("descheduler_replicas_held_back_total",
+                    "Unschedulable replicas a budget kept from being descheduled in a cycle (taken in later "
+                    "cycles), by reason: cycle-budget or workload-budget.", ["reason"])
 CYCLE_DURATION = Histogram("descheduler_cycle_duration_seconds", "Duration of one descheduling cycle.",
                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120))
 
@@ -85,7 +91,7 @@ class Descheduler:
     def __init__(self, client: KubeClient, bindings: Indexer, estimate: UnschedulableEstimate,
                  events: EventRecorder, *, interval: float, threshold: float, dry_run: bool = False,
                  cool_down: CoolDown | None = None,
-                 gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> None:
+                 gvks: Collection[tuple[str, str]] = BUILTIN_KINDS, budget: CycleBudget | None = None) -> None:
         self.client = client
         self.gvks = frozenset(gvks)  # (apiVersion, kind) the estimator can judge
         self._reported: set[str] = set()  # unsupported bindings already logged
@@ -97,6 +103,7 @@ class Descheduler:
         self.threshold = timedelta(seconds=threshold)
         self.dry_run = dry_run
         self.cool_down = cool_down
+        self.budget = budget or CycleBudget()  # unlimited unless configured
         self.queue: WorkQueue[str] = WorkQueue(QUEUE_NAME)  # binding keys (namespace/name)
 
     async def run(self) -> None:
@@ -111,14 +118,17 @@ class Descheduler:
         try:
             bindings = partition_bindings(self.bindings.list(), self.gvks)
             self._report_unsupported(bindings.unsupported)
-            for key in sorted(objects.key(b) for b in bindings.eligible):
+            for key in self.budget.start(objects.key(b) for b in bindings.eligible):
                 self.queue.add(key)
             outcomes = await self._work()
+            self.budget.finish()
         finally:
             CYCLE_DURATION.observe(time.perf_counter() - started)
-        if outcomes:
+        held = self.budget.held
+        if outcomes or held:
             log.info("descheduling cycle", bindings=len(outcomes), dry_run=self.dry_run,
-                     replicas=sum(o.plan.total for o in outcomes))
+                     replicas=sum(o.plan.total for o in outcomes), held_back=held.total(),
+                     **{f"held_back_{reason.replace('-', '_')}": n for reason, n in sorted(held.items())})
         return outcomes
 
     def _report_unsupported(self, unsupported: dict[tuple[str, str], list[str]]) -> None:
@@ -180,10 +190,15 @@ class Descheduler:
             return await self.estimate(clusters, resource, self.threshold)
 
         await fill_unschedulable(rows, estimate)
-        new = plan(binding, rows, self.cool_down)
+        new = plan(binding, rows, self.cool_down, self.budget.for_binding())
         if new is None:
             return None
+        if new.held_back:
+            self._held_back(key, new)
+        if new.total == 0:
+            return None
         if self.dry_run:
+            self.budget.spend(new.total)
             log.info("would deschedule (dry run)", binding=key, message=new.message)
             return Outcome(key, new, written=False)
         try:
@@ -192,6 +207,7 @@ class Descheduler:
             self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, exc.message or str(exc))
             log.warning("deschedule failed, next cycle retries", binding=key, error=str(exc))
             return None
+        self.budget.spend(new.total)
         self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, new.message)
         for cluster, replicas in new.descheduled.items():
             DESCHEDULED.labels(cluster).inc(replicas)
@@ -199,6 +215,14 @@ class Descheduler:
             self.cool_down.record_plan(key, new)
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
+
+    def _held_back(self, key: str, new: Plan) -> None:
+        """Count what a budget kept from moving; the cycle's log line has the totals, this one the detail."""
+        self.budget.hold(key, new.held_back)
+        for reason, replicas in new.held_back.items():
+            HELD_BACK.labels(reason).inc(replicas)
+        log.debug("budget held replicas back", binding=key, held_back=new.held_back, clusters=new.held_by_cluster,
+                  descheduled=new.total)
 
     def _record(self, binding: Obj, event_type: str, reason: str, message: str) -> None:
         """Karmada records the result on the binding and on its resource template."""

@@ -22,8 +22,8 @@ from sharedcli.flagtypes import duration, format_duration, object_name, positive
 from . import create, kubeconfig, status
 from .errors import CommandError, UsageError
 from .output import FORMATS, mode_line, render, result_rows, summary, table
+from .progname import PROG, program_name
 
-PROG = "karmada-rebalance"
 DEFAULT_TTL = 1800.0
 DEFAULT_TIMEOUT = 600.0
 
@@ -39,8 +39,9 @@ class FlagError(UsageError):
     """An argparse error, already worded as its one line."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Create Karmada WorkloadRebalancers for a selection of workloads.")
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """``prog``: the name it was invoked by (``kubectl karmada-rebalance`` as a kubectl plugin)."""
+    parser = _Parser(prog=prog, description="Create Karmada WorkloadRebalancers for a selection of workloads.")
     _add_connection_flags(parser, default="")
     # as with kubectl, --kubeconfig and --context may also follow the command; there they only
     # override what was given before it (SUPPRESS: an absent flag leaves the earlier value)
@@ -150,10 +151,11 @@ async def run(args: argparse.Namespace, out: TextIO, err: TextIO, environ: Mappi
         await client.close()
 
 
-async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mapping[str, str]) -> int:
+async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mapping[str, str],
+                  prog: str = PROG) -> int:
     """The whole command: parse, run, and map each failure to its exit code and one line on ``err``."""
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(prog).parse_args(argv)
     except FlagError as exc:
         print(exc, file=err)
         return 2
@@ -162,22 +164,22 @@ async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mappin
     try:
         return await run(args, out, err, environ)
     except UsageError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=err)
+        print(f"{prog} {args.command}: error: {exc}", file=err)
         return 2
     except ApiError as exc:
         print(f"Error from server ({exc.reason or exc.status}): {exc.message}", file=err)
         return 1
     except CommandError as exc:
-        print(f"{PROG} {args.command}: error: {exc}", file=err)
+        print(f"{prog} {args.command}: error: {exc}", file=err)
         return 1
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        print(f"{PROG} {args.command}: error: cannot reach the API server: {exc or type(exc).__name__}", file=err)
+        print(f"{prog} {args.command}: error: cannot reach the API server: {exc or type(exc).__name__}", file=err)
         return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return anyio.run(execute, sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, dict(os.environ),
-                         backend="asyncio")
+                         program_name(sys.argv[0]), backend="asyncio")
     except KeyboardInterrupt:
         return 130

@@ -107,6 +107,10 @@ FLAG_CASES = [FlagCase(*case) for case in [
     (DS, "schedulerEstimatorTimeout", "5s", "--scheduler-estimator-timeout=5s", "scheduler_estimator_timeout", 5.0),
     (DS, "dryRun", True, "--dry-run=true", "dry_run", True),
     (DS, "deschedulingCoolDown", "0s", "--descheduling-cool-down=0s", "descheduling_cool_down", 0.0),
+    (DS, "maxDescheduledReplicasPerCycle", 1000000, "--max-descheduled-replicas-per-cycle=1000000",
+     "max_descheduled_replicas_per_cycle", 1000000),
+    (DS, "maxDescheduledReplicasPerWorkload", 20, "--max-descheduled-replicas-per-workload=20",
+     "max_descheduled_replicas_per_workload", 20),
     (DS, "master", "https://karmada-apiserver:5443", "--master=https://karmada-apiserver:5443", "master",
      "https://karmada-apiserver:5443"),
     (DS, "unschedulablePodSelectors", [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
@@ -182,9 +186,11 @@ def test_default_and_non_default_values_pass_the_schema(chart: helm_python.Chart
     ({"serviceMonitor": {"enabled": "true"}}, "want boolean"),
     ({"controllerManager": {"leaderElection": {"resourceName": "Karmada_Lease"}}}, "does not match pattern"),
     ({"descheduler": {"leaderElection": {"resourceName": "other"}}}, "additional properties 'resourceName'"),
+    ({"descheduler": {"maxDescheduledReplicasPerCycle": 0}}, "maxDescheduledReplicasPerCycle"),
+    ({"descheduler": {"maxDescheduledReplicasPerWorkload": "10"}}, "maxDescheduledReplicasPerWorkload"),
 ], ids=["type", "enum", "duration", "duration-unit", "negative-duration", "minimum", "negative-int",
         "pull-policy", "bool", "unknown-key", "required", "servicemonitor-bool", "lease-name",
-        "descheduler-lease-name"])
+        "descheduler-lease-name", "zero-budget", "budget-string"])
 def test_schema_rejects_bad_values(chart: helm_python.Chart, values: dict[str, Any], complaint: str) -> None:
     with pytest.raises(helm_python.HelmValuesError, match=complaint):
         chart.validate_schema(values)
@@ -468,7 +474,7 @@ def test_dashboard_configmap_holds_the_dashboard(default_docs: list[Manifest]) -
     for metric in ("controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
                    "controller_runtime_reconcile_time_seconds_bucket", "workqueue_depth",
                    "leader_election_master_status", "workload_rebalancer_workloads_total",
-                   "descheduler_descheduled_replicas_total"):
+                   "descheduler_descheduled_replicas_total", "descheduler_replicas_held_back_total"):
         assert metric in exprs
     assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
 

@@ -22,6 +22,7 @@ from prometheus_client import REGISTRY
 from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS, EventRecorder
 from controller_manager.informer import SharedInformer
+from descheduler.budget import CYCLE_BUDGET, CycleBudget
 from descheduler.core import CoolDown
 from descheduler.loop import Descheduler
 from devplane.kubeconfig import write_kubeconfig
@@ -30,7 +31,7 @@ from estimator.kinds import WorkloadKinds
 from estimator.podselectors import load_pod_selectors
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
-from kube_api.resources import STATEFUL_SETS
+from kube_api.resources import PODS, STATEFUL_SETS
 from tests.clusteraccess.test_clusteraccess import (
     Plane,
     add_deployment,
@@ -76,8 +77,8 @@ async def seed_nginx(plane: Plane, *, stuck_for: timedelta, ready: dict[str, int
 
 
 async def descheduler_for(plane: Plane, *, dry_run: bool = False, threshold: float = 300.0,
-                          cool_down: CoolDown | None = None,
-                          kinds: WorkloadKinds | None = None) -> tuple[Descheduler, SharedInformer]:
+                          cool_down: CoolDown | None = None, kinds: WorkloadKinds | None = None,
+                          budget: CycleBudget | None = None) -> tuple[Descheduler, SharedInformer]:
     bindings = SharedInformer(plane.host_client, RESOURCE_BINDINGS)
     task = asyncio.create_task(bindings.run())
     plane_tasks.append(task)
@@ -87,7 +88,7 @@ async def descheduler_for(plane: Plane, *, dry_run: bool = False, threshold: flo
     events = EventRecorder(plane.host_client, "karmada-descheduler")
     return Descheduler(plane.host_client, bindings.store, estimator.unschedulable_replicas, events,
                        interval=1.0, threshold=threshold, dry_run=dry_run, cool_down=cool_down,
-                       gvks=kinds.gvks()), bindings
+                       gvks=kinds.gvks(), budget=budget), bindings
 
 
 plane_tasks: list[asyncio.Task[None]] = []
@@ -201,6 +202,53 @@ async def test_dry_run_writes_nothing() -> None:
             assert [o.written for o in outcomes] == [False]
             after = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
             assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        finally:
+            await stop_informers()
+
+
+def held_back(reason: str) -> float:
+    return REGISTRY.get_sample_value("descheduler_replicas_held_back_total", {"reason": reason}) or 0.0
+
+
+async def test_a_cycle_budget_moves_exactly_the_budget_and_later_cycles_finish() -> None:
+    """member1's 5 replicas are all stuck, the budget is 2 per cycle: 2, 2, then the last one. The member
+    follows each lowered assignment (its ReplicaSet removes the pending pods), and the cool-down (on, as by
+    default) lets the held-back replicas through without waiting for it."""
+    async with control_plane() as plane:
+        try:
+            await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                             clusters={"member1": 5, "member2": 1, "member3": 1})
+            descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240),
+                                                          budget=CycleBudget(per_cycle=2))
+            member1 = plane.clients["member1"]
+            threshold = timedelta(minutes=5)
+            held = held_back(CYCLE_BUDGET)
+            for moved, assigned, left in ((2, 3, 3), (2, 1, 1), (1, 0, 0)):
+                outcomes = await cycle_until_synced(descheduler, bindings, plane)
+                assert [(o.binding, o.plan.total) for o in outcomes] == [("default/nginx-deployment", moved)]
+                assert await binding_clusters(plane) == {"member1": assigned, "member2": 1, "member3": 1}
+                assert held_back(CYCLE_BUDGET) - held == left
+                held = held_back(CYCLE_BUDGET)
+                for i in range(assigned, assigned + moved):  # the member's ReplicaSet follows the assignment
+                    await member1.delete(PODS, f"nginx-{i}", "default")
+
+                async def observed(count: int = left) -> bool:
+                    answer = await descheduler.estimate(["member1"], dict(NGINX), threshold)
+                    return answer == {"member1": count}
+
+                await eventually(observed, what=f"the estimator seeing {left} stuck pods")
+
+                def cached(replicas: int = assigned) -> bool:
+                    binding = bindings.store.get("default/nginx-deployment")
+                    return binding is not None and binding["spec"]["clusters"][0]["replicas"] == replicas
+
+                await eventually(cached, what="the informer seeing the lowered assignment")
+            assert await descheduler.cycle() == []
+            await descheduler.events.flush()
+            events = (await plane.host_client.list(EVENTS, "default"))["items"]
+            totals = {e["message"].rsplit(", ", 1)[1]: e.get("count", 1) for e in events
+                      if e["involvedObject"]["kind"] == "ResourceBinding"}  # the same message twice: count 2
+            assert totals == {"2 total descheduled replica(s)": 2, "1 total descheduled replica(s)": 1}
         finally:
             await stop_informers()
 
@@ -416,6 +464,24 @@ async def test_karmada_descheduler_process_does_the_seed_example(tmp_path: Path)
                 return (await binding_clusters(plane)).get("member1") == 0
 
             await eventually(descheduled, timeout=30)
+
+
+@pytest.mark.slow
+async def test_karmada_descheduler_process_applies_its_budget_flag(tmp_path: Path) -> None:
+    """The flag reaches the cycle: 5 stuck replicas, a budget of 2, the first write lowers member1 by 2 and the
+    cycle's log line counts the 3 held back (the bare member keeps its 5 pending pods, so nothing moves after
+    that: 5 unschedulable of 3 assigned is inconsistent data)."""
+    async with control_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10), clusters={"member1": 5, "member2": 1, "member3": 1})
+        async with descheduler_process(plane, tmp_path, "--max-descheduled-replicas-per-cycle=2",
+                                       "--max-descheduled-replicas-per-workload=4"):
+            async def descheduled() -> bool:
+                return (await binding_clusters(plane)).get("member1") == 3
+
+            await eventually(descheduled, timeout=30)
+        logged = (tmp_path / "descheduler.log").read_text()
+        assert "held_back=3" in logged and "held_back_cycle_budget=2" in logged, logged
+        assert "held_back_workload_budget=1" in logged, logged
 
 
 async def test_karmada_descheduler_process_moves_a_declared_kind(tmp_path: Path) -> None:

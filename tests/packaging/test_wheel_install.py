@@ -134,7 +134,7 @@ def test_the_wheel_holds_the_products_packages_and_nothing_else(installed: Insta
     assert not any("/tests/" in name or name.startswith("tests/") for name in names)
     assert any(name.startswith("devplane/apiserver/crds/") and name.endswith(".yaml") for name in names), \
         "the CRDs the dev API server serves are package data"
-    for script in PRODUCTS:
+    for script in (*PRODUCTS, "karmada-rebalance", "kubectl-karmada_rebalance"):  # the CLI, also as kubectl plugin
         assert f"{script} = {SCRIPTS[script]}" in declared
 
 
