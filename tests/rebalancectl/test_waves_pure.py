@@ -1,0 +1,80 @@
+"""``--max-concurrent``'s pure parts: splitting into waves, naming across waves, and when a wave holds the next
+one back."""
+
+from __future__ import annotations
+
+import pytest
+
+from rebalancectl.cli import FlagError, build_parser
+from rebalancectl.create import wave_plan
+from rebalancectl.waves import (
+    FAILED,
+    NOT_HEALTHY,
+    PENDING,
+    SUCCESSFUL,
+    WAVE_ANNOTATION,
+    HeldBack,
+    Verdict,
+    held_back,
+    named,
+    verdict,
+)
+from rebalancectl.selection import Workload
+
+
+def deploy(name: str) -> Workload:
+    return Workload("shop", "Deployment", name, "apps/v1")
+
+
+def test_waves_of_n_workloads_each_split_by_max_per_rebalancer_and_named_across_waves() -> None:
+    workloads = [deploy(n) for n in "abcde"]
+    plan = wave_plan("back", workloads, per_wave=3, size=2, ttl_seconds=60)
+    assert [(w.label, [x.name for x in w.workloads]) for w in plan] == [("1/2", ["a", "b", "c"]), ("2/2", ["d", "e"])]
+    names = [[r["metadata"]["name"] for r in w.rebalancers] for w in plan]
+    assert names == [["back-1", "back-2"], ["back-3"]]  # numbered in creation order across the waves
+    assert [[len(r["spec"]["workloads"]) for r in w.rebalancers] for w in plan] == [[2, 1], [2]]
+    assert {r["metadata"]["annotations"][WAVE_ANNOTATION] for r in plan[1].rebalancers} == {"2/2"}
+    assert plan[0].rest() == "wave 2" and plan[1].rest() == ""
+    one = wave_plan("", workloads, per_wave=1, size=100, ttl_seconds=None, preserve=True)
+    assert len(one) == 5 and one[0].rest() == "waves 2-5"
+    assert one[0].rebalancers[0]["metadata"]["generateName"] == "rebalance-"
+    assert len(one[0].rebalancers[0]["metadata"]["annotations"]) == 2  # the wave and preserve mode
+    single = wave_plan("solo", workloads[:2], per_wave=5, size=100, ttl_seconds=None)
+    assert [r["metadata"]["name"] for r in single[0].rebalancers] == ["solo"]
+
+
+def test_a_wave_is_healthy_only_when_every_workload_succeeded_and_is_healthy() -> None:
+    a, b = deploy("a"), deploy("b")
+    assert verdict(held_back([a, b], {}, {})) is Verdict.WAITING
+    results = {a: (SUCCESSFUL, ""), b: (SUCCESSFUL, "")}
+    holding = held_back([a, b], results, {a: None})
+    assert holding == [HeldBack(b, NOT_HEALTHY, "health not read yet")] and verdict(holding) is Verdict.WAITING
+    holding = held_back([a, b], results, {a: None, b: "0/3 replicas ready on member1"})
+    assert [(h.workload.name, h.state, h.reason) for h in holding] == [("b", NOT_HEALTHY,
+                                                                         "0/3 replicas ready on member1")]
+    assert verdict(held_back([a, b], results, {a: None, b: None})) is Verdict.HEALTHY
+    # a Failed result is final: the wave stops at once rather than waiting for the deadline
+    holding = held_back([a, b], {a: (PENDING, ""), b: (FAILED, "ReferencedBindingNotFound")}, {})
+    assert verdict(holding) is Verdict.FAILED
+    assert named(holding) == ("Deployment.apps/shop/b (ReferencedBindingNotFound); "
+                              "Deployment.apps/shop/a (no result from the rebalancer controller yet)")
+
+
+def test_the_one_line_names_three_workloads_then_counts() -> None:
+    holding = [HeldBack(deploy(n), NOT_HEALTHY, "x") for n in "abcde"]
+    assert named(holding).endswith("Deployment.apps/shop/c (x); and 2 more")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--max-concurrent", "0"], "argument --max-concurrent: must be at least 1"),
+    (["--max-concurrent", "-2"], "argument --max-concurrent: must not be negative: -2"),
+    (["--max-concurrent", "two"], "argument --max-concurrent: invalid integer: 'two'"),
+    (["--max-concurrent", "1", "--progress-deadline", "0s"],
+     'argument --progress-deadline: invalid duration "0s": must be greater than zero'),
+    (["--max-concurrent", "1", "--progress-deadline=-1m"],
+     'argument --progress-deadline: invalid duration "-1m": must not be negative'),
+])
+def test_non_positive_wave_flags_are_refused_by_the_parser(argv: list[str], message: str) -> None:
+    with pytest.raises(FlagError) as caught:
+        build_parser().parse_args(["create", *argv])
+    assert str(caught.value) == f"karmada-rebalance create: error: {message}"
