@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -217,3 +220,32 @@ async def test_dry_run_prints_the_waves(env: dict[str, str], kube: KubeClient) -
     assert [w["name"] for w in yaml.safe_load(first_wave)["spec"]["workloads"]] == ["a", "b"]
     assert yaml.safe_load(second_wave)["metadata"] == {"name": "plan-2", "annotations": {WAVE_ANNOTATION: "2/2"}}
     assert (await kube.list(WORKLOAD_REBALANCERS))["items"] == []
+
+
+async def test_timeout_bounds_the_whole_command_and_says_where_it_stopped(env: dict[str, str]) -> None:
+    code, out, err = await cli(env, "create", "t", "--max-concurrent", "1", "--timeout", "1s")  # no controller
+    assert code == 1 and out.splitlines()[:2] == ["wave 1/3: 1 workloads",
+                                                 "workloadrebalancer.apps.karmada.io/t-1 created (1 workloads)"]
+    assert err == ("karmada-rebalance create: error: timed out after 1s while waiting for wave 1/3; "
+                   "rebalancers created: t-1; waves 2-3 not created\n")
+
+
+@pytest.mark.slow
+async def test_ctrl_c_stops_cleanly_and_says_what_was_created(env: dict[str, str]) -> None:
+    """The command as a process, interrupted while it waits for wave 1 (no controller: it never gets results)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rebalancectl", "create", "int", "--max-concurrent", "1",
+        env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        lines = [(await asyncio.wait_for(proc.stdout.readline(), 30)).decode() for _ in range(2)]
+        assert lines == ["wave 1/3: 1 workloads\n", "workloadrebalancer.apps.karmada.io/int-1 created (1 workloads)\n"]
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert (proc.returncode, out) == (130, b"")
+    assert err.decode() == ("karmada-rebalance create: interrupted while waiting for wave 1/3; "
+                            "rebalancers created: int-1; waves 2-3 not created\n")
