@@ -12,14 +12,12 @@ saw and in which order.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,18 +25,17 @@ import yaml
 from controller_manager import objects
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
-from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.objects import Obj
+from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import workloadrebalancer
 from devplane.apiserver.server import ApiServer
 from karmada_api import health
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES
 from rebalancectl import rollout
-from rebalancectl.cli import execute
 from rebalancectl.waves import WAVE_ANNOTATION
 from tests.conftest import eventually, running
-from tests.rebalancectl.test_rebalancectl import binding, deployment
+from tests.rebalancectl.test_rebalancectl import binding, cli, deployment, kubeconfig_env
 
 NAMES = ("a", "b", "c")
 PLACEMENT = {"clusterAffinity": {"clusterNames": ["member1"]}}
@@ -85,12 +82,7 @@ async def env(server: ApiServer, kube: KubeClient, tmp_path: Path) -> AsyncItera
         rb = binding(template, {"member1": 1}, PLACEMENT, {})
         rb["spec"]["replicas"] = 1  # as Karmada's detector writes it from the template
         await kube.create(RESOURCE_BINDINGS, rb)
-    kubeconfig = tmp_path / "config"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "dev",
-        "clusters": [{"name": "dev", "cluster": {"server": server.url}}], "users": [{"name": "dev", "user": {}}],
-        "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "dev", "namespace": "shop"}}]}))
-    yield {"KUBECONFIG": str(kubeconfig)}
+    yield kubeconfig_env(tmp_path, server.url)
 
 
 @pytest.fixture
@@ -120,12 +112,6 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
     monkeypatch.setattr(rollout, "workload_not_healthy", recorded)
     monkeypatch.setattr(rollout, "POLL_INTERVAL", 0.05)
     return verdicts
-
-
-async def cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = await execute(list(argv), out, err, env)
-    return code, out.getvalue(), err.getvalue()
 
 
 def first(verdicts: list[tuple[str, str | None]], accept: Callable[[str, str | None], bool]) -> int:

@@ -7,6 +7,7 @@ import pytest
 
 from rebalancectl.cli import FlagError, build_parser
 from rebalancectl.create import wave_plan
+from rebalancectl.selection import Workload
 from rebalancectl.waves import (
     FAILED,
     NOT_HEALTHY,
@@ -19,7 +20,6 @@ from rebalancectl.waves import (
     named,
     verdict,
 )
-from rebalancectl.selection import Workload
 
 
 def deploy(name: str) -> Workload:
