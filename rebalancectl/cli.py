@@ -8,7 +8,6 @@ workload not healthy within ``--progress-deadline``, or failed).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -192,17 +191,18 @@ async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, ar
             out.write(summary(objs))
 
     runner = WaveRunner(client, plan, await _targets(client, chosen), deadline, err if args.output else out, show)
+    finished = None
     try:
-        with anyio.fail_after(args.timeout) if args.timeout is not None else contextlib.nullcontext():
+        with anyio.move_on_after(args.timeout):  # None: no bound on the whole command
             finished = await runner.run(wait_last=args.wait)
-    except TimeoutError:
-        raise CommandError(runner.stopped(f"timed out after {format_duration(args.timeout)}")) from None
     except anyio.get_cancelled_exc_class():  # Ctrl-C: say what exists before the exit
         print(f"{PROG} create: {runner.stopped('interrupted')}", file=err)
         raise
     finally:
         if args.output in ("yaml", "json") and runner.created:
             out.write(render(runner.created, args.output))
+    if finished is None:
+        raise CommandError(runner.stopped(f"timed out after {format_duration(args.timeout)}"))
     if args.wait:
         out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
     return 0
