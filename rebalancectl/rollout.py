@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -77,7 +77,7 @@ class WaveWatch:
             try:
                 rebalancer = await self.client.get(WORKLOAD_REBALANCERS, name)
             except ApiError as exc:
-                if exc.is_not_found and not exc.is_not_served:
+                if exc.is_not_found:
                     raise CommandError(f"workloadrebalancer {name} was deleted before its results were read") from None
                 raise
             self.rebalancers[name] = rebalancer
@@ -87,7 +87,7 @@ class WaveWatch:
                     workload = workload_from_reference(item.get("workload") or {})
                     self.results[workload] = (str(result), str(item.get("reason") or ""))
 
-        await asyncio.gather(*(one(name) for name, obj in self.rebalancers.items() if not self._has_results(obj)))
+        await _all(one(name) for name, obj in self.rebalancers.items() if not self._has_results(obj))
 
     async def _read_health(self) -> None:
         async def one(workload: Workload) -> None:
@@ -104,7 +104,15 @@ class WaveWatch:
             self.health[workload] = workload_not_healthy(binding, template)
 
         moved = [w for w in self.wave.workloads if self.results.get(w, ("", ""))[0] == SUCCESSFUL]
-        await asyncio.gather(*(one(w) for w in moved if w not in self.health or self.health[w] is not None))
+        await _all(one(w) for w in moved if w not in self.health or self.health[w] is not None)
+
+
+async def _all(reads: Iterable[Awaitable[None]]) -> None:
+    """Run the reads together and let each finish (none is left running into the next round); then raise the
+    first error."""
+    for outcome in await asyncio.gather(*reads, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 async def until_healthy(watch: WaveWatch, deadline: float) -> list[HeldBack]:

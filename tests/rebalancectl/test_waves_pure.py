@@ -1,12 +1,18 @@
-"""``--max-concurrent``'s pure parts: splitting into waves, naming across waves, and when a wave holds the next
-one back."""
+"""``--max-concurrent``'s pure parts: splitting into waves, naming across waves, when a wave holds the next one
+back; and what one look at a wave reads (against a fake API that answers GETs only)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
+from controller_manager.client import ApiError, KubeClient, Resource
+from kube_api.resources import DEPLOYMENTS
 from rebalancectl.cli import FlagError, build_parser
 from rebalancectl.create import wave_plan
+from rebalancectl.errors import CommandError
+from rebalancectl.rollout import Targets, WaveWatch
 from rebalancectl.selection import Workload
 from rebalancectl.waves import (
     FAILED,
@@ -78,3 +84,72 @@ def test_non_positive_wave_flags_are_refused_by_the_parser(argv: list[str], mess
     with pytest.raises(FlagError) as caught:
         build_parser().parse_args(["create", *argv])
     assert str(caught.value) == f"karmada-rebalance create: error: {message}"
+
+
+class FakeApi:
+    """Answers GETs from ``objects`` (by resource plural and name); records each; an error queued for a name is
+    raised once. Any other call (a LIST) is an AttributeError."""
+
+    def __init__(self, objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+        self.objects = objects
+        self.calls: list[tuple[str, str]] = []
+        self.errors: dict[str, Exception] = {}
+
+    async def get(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any]:
+        self.calls.append((resource.plural, name))
+        if name in self.errors:
+            raise self.errors.pop(name)
+        if (resource.plural, name) not in self.objects:
+            raise ApiError(404, "NotFound", f'{resource.plural} "{name}" not found', {"details": {"name": name}})
+        return self.objects[resource.plural, name]
+
+    async def get_or_none(self, resource: Resource, name: str, namespace: str = "") -> dict[str, Any] | None:
+        try:
+            return await self.get(resource, name, namespace)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def healthy_binding(name: str, ready: int) -> dict[str, Any]:
+    return {"metadata": {"name": f"{name}-deployment", "namespace": "shop", "generation": 1},
+            "spec": {"replicas": 1, "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                     "clusters": [{"name": "member1", "replicas": 1}]},
+            "status": {"schedulerObservedGeneration": 1, "aggregatedStatus": [
+                {"clusterName": "member1", "applied": True, "status": {"readyReplicas": ready}}]}}
+
+
+def template(name: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "generation": 1},
+            "spec": {"replicas": 1}, "status": {"readyReplicas": 1, "observedGeneration": 1}}
+
+
+async def test_a_wave_is_read_by_gets_of_its_own_objects_a_busy_server_skips_a_round() -> None:
+    a, b = deploy("a"), deploy("b")
+    plan = wave_plan("w", [a, b], per_wave=2, size=100, ttl_seconds=None)
+    rebalancer = {**plan[0].rebalancers[0], "status": {"observedWorkloads": [
+        {"workload": a.reference(), "result": "Successful"}, {"workload": b.reference(), "result": "Successful"}]}}
+    api = FakeApi({("workloadrebalancers", "w"): rebalancer,
+                   ("resourcebindings", "a-deployment"): healthy_binding("a", 1),
+                   ("resourcebindings", "b-deployment"): healthy_binding("b", 0),
+                   ("deployments", "a"): template("a"), ("deployments", "b"): template("b")})
+    targets = Targets({a: ("shop", "a-deployment"), b: ("shop", "b-deployment")},
+                      {a.group_kind: DEPLOYMENTS})
+    watch = WaveWatch(cast(KubeClient, api), plan[0], plan[0].rebalancers, targets)
+    api.errors["w"] = ApiError(503, "ServiceUnavailable", "restarting")
+    assert [h.state for h in await watch.check()] == [PENDING, PENDING]  # the round is skipped, not fatal
+    holding = await watch.check()
+    assert [(h.workload.name, h.reason) for h in holding] == [("b", "0/1 replicas ready on member1")]
+    api.calls.clear()
+    api.objects["resourcebindings", "b-deployment"] = healthy_binding("b", 1)
+    assert await watch.check() == []
+    # the rebalancer's results and a's health were known: only b's binding and template were read again
+    assert api.calls == [("resourcebindings", "b-deployment"), ("deployments", "b")]
+    api.errors["w"] = ApiError(403, "Forbidden", "no")
+    gone = WaveWatch(cast(KubeClient, api), plan[0], plan[0].rebalancers, targets)
+    with pytest.raises(ApiError):  # any other error ends the command (exit 1)
+        await gone.check()
+    del api.objects["workloadrebalancers", "w"]
+    with pytest.raises(CommandError, match="workloadrebalancer w was deleted before its results were read"):
+        await gone.check()
