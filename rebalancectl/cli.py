@@ -23,7 +23,7 @@ from sharedcli.flagtypes import duration, format_duration, object_name, positive
 from . import create, kubeconfig, status
 from .discovery import discover, resource_for
 from .errors import CommandError, UsageError, WaveHeldBack
-from .output import FORMATS, mode_line, render, result_rows, summary, table
+from .output import FORMATS, mode_line, render, result_rows, summary, table, wave_line
 from .rollout import Targets, WaveRunner
 from .selection import Selection
 from .waves import Wave
@@ -210,7 +210,7 @@ async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, ar
 
 async def run_status(client: KubeClient, args: argparse.Namespace, out: TextIO) -> int:
     rebalancer = await status.get(client, args.name)
-    out.write(mode_line(rebalancer) + table(result_rows(rebalancer)))
+    out.write(mode_line(rebalancer) + wave_line(rebalancer) + table(result_rows(rebalancer)))
     return 0
 
 

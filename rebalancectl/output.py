@@ -14,6 +14,7 @@ from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_spec, rebalancer_status
 
 from .selection import workload_from_reference
+from .waves import WAVE_ANNOTATION
 
 FORMATS = ("name", "yaml", "json")
 PENDING = "Pending"
@@ -63,6 +64,12 @@ def mode_line(rebalancer: Obj) -> str:
     except ValueError as exc:
         return f"Mode: invalid, {exc} (every workload fails)\n"
     return "Mode: preserve available replicas (only replicas confirmed unschedulable move)\n" if preserve else ""
+
+
+def wave_line(rebalancer: Obj) -> str:
+    """``Wave: K/N`` for a rebalancer that ``create --max-concurrent`` made; "" for any other."""
+    wave = objects.annotations(rebalancer).get(WAVE_ANNOTATION)
+    return f"Wave: {wave}\n" if wave else ""
 
 
 def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("WORKLOAD", "RESULT", "REASON")) -> str:

@@ -142,6 +142,8 @@ async def test_the_second_wave_starts_only_once_the_first_is_healthy(
     assert c_first > max(first(seen, lambda name, r, w=w: name == w and r is None) for w in ("a", "b"))
     wave2 = await kube.get(WORKLOAD_REBALANCERS, "back-2")
     assert wave2["metadata"]["annotations"] == {WAVE_ANNOTATION: "2/2"}
+    code, out, _err = await cli(env, "status", "back-2")
+    assert (code, out.splitlines()[:2]) == (0, ["Wave: 2/2", "WORKLOAD                 RESULT       REASON"])
 
 
 async def test_a_wave_past_its_deadline_exits_3_naming_the_workload(
