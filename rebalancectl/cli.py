@@ -21,10 +21,9 @@ from controller_manager.client import ApiError, KubeClient
 from sharedcli.flagtypes import duration, format_duration, object_name, positive_duration, positive_int
 
 from . import create, kubeconfig, status
-from .discovery import discover, resource_for
 from .errors import CommandError, UsageError, WaveHeldBack
-from .output import FORMATS, mode_line, render, result_rows, summary, table, wave_line
-from .rollout import Targets, WaveRunner
+from .output import FORMATS, mode_line, render, render_waves, result_rows, summary, table, wave_line
+from .rollout import WaveRunner, targets
 from .selection import Selection
 from .waves import Wave
 
@@ -103,7 +102,8 @@ def _add_connection_flags(parser: argparse.ArgumentParser, *, default: str) -> N
 
 def _add_wait_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait", action="store_true",
-                        help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON")
+                        help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON (with "
+                             "--max-concurrent: also until the last wave is healthy)")
     parser.add_argument("--timeout", type=duration, default=None,
                         help="how long --wait waits (default 10m0s); with --max-concurrent, a bound on the whole "
                              "command (default none: --progress-deadline bounds each wave)")
@@ -135,7 +135,7 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
                                 size=args.max_per_rebalancer, ttl_seconds=ttl,
                                 preserve=args.preserve_available_replicas)
         if args.dry_run:
-            out.write(_render_plan(plan, args.output or "yaml"))
+            out.write(render_waves(plan, args.output or "yaml"))
             return 0
         return await _run_waves(client, plan, chosen, args, out=out, err=err)
     objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl,
@@ -161,23 +161,6 @@ def _check_wave_flags(args: argparse.Namespace) -> None:
         raise UsageError("--progress-deadline needs --max-concurrent")
 
 
-def _render_plan(plan: list[Wave], fmt: str) -> str:
-    """``--dry-run`` with waves: YAML documents under a ``# wave K/N`` comment each; as JSON or names, every
-    rebalancer (each carries its wave in an annotation)."""
-    if fmt != "yaml":
-        return render([obj for wave in plan for obj in wave.rebalancers], fmt)
-    return "---\n".join(f"# wave {wave.label}: {len(wave.workloads)} workloads\n{render(wave.rebalancers, fmt)}"
-                        for wave in plan)
-
-
-async def _targets(client: KubeClient, chosen: Selection) -> Targets:
-    """Each workload's binding, and the REST resource of each template kind (from discovery)."""
-    found = await discover(client)
-    kinds = {workload.group_kind for workload in chosen.workloads}
-    resources = {kind: resource for kind in kinds if (resource := resource_for(kind, found.resources)) is not None}
-    return Targets(chosen.bindings, resources)
-
-
 async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, args: argparse.Namespace, *,
                      out: TextIO, err: TextIO) -> int:
     """Create the waves (see :mod:`rebalancectl.rollout`); the wave lines go to stdout, or to stderr with ``-o``
@@ -190,7 +173,7 @@ async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, ar
         elif not args.output and objs:
             out.write(summary(objs))
 
-    runner = WaveRunner(client, plan, await _targets(client, chosen), deadline, err if args.output else out, show)
+    runner = WaveRunner(client, plan, await targets(client, chosen), deadline, err if args.output else out, show)
     finished = None
     try:
         with anyio.move_on_after(args.timeout):  # None: no bound on the whole command

@@ -14,7 +14,7 @@ from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_spec, rebalancer_status
 
 from .selection import workload_from_reference
-from .waves import WAVE_ANNOTATION
+from .waves import WAVE_ANNOTATION, Wave
 
 FORMATS = ("name", "yaml", "json")
 PENDING = "Pending"
@@ -39,6 +39,15 @@ def render(items: Sequence[Obj], fmt: str) -> str:
         text: str = yaml.safe_dump(as_list(items), sort_keys=False)
         return text
     raise ValueError(f"unknown output format {fmt!r}")
+
+
+def render_waves(plan: Sequence[Wave], fmt: str) -> str:
+    """``--dry-run`` with waves: YAML documents under a ``# wave K/N`` comment each; as JSON or names, every
+    rebalancer (each carries its wave in an annotation)."""
+    if fmt != "yaml":
+        return render([obj for wave in plan for obj in wave.rebalancers], fmt)
+    return "---\n".join(f"# wave {wave.label}: {len(wave.workloads)} workloads\n{render(wave.rebalancers, fmt)}"
+                        for wave in plan)
 
 
 def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:

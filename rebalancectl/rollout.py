@@ -27,10 +27,10 @@ from karmada_api.shapes import rebalancer_spec, rebalancer_status
 from sharedcli.flagtypes import format_duration
 
 from .create import create_all
-from .discovery import GroupKind
+from .discovery import GroupKind, discover, resource_for
 from .errors import CommandError, WaveHeldBack
 from .output import table
-from .selection import Workload, workload_from_reference
+from .selection import Selection, Workload, workload_from_reference
 from .status import transient
 from .waves import FAILED, SUCCESSFUL, HeldBack, Verdict, Wave, held_back, named, verdict
 
@@ -44,6 +44,14 @@ class Targets:
 
     bindings: Mapping[Workload, tuple[str, str]]
     resources: Mapping[GroupKind, Resource]
+
+
+async def targets(client: KubeClient, chosen: Selection) -> Targets:
+    """Each selected workload's binding, and the REST resource of each template kind (from discovery)."""
+    found = await discover(client)
+    kinds = {workload.group_kind for workload in chosen.workloads}
+    resources = {kind: resource for kind in kinds if (resource := resource_for(kind, found.resources)) is not None}
+    return Targets(chosen.bindings, resources)
 
 
 class WaveWatch:
