@@ -8,7 +8,7 @@ from typing import Any, cast
 import pytest
 
 from controller_manager.client import ApiError, KubeClient, Resource
-from kube_api.resources import DEPLOYMENTS
+from kube_api.resources import DEPLOYMENTS, NAMESPACES
 from rebalancectl.cli import FlagError, build_parser
 from rebalancectl.create import wave_plan
 from rebalancectl.errors import CommandError
@@ -153,3 +153,22 @@ async def test_a_wave_is_read_by_gets_of_its_own_objects_a_busy_server_skips_a_r
     del api.objects["workloadrebalancers", "w"]
     with pytest.raises(CommandError, match="workloadrebalancer w was deleted before its results were read"):
         await gone.check()
+
+
+async def test_a_cluster_scoped_workload_is_read_through_its_cluster_resource_binding() -> None:
+    ns = Workload("", "Namespace", "shop", "v1")
+    plan = wave_plan("w", [ns], per_wave=1, size=100, ttl_seconds=None)
+    rebalancer = {**plan[0].rebalancers[0],
+                  "status": {"observedWorkloads": [{"workload": ns.reference(), "result": "Successful"}]}}
+    crb = {"metadata": {"name": "shop-namespace", "generation": 1},
+           "spec": {"resource": {"apiVersion": "v1", "kind": "Namespace", "name": "shop"},
+                    "clusters": [{"name": "member1"}]},
+           "status": {"schedulerObservedGeneration": 1, "aggregatedStatus": [{"clusterName": "member1"}]}}
+    api = FakeApi({("workloadrebalancers", "w"): rebalancer, ("clusterresourcebindings", "shop-namespace"): crb,
+                   ("namespaces", "shop"): {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}})
+    targets = Targets({ns: ("", "shop-namespace")}, {ns.group_kind: NAMESPACES})
+    watch = WaveWatch(cast(KubeClient, api), plan[0], plan[0].rebalancers, targets)
+    assert [h.reason for h in await watch.check()] == ["not applied on member1"]
+    crb["status"]["aggregatedStatus"][0]["applied"] = True
+    assert await watch.check() == []
+    assert ("clusterresourcebindings", "shop-namespace") in api.calls and ("namespaces", "shop") in api.calls
