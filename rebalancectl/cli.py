@@ -1,7 +1,8 @@
 """``karmada-rebalance``: the flags, the two commands and the exit codes.
 
 Exit codes: 0 success; 2 bad flags or an empty selection (one line on stderr saying why); 1 an API
-error (kube's Status message) or an unreachable server.
+error (kube's Status message) or an unreachable server; 3 a wave of ``--max-concurrent`` held back (a
+workload not healthy within ``--progress-deadline``, or failed).
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ import anyio
 import anyio.to_thread
 
 from controller_manager.client import ApiError, KubeClient
-from sharedcli.flagtypes import duration, format_duration, object_name, positive_int
+from sharedcli.flagtypes import duration, format_duration, object_name, positive_duration, positive_int
 
 from . import create, kubeconfig, status
-from .errors import CommandError, UsageError
-from .output import FORMATS, mode_line, render, result_rows, summary, table
+from .errors import CommandError, UsageError, WaveHeldBack
+from .output import FORMATS, mode_line, render, render_waves, result_rows, summary, table, wave_line
 from .progname import PROG, program_name
+from .rollout import WaveRunner, targets
+from .selection import Selection
+from .waves import Wave
 
 DEFAULT_TTL = 1800.0
 DEFAULT_TIMEOUT = 600.0
+DEFAULT_PROGRESS_DEADLINE = 600.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,6 +79,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "mode on, see docs/karmada-rebalance.md")
     new.add_argument("--max-per-rebalancer", type=positive_int, default=100,
                      help="workloads per rebalancer; more make several rebalancers (default 100)")
+    new.add_argument("--max-concurrent", type=positive_int, default=None, metavar="N",
+                     help="create the rebalancers in waves of N workloads, each once the previous wave's workloads "
+                          "are healthy again (default: all at once)")
+    new.add_argument("--progress-deadline", type=positive_duration, default=None, metavar="D",
+                     help="with --max-concurrent: how long a wave may take to become healthy; then stop and exit 3 "
+                          "(default 10m0s)")
     new.add_argument("--dry-run", action="store_true", help="print the rebalancers (YAML unless -o), write nothing")
     _add_wait_flags(new)
     new.add_argument("-o", "--output", choices=FORMATS, default="",
@@ -92,9 +103,11 @@ def _add_connection_flags(parser: argparse.ArgumentParser, *, default: str) -> N
 
 def _add_wait_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait", action="store_true",
-                        help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON")
-    parser.add_argument("--timeout", type=duration, default=DEFAULT_TIMEOUT,
-                        help="how long --wait waits (default 10m0s)")
+                        help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON (with "
+                             "--max-concurrent: also until the last wave is healthy)")
+    parser.add_argument("--timeout", type=duration, default=None,
+                        help="how long --wait waits (default 10m0s); with --max-concurrent, a bound on the whole "
+                             "command (default none: --progress-deadline bounds each wave)")
 
 
 def _ttl_seconds(ttl: float) -> int | None:
@@ -109,6 +122,7 @@ def _ttl_seconds(ttl: float) -> int | None:
 async def run_create(client: KubeClient, args: argparse.Namespace, context_namespace: str, out: TextIO,
                      err: TextIO) -> int:
     ttl = _ttl_seconds(args.ttl)
+    _check_wave_flags(args)
     namespace = create.namespace_scope(all_namespaces=args.all_namespaces, namespace=args.namespace,
                                        policy=args.policy, cluster_policy=args.cluster_policy,
                                        context_namespace=context_namespace)
@@ -116,7 +130,15 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
                                args.cluster_policy)
     chosen, _criteria = await create.selection(client, flags)
     for text in chosen.unmatched:
-        print(f"{PROG}: {text} matched no workload", file=err)
+        print(f"{args.prog}: {text} matched no workload", file=err)
+    if args.max_concurrent is not None:
+        plan = create.wave_plan(args.name or "", chosen.workloads, per_wave=args.max_concurrent,
+                                size=args.max_per_rebalancer, ttl_seconds=ttl,
+                                preserve=args.preserve_available_replicas)
+        if args.dry_run:
+            out.write(render_waves(plan, args.output or "yaml"))
+            return 0
+        return await _run_waves(client, plan, chosen, args, out=out, err=err)
     objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl,
                               preserve=args.preserve_available_replicas)
     if args.dry_run:
@@ -129,14 +151,50 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
         if created:
             out.write(render(created, args.output) if args.output else summary(created))
     if args.wait:
-        finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], args.timeout)
+        timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+        finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], timeout)
+        out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
+    return 0
+
+
+def _check_wave_flags(args: argparse.Namespace) -> None:
+    if args.progress_deadline is not None and args.max_concurrent is None:
+        raise UsageError("--progress-deadline needs --max-concurrent")
+
+
+async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, args: argparse.Namespace, *,
+                     out: TextIO, err: TextIO) -> int:
+    """Create the waves (see :mod:`rebalancectl.rollout`); the wave lines go to stdout, or to stderr with ``-o``
+    (stdout then holds only the rebalancers: names as each wave is created, YAML or JSON once at the end)."""
+    deadline = DEFAULT_PROGRESS_DEADLINE if args.progress_deadline is None else args.progress_deadline
+
+    def show(objs: Sequence[dict[str, Any]]) -> None:
+        if args.output == "name":
+            out.write(render(objs, "name"))
+        elif not args.output and objs:
+            out.write(summary(objs))
+
+    runner = WaveRunner(client, plan, await targets(client, chosen), deadline, err if args.output else out, show)
+    finished = None
+    try:
+        with anyio.move_on_after(args.timeout):  # None: no bound on the whole command
+            finished = await runner.run(wait_last=args.wait)
+    except anyio.get_cancelled_exc_class():  # Ctrl-C: say what exists before the exit
+        print(f"{args.prog} create: {runner.stopped('interrupted')}", file=err)
+        raise
+    finally:
+        if args.output in ("yaml", "json") and runner.created:
+            out.write(render(runner.created, args.output))
+    if finished is None:
+        raise CommandError(runner.stopped(f"timed out after {format_duration(args.timeout)}"))
+    if args.wait:
         out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
     return 0
 
 
 async def run_status(client: KubeClient, args: argparse.Namespace, out: TextIO) -> int:
     rebalancer = await status.get(client, args.name)
-    out.write(mode_line(rebalancer) + table(result_rows(rebalancer)))
+    out.write(mode_line(rebalancer) + wave_line(rebalancer) + table(result_rows(rebalancer)))
     return 0
 
 
@@ -156,6 +214,7 @@ async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mappin
     """The whole command: parse, run, and map each failure to its exit code and one line on ``err``."""
     try:
         args = build_parser(prog).parse_args(argv)
+        args.prog = prog  # the name the messages give: `kubectl karmada-rebalance` as the plugin
     except FlagError as exc:
         print(exc, file=err)
         return 2
@@ -166,6 +225,9 @@ async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mappin
     except UsageError as exc:
         print(f"{prog} {args.command}: error: {exc}", file=err)
         return 2
+    except WaveHeldBack as exc:
+        print(f"{prog} {args.command}: error: {exc}", file=err)
+        return 3
     except ApiError as exc:
         print(f"Error from server ({exc.reason or exc.status}): {exc.message}", file=err)
         return 1

@@ -24,6 +24,7 @@ from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAG
 from .discovery import Discovered, GroupKind, discover, resolve_kind, resource_for
 from .errors import UsageError
 from .selection import Criteria, Selection, Workload, binding_workload, count_in_scope, describe_empty, select
+from .waves import Wave, split, waves
 
 GENERATE_NAME = "rebalance-"
 
@@ -47,7 +48,12 @@ def rebalancers(name: str, workloads: Sequence[Workload], *, size: int,
     ``preserve`` asks for preserve mode by the annotation only: Karmada's stock CRD prunes #7662's
     ``spec.reschedule`` silently, which would turn the request into a full reschedule without a word.
     """
-    parts = chunks(workloads, size)
+    return named_rebalancers(name, chunks(workloads, size), ttl_seconds=ttl_seconds, preserve=preserve)
+
+
+def named_rebalancers(name: str, parts: Sequence[Sequence[Workload]], *, ttl_seconds: int | None,
+                      preserve: bool = False) -> list[dict[str, Any]]:
+    """One rebalancer per part: ``NAME`` alone, ``NAME-1``, ``NAME-2``... for several, or generateName."""
     built = []
     for index, part in enumerate(parts, start=1):
         if not name:
@@ -184,3 +190,18 @@ async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]],
     holds (and reports) those that were created before it."""
     for obj in objs:
         created.append(await client.create(WORKLOAD_REBALANCERS, obj))
+
+
+def wave_plan(name: str, workloads: Sequence[Workload], *, per_wave: int, size: int, ttl_seconds: int | None,
+              preserve: bool = False) -> list[Wave]:
+    """``--max-concurrent``: the workloads in waves of ``per_wave``, each wave's rebalancers of at most ``size``,
+    numbered across the waves (``NAME-1``... in creation order)."""
+    parts = split(workloads, per_wave)
+    per_part = [chunks(part, size) for part in parts]
+    bodies = named_rebalancers(name, [chunk for chunked in per_part for chunk in chunked], ttl_seconds=ttl_seconds,
+                               preserve=preserve)
+    grouped, start = [], 0
+    for chunked in per_part:
+        grouped.append(bodies[start:start + len(chunked)])
+        start += len(chunked)
+    return waves(parts, grouped)

@@ -9,3 +9,7 @@ class UsageError(Exception):
 
 class CommandError(Exception):
     """The API server refused or could not be reached: exit 1 with its message."""
+
+
+class WaveHeldBack(Exception):
+    """``--max-concurrent``: a wave did not become healthy (or a workload of it failed); exit 3, no further wave."""

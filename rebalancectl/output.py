@@ -14,6 +14,7 @@ from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_spec, rebalancer_status
 
 from .selection import workload_from_reference
+from .waves import WAVE_ANNOTATION, Wave
 
 FORMATS = ("name", "yaml", "json")
 PENDING = "Pending"
@@ -40,6 +41,15 @@ def render(items: Sequence[Obj], fmt: str) -> str:
     raise ValueError(f"unknown output format {fmt!r}")
 
 
+def render_waves(plan: Sequence[Wave], fmt: str) -> str:
+    """``--dry-run`` with waves: YAML documents under a ``# wave K/N`` comment each; as JSON or names, every
+    rebalancer (each carries its wave in an annotation)."""
+    if fmt != "yaml":
+        return render([obj for wave in plan for obj in wave.rebalancers], fmt)
+    return "---\n".join(f"# wave {wave.label}: {len(wave.workloads)} workloads\n{render(wave.rebalancers, fmt)}"
+                        for wave in plan)
+
+
 def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:
     """One row per workload of the rebalancer: WORKLOAD, RESULT (Pending until it has one), REASON."""
     observed: dict[str, tuple[str, str]] = {}
@@ -63,6 +73,12 @@ def mode_line(rebalancer: Obj) -> str:
     except ValueError as exc:
         return f"Mode: invalid, {exc} (every workload fails)\n"
     return "Mode: preserve available replicas (only replicas confirmed unschedulable move)\n" if preserve else ""
+
+
+def wave_line(rebalancer: Obj) -> str:
+    """``Wave: K/N`` for a rebalancer that ``create --max-concurrent`` made; "" for any other."""
+    wave = objects.annotations(rebalancer).get(WAVE_ANNOTATION)
+    return f"Wave: {wave}\n" if wave else ""
 
 
 def table(rows: Sequence[tuple[str, ...]], headers: tuple[str, ...] = ("WORKLOAD", "RESULT", "REASON")) -> str:

@@ -99,6 +99,9 @@ class Selection:
 
     workloads: list[Workload] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    bindings: dict[Workload, tuple[str, str]] = field(default_factory=dict)
+    """Each selected workload's binding as ``(namespace, name)`` (namespace "" for a ClusterResourceBinding):
+    what ``--max-concurrent`` reads to know when a wave is healthy."""
 
 
 def in_scope(binding: Obj, namespace: str | None) -> bool:
@@ -144,8 +147,11 @@ def select(bindings: Iterable[Obj], criteria: Criteria) -> Selection:
             scoped.append((binding, workload))
     required, selectors = _selectors(criteria)
     unmatched = [text for text, accepts in selectors if not any(accepts(b, w) for b, w in scoped)]
-    chosen = {w for b, w in scoped if all(accepts(b, w) for accepts in required)}
-    return Selection(sorted(chosen), unmatched)
+    chosen: dict[Workload, tuple[str, str]] = {}
+    for b, w in scoped:
+        if all(accepts(b, w) for accepts in required):
+            chosen.setdefault(w, (objects.namespace(b), objects.name(b)))
+    return Selection(sorted(chosen), unmatched, chosen)
 
 
 def describe_empty(selection: Selection, criteria: Criteria, *, bindings_in_scope: int) -> str:

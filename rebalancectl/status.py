@@ -18,7 +18,7 @@ RETRY_PAUSE = 1.0  # after an answer a restarting or busy API server also gives,
 TRANSIENT_STATUSES = frozenset({410, 429, 500, 502, 503, 504})
 
 
-def _transient(exc: Exception) -> bool:
+def transient(exc: Exception) -> bool:
     """An error the wait outlives: the server restarting, overloaded, or the watch's resourceVersion expired."""
     if isinstance(exc, ApiError):
         return exc.status in TRANSIENT_STATUSES or exc.is_not_served
@@ -43,7 +43,7 @@ async def _read(client: KubeClient, name: str) -> Obj:
         try:
             return await get(client, name)
         except Exception as exc:
-            if not _transient(exc):
+            if not transient(exc):
                 raise
         await anyio.sleep(RETRY_PAUSE)
 
@@ -67,7 +67,7 @@ async def _until_finished(client: KubeClient, name: str) -> Obj:
                     if is_finished(current):
                         return current
         except Exception as exc:
-            if not _transient(exc):
+            if not transient(exc):
                 raise
             if not (isinstance(exc, ApiError) and exc.status == 410):
                 await anyio.sleep(RETRY_PAUSE)

@@ -91,12 +91,17 @@ async def world(server: ApiServer, kube: KubeClient, tmp_path: Path) -> AsyncIte
                                                  {CPP_PERMANENT_ID: "cpp-id"}))
     await kube.create(CLUSTER_RESOURCE_BINDINGS, binding(ns, {"member2": 0}, PLACEMENT_M2,
                                                          {CPP_PERMANENT_ID: "cpp-id"}))
-    kubeconfig = tmp_path / "config"
+    yield kubeconfig_env(tmp_path, server.url)
+
+
+def kubeconfig_env(directory: Path, url: str) -> dict[str, str]:
+    """A kubeconfig for the server (context dev, namespace shop) in ``directory``; the environment naming it."""
+    kubeconfig = directory / "config"
     kubeconfig.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": "dev",
-        "clusters": [{"name": "dev", "cluster": {"server": server.url}}], "users": [{"name": "dev", "user": {}}],
+        "clusters": [{"name": "dev", "cluster": {"server": url}}], "users": [{"name": "dev", "user": {}}],
         "contexts": [{"name": "dev", "context": {"cluster": "dev", "user": "dev", "namespace": "shop"}}]}))
-    yield {"KUBECONFIG": str(kubeconfig)}
+    return {"KUBECONFIG": str(kubeconfig)}
 
 
 async def cli(env: dict[str, str], *argv: str) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from rebalancectl.discovery import ApiResource, GroupKind, discover, resolve_kin
 from rebalancectl.errors import CommandError, UsageError
 from rebalancectl.output import render, result_rows, table
 from rebalancectl.selection import Criteria, Workload, belongs_on, select
-from rebalancectl.status import _transient
+from rebalancectl.status import transient
 
 
 def binding(name: str, *, namespace: str = "default", kind: str = "Deployment", api_version: str = "apps/v1",
@@ -215,12 +215,12 @@ def test_output_formats_and_table() -> None:
 
 def test_wait_outlives_what_a_restarting_server_answers() -> None:
     for status in (410, 429, 500, 503, 504):
-        assert _transient(ApiError(status, "x", "y"))
-    assert _transient(ApiError(404, "NotFound", "the server could not find the requested resource"))  # not served
-    assert not _transient(ApiError(404, "NotFound", 'workloadrebalancers.apps.karmada.io "a" not found',
+        assert transient(ApiError(status, "x", "y"))
+    assert transient(ApiError(404, "NotFound", "the server could not find the requested resource"))  # not served
+    assert not transient(ApiError(404, "NotFound", 'workloadrebalancers.apps.karmada.io "a" not found',
                                    {"details": {"name": "a"}}))
-    assert not _transient(ApiError(403, "Forbidden", "no"))
-    assert _transient(ConnectionResetError()) and not _transient(ValueError())
+    assert not transient(ApiError(403, "Forbidden", "no"))
+    assert transient(ConnectionResetError()) and not transient(ValueError())
 
 
 class _Discovery:
