@@ -36,7 +36,7 @@ import structlog
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler
@@ -288,6 +288,72 @@ class Expectations:
         self._items.pop(key, None)
 
 
+class OwnedPodExpectations(Expectations):
+    """The expectations of one owner kind, lowered as the pod informer sees that kind's pods come and go."""
+
+    def __init__(self, kind: str, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
+        super().__init__(timeout)
+        self.kind = kind
+
+    def on_pod_add(self, pod: Obj, _initial: bool) -> None:
+        for request in owner_request(pod, self.kind):
+            if objects.is_deleting(pod):
+                self.deletion_observed(str(request), objects.key(pod))
+            else:
+                self.creation_observed(str(request))
+
+    def on_pod_update(self, old: Obj, new: Obj) -> None:
+        if objects.is_deleting(new) and not objects.is_deleting(old):
+            for request in owner_request(new, self.kind):
+                self.deletion_observed(str(request), objects.key(new))
+
+    def on_pod_delete(self, pod: Obj) -> None:
+        for request in owner_request(pod, self.kind):
+            self.deletion_observed(str(request), objects.key(pod))
+
+    def handler(self) -> FuncHandler:
+        """The pod informer handler that feeds these expectations."""
+        return FuncHandler(add=self.on_pod_add, update=self.on_pod_update, delete=self.on_pod_delete)
+
+
+StatusOf = Callable[[MutableObj], tuple[dict[str, Any], float]]
+
+
+async def write_status(client: KubeClient, resource: Resource, cache: MutationCache, obj: MutableObj,
+                       status_of: StatusOf) -> float | None:
+    """Write ``obj``'s status from ``status_of`` if it changed, re-reading the object once on a conflict
+    (as Kubernetes does); the write goes into ``cache`` so the next sync does not start from a stale object.
+
+    Returns the seconds ``status_of`` asked to wait (0: none), None on a lasting conflict.
+    """
+    for attempt in range(2):
+        status, wait = status_of(obj)
+        if status == objects.status(obj):
+            return wait
+        updated = copy.deepcopy(obj)
+        updated["status"] = status
+        try:
+            cache.mutated(await client.update_status(resource, updated))
+            return wait
+        except ApiError as exc:
+            if exc.is_not_found:
+                return 0.0
+            if not exc.is_conflict:
+                raise
+        if attempt:
+            return None
+        uid = objects.uid(obj)
+        try:
+            obj = await client.get(resource, objects.name(obj), objects.namespace(obj))
+        except ApiError as error:
+            if error.is_not_found:
+                return 0.0
+            raise
+        if objects.uid(obj) != uid:
+            return 0.0
+    return None
+
+
 async def slow_start(count: int, create: Callable[[], Awaitable[Any]]) -> tuple[int, list[Exception]]:
     """``slowStartBatch``: batches of 1, 2, 4... in parallel; stop at the first batch with an error."""
     remaining, batch, successes = count, 1, 0
@@ -318,24 +384,7 @@ class ReplicaSetReconciler:
         # seen one would write from a stale resourceVersion and get a 409
         self.pods = pods
         self.events = events
-        self.expectations = Expectations()
-
-    # informer handler: expectations are lowered as the cache sees the writes
-    def on_pod_add(self, pod: Obj, _initial: bool) -> None:
-        for request in owner_request(pod, "ReplicaSet"):
-            if objects.is_deleting(pod):
-                self.expectations.deletion_observed(str(request), objects.key(pod))
-            else:
-                self.expectations.creation_observed(str(request))
-
-    def on_pod_update(self, old: Obj, new: Obj) -> None:
-        if objects.is_deleting(new) and not objects.is_deleting(old):
-            for request in owner_request(new, "ReplicaSet"):
-                self.expectations.deletion_observed(str(request), objects.key(new))
-
-    def on_pod_delete(self, pod: Obj) -> None:
-        for request in owner_request(pod, "ReplicaSet"):
-            self.expectations.deletion_observed(str(request), objects.key(pod))
+        self.expectations = OwnedPodExpectations("ReplicaSet")
 
     async def reconcile(self, request: Request) -> Result:
         key = str(request)
@@ -368,36 +417,9 @@ class ReplicaSetReconciler:
         return await claimer.claim(candidates)
 
     async def _write_status(self, rs: MutableObj, active: list[Obj]) -> float | None:
-        """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).
-
-        Returns the seconds until a ready pod becomes available (0: none pending), None on a lasting conflict.
-        """
-        for attempt in range(2):
-            status, wait = replica_set_status(rs, active, now())
-            if status == objects.status(rs):
-                return wait
-            updated = copy.deepcopy(rs)
-            updated["status"] = status
-            try:
-                self.replica_sets.mutated(await self.client.update_status(REPLICA_SETS, updated))
-                return wait
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return 0.0
-                if not exc.is_conflict:
-                    raise
-            if attempt:
-                return None
-            uid = objects.uid(rs)
-            try:
-                rs = await self.client.get(REPLICA_SETS, objects.name(rs), objects.namespace(rs))
-            except ApiError as error:
-                if error.is_not_found:
-                    return 0.0
-                raise
-            if objects.uid(rs) != uid:
-                return 0.0
-        return None
+        """Write the status if it changed (see :func:`write_status`)."""
+        return await write_status(self.client, REPLICA_SETS, self.replica_sets, rs,
+                                  lambda fresh: replica_set_status(fresh, active, now()))
 
     async def _manage(self, key: str, rs: MutableObj, active: list[Obj]) -> None:
         desired = int(objects.spec(rs).get("replicas", 1) or 0)
@@ -466,8 +488,7 @@ def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers:
     pod_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
     reconciler = ReplicaSetReconciler(manager.client, rs_informer.mutation_cache(), pod_informer.store,
                                       manager.event_recorder(COMPONENT))
-    pod_informer.add_event_handler(FuncHandler(add=reconciler.on_pod_add, update=reconciler.on_pod_update,
-                                               delete=reconciler.on_pod_delete))
+    pod_informer.add_event_handler(reconciler.expectations.handler())
     controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
     controller.watches(rs_informer)
     orphans = orphan_requests(rs_informer.store)
