@@ -107,7 +107,8 @@ def replica_range(sts: Obj) -> range:
 def update_revision(sts: Obj) -> str:
     """The revision of the current template, named as its ControllerRevision would be: ``<set>-<hash>``."""
     template = objects.spec(sts).get("template") or {}
-    return f"{objects.name(sts)}-{pod_template_hash(template, objects.status(sts).get('collisionCount'))}"
+    collisions = int(objects.status(sts).get("collisionCount") or 0)  # hashed even when 0, as Kubernetes does
+    return f"{objects.name(sts)}-{pod_template_hash(template, collisions)}"
 
 
 def pod_revision(pod: Obj) -> str:
