@@ -20,8 +20,8 @@ Status as the controller writes it: ``replicas`` (pods with a phase), ``readyRep
 (pods of ``currentRevision`` / ``updateRevision``), the revisions, ``observedGeneration``.
 
 The pods a StatefulSet counts are those it claims (:mod:`devplane.members.controllerref`) among the
-pods named after it; expectations and the MutationCache of its own status writes work as for
-ReplicaSets (:mod:`devplane.members.replicasets`).
+pods named after it; the sync loop, with its expectations and the MutationCache of its own status
+writes, is the one ReplicaSets use (:mod:`devplane.members.podowner`).
 
 Simplifications: no ControllerRevision objects (a revision is ``<set>-<hash of the template>``, as
 its name would be) and no rolling update: a template change applies to pods made afterwards, as with
@@ -34,7 +34,6 @@ does when a rolling update completes. No
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import re
 from dataclasses import dataclass, field
@@ -42,31 +41,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
-from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
-from controller_manager.reconcile import Request, Result
 from kube_api.ownerrefs import controller_reference
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, STATEFUL_SETS
-from kube_api.timeutil import now
 
-from .controllerref import Claimer, orphan_requests
 from .hashing import pod_template_hash
-from .replicasets import (
-    BURST_REPLICAS,
-    OwnedPodExpectations,
-    is_pod_available,
-    is_pod_ready,
-    owner_request,
-    pod_ready_time,
-    slow_start,
-    write_status,
-)
+from .podowner import BURST_REPLICAS, PodOwnerReconciler, raise_first, register_pod_owner
+from .replicasets import is_pod_available, is_pod_ready, pod_ready_time
 
 COMPONENT = "statefulset-controller"
 KIND = "StatefulSet"
@@ -238,91 +222,34 @@ def stateful_set_status(sts: Obj, pods: list[Obj], moment: datetime) -> tuple[di
 # ----------------------------------------------------------------------------- reconciler
 
 
-class StatefulSetReconciler:
+class StatefulSetReconciler(PodOwnerReconciler):
     """Creates and deletes a StatefulSet's pods and writes its status."""
 
-    def __init__(self, client: KubeClient, sets: MutationCache, pods: Indexer, events: EventRecorder) -> None:
-        self.client = client
-        self.sets = sets  # with our own status writes (see ReplicaSetReconciler)
-        self.pods = pods
-        self.events = events
-        self.expectations = OwnedPodExpectations(KIND)
+    resource = STATEFUL_SETS
+    created = "create Pod {pod} in StatefulSet {owner} successful"
+    create_failed = "create Pod {pod} in StatefulSet {owner} failed error: {error}"
+    deleted = "delete Pod {pod} in StatefulSet {owner} successful"
+    delete_failed = "delete Pod {pod} in StatefulSet {owner} failed error: {error}"
 
-    async def reconcile(self, request: Request) -> Result:
-        key = str(request)
-        cached = self.sets.get(key)
-        if cached is None:
-            self.expectations.forget(key)
-            return Result()
-        sts = STATEFUL_SETS.with_type_meta(cached)
-        pods = await self._claim(sts)
-        error: Exception | None = None
-        if self.expectations.satisfied(key) and not objects.is_deleting(sts):
-            try:
-                await self._apply(key, sts, plan(sts, pods))
-            except ApiError as exc:
-                error = exc
-        wait = await write_status(self.client, STATEFUL_SETS, self.sets, sts,
-                                  lambda fresh: stateful_set_status(fresh, pods, now()))
-        if wait is None:
-            return Result(requeue=True)  # still conflicting: a newer StatefulSet is on its way through the cache
-        if error is not None:
-            raise error
-        return Result(requeue_after=wait) if wait else Result()
+    def candidates(self, owner: Obj) -> list[Obj]:
+        """The pods of the namespace named after the StatefulSet (``getPodsForStatefulSet``'s filter)."""
+        return [pod for pod in self.pods.by_index("namespace", objects.namespace(owner))
+                if ordinal_of(owner, pod) is not None]
 
-    async def _claim(self, sts: MutableObj) -> list[Obj]:
-        """The pods named after the StatefulSet that it owns once it has adopted and released
-        (``getPodsForStatefulSet``)."""
-        candidates = [pod for pod in self.pods.by_index("namespace", objects.namespace(sts))
-                      if ordinal_of(sts, pod) is not None]
-        claimer = Claimer(self.client, sts, STATEFUL_SETS, controller_reference(sts, STATEFUL_SETS), PODS)
-        return await claimer.claim(candidates)
+    def status(self, owner: Obj, pods: list[Obj], moment: datetime) -> tuple[dict[str, Any], float]:
+        return stateful_set_status(owner, pods, moment)
 
-    async def _apply(self, key: str, sts: MutableObj, todo: Plan) -> None:
+    async def manage(self, key: str, owner: MutableObj, pods: list[Obj]) -> None:
+        todo = plan(owner, pods)
         create = todo.create[:BURST_REPLICAS]
         if not create and not todo.delete:
             return
         self.expectations.expect(key, adds=len(create), deletes=[objects.key(pod) for pod in todo.delete])
-        errors = await self._delete(key, sts, todo.delete)
-        revision = update_revision(sts)
-        pending = iter(create)
+        errors = await self.delete_pods(key, owner, todo.delete)
+        revision = update_revision(owner)
+        errors += await self.create_pods(key, owner, [new_pod(owner, ordinal, revision) for ordinal in create])
+        raise_first(errors)
 
-        async def create_one() -> None:
-            ordinal = next(pending)
-            name = f"{objects.name(sts)}-{ordinal}"
-            try:
-                await self.client.create(PODS, new_pod(sts, ordinal, revision))
-            except ApiError as exc:
-                self.events.event(sts, WARNING, "FailedCreate",
-                                  f"create Pod {name} in StatefulSet {objects.name(sts)} failed error: {exc.message}")
-                raise
-            self.events.event(sts, NORMAL, "SuccessfulCreate",
-                              f"create Pod {name} in StatefulSet {objects.name(sts)} successful")
-
-        successes, failures = await slow_start(len(create), create_one)
-        if successes < len(create):
-            self.expectations.creation_observed(key, len(create) - successes)  # never coming
-        errors.extend(failures)
-        if errors:
-            raise errors[0]
-
-    async def _delete(self, key: str, sts: MutableObj, victims: list[Obj]) -> list[Exception]:
-        async def delete_one(pod: Obj) -> Exception | None:
-            try:
-                await self.client.delete(PODS, objects.name(pod), objects.namespace(pod), uid=objects.uid(pod))
-            except ApiError as exc:
-                self.expectations.deletion_observed(key, objects.key(pod))
-                if exc.is_not_found or exc.status == 409:  # gone, or already replaced
-                    return None
-                self.events.event(sts, WARNING, "FailedDelete", f"delete Pod {objects.name(pod)} in StatefulSet "
-                                  f"{objects.name(sts)} failed error: {exc.message}")
-                return exc
-            self.events.event(sts, NORMAL, "SuccessfulDelete",
-                              f"delete Pod {objects.name(pod)} in StatefulSet {objects.name(sts)} successful")
-            return None
-
-        results = await asyncio.gather(*(delete_one(pod) for pod in victims))
-        return [r for r in results if r is not None]
 
 
 def setup_statefulset_controller(manager: Manager, *, cluster_name: str, workers: int = 4) -> Controller:
@@ -331,10 +258,5 @@ def setup_statefulset_controller(manager: Manager, *, cluster_name: str, workers
     pod_informer = manager.informer(PODS)
     reconciler = StatefulSetReconciler(manager.client, set_informer.mutation_cache(), pod_informer.store,
                                        manager.event_recorder(COMPONENT))
-    pod_informer.add_event_handler(reconciler.expectations.handler())
-    controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
-    controller.watches(set_informer)
-    orphans = orphan_requests(set_informer.store)
-    controller.watches(pod_informer, map_func=lambda pod: owner_request(pod, KIND) + orphans(pod))
-    manager.add_controller(controller)
-    return controller
+    return register_pod_owner(manager, reconciler, owners=set_informer, pod_informer=pod_informer,
+                              name=f"{cluster_name}/{COMPONENT}", workers=workers)

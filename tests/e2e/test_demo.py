@@ -27,6 +27,16 @@ def _run_demo(document: str, workdir: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
 
 
+def _run_patched_demo(document: str, workdir: Path, patch: str) -> subprocess.CompletedProcess[str]:
+    """The demo with ``patch`` (Python, with ``devplane.demo`` imported as ``d``) run before it."""
+    return subprocess.run([sys.executable, "-c", (
+        "import sys, devplane.demo as d\n"
+        f"{patch}"
+        "from devplane.cli import main\n"
+        f"sys.exit(main(['demo', {document!r}, '--workdir', {str(workdir)!r}]))\n")],
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+
+
 def _assert_gone(pids: list[int]) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
@@ -105,14 +115,10 @@ def _check_statefulset_part(out: str) -> None:
 
 def test_a_missed_outcome_fails_the_demo_naming_the_step(tmp_path: Path) -> None:
     """If the product is not there to do its part, the demo says which step's outcome never came."""
-    result = subprocess.run([sys.executable, "-c", (
-        "import sys, devplane.demo as d\n"
+    result = _run_patched_demo("rebalancer", tmp_path, (
         "d.STEP_TIMEOUT = 8\n"
         "async def no_products(self, **_options): pass\n"
-        "d.Session.start_products = no_products\n"
-        "from devplane.cli import main\n"
-        f"sys.exit(main(['demo', 'rebalancer', '--workdir', {str(tmp_path)!r}]))\n")],
-        capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+        "d.Session.start_products = no_products\n"))
     assert result.returncode == 1, result.stdout
     assert "DEMO FAILED (rebalancer): step 2" in result.stdout
 
@@ -120,8 +126,7 @@ def test_a_missed_outcome_fails_the_demo_naming_the_step(tmp_path: Path) -> None
 def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp_path: Path) -> None:
     """Without the descheduler the StatefulSet's Pending replica never moves, and the demo says so (the
     StatefulSet part alone, after the example's Deployment was applied)."""
-    result = subprocess.run([sys.executable, "-c", (
-        "import sys, devplane.demo as d\n"
+    result = _run_patched_demo("descheduler", tmp_path, (
         "d.eventually.__defaults__ = (8,)  # each outcome's deadline\n"
         "start_products = d.Session.start_products\n"
         "async def no_descheduler(self, **options):\n"
@@ -131,10 +136,7 @@ def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp
         "    s.write('nginx.yaml', d.document('nginx.yaml'))\n"
         "    await s.kubectl('--context', 'karmada-apiserver', 'apply', '-f', 'nginx.yaml')\n"
         "    await d.play_descheduler_statefulset(s)\n"
-        "d.play_descheduler = statefulset_only\n"
-        "from devplane.cli import main\n"
-        f"sys.exit(main(['demo', 'descheduler', '--workdir', {str(tmp_path)!r}]))\n")],
-        capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+        "d.play_descheduler = statefulset_only\n"))
     assert result.returncode == 1, result.stdout
     assert "web-1   0/1     Pending" in result.stdout
     assert "DEMO FAILED (descheduler): statefulset web: member1 keeps 1 replica" in result.stdout
