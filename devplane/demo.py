@@ -41,7 +41,7 @@ from .ctl import get_deployment_table, taint_cluster, workloads_in_members
 from .plane import DevPlane, PlaneOptions
 
 DOCUMENTS = ("rebalancer", "descheduler")
-"""What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 30 s)."""
+"""What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 45 s)."""
 DEMOS = (*DOCUMENTS, "failback", "bulk")
 """Every demo; those beyond the documents (fail-back, bulk rebalancing) are asked for by name."""
 STEP_TIMEOUT = 60.0
