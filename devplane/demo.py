@@ -86,8 +86,10 @@ class Narrator:
         self.out.flush()
 
 
-async def eventually(description: str, check: Callable[[], Awaitable[Any]], timeout: float = STEP_TIMEOUT) -> Any:
-    """Poll ``check`` until truthy; StepFailed naming ``description`` (and the last error) after ``timeout``."""
+async def eventually(description: str, check: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any:
+    """Poll ``check`` until truthy; StepFailed naming ``description`` (and the last error) after ``timeout``
+    (``STEP_TIMEOUT`` as it is when called, so a test can shorten it)."""
+    timeout = STEP_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last = ""
     while True:

@@ -27,9 +27,8 @@ Simplifications: no ControllerRevision objects (a revision is ``<set>-<hash of t
 its name would be) and no rolling update: a template change applies to pods made afterwards, as with
 ``updateStrategy: OnDelete`` (delete a pod to update it); with ``RollingUpdate`` (the default)
 ``currentRevision`` becomes the update revision once every pod is updated and ready, as Kubernetes
-does when a rolling update completes. No
-``volumeClaimTemplates`` (no PersistentVolumeClaims are made) and no
-``persistentVolumeClaimRetentionPolicy``.
+does when a rolling update completes. No PersistentVolumeClaims from ``volumeClaimTemplates`` and
+no ``persistentVolumeClaimRetentionPolicy``.
 """
 
 from __future__ import annotations
@@ -53,7 +52,6 @@ from .podowner import BURST_REPLICAS, PodOwnerReconciler, raise_first, register_
 from .replicasets import is_pod_available, is_pod_ready, pod_ready_time
 
 COMPONENT = "statefulset-controller"
-KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 REVISION_LABEL = "controller-revision-hash"

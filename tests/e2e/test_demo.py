@@ -127,7 +127,7 @@ def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp
     """Without the descheduler the StatefulSet's Pending replica never moves, and the demo says so (the
     StatefulSet part alone, after the example's Deployment was applied)."""
     result = _run_patched_demo("descheduler", tmp_path, (
-        "d.eventually.__defaults__ = (8,)  # each outcome's deadline\n"
+        "d.STEP_TIMEOUT = 8\n"
         "start_products = d.Session.start_products\n"
         "async def no_descheduler(self, **options):\n"
         "    await start_products(self, **{**options, 'descheduler': False})\n"
