@@ -6,7 +6,6 @@ its own server; the helpers add Nodes and read what kubectl would show.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.server import ApiServer
 from devplane.members.setup import setup_member_simulation
 from kube_api.resources import NODES
+from tests.conftest import running
 
 NS = "default"
 
@@ -39,12 +39,10 @@ async def simulated_member() -> AsyncIterator[Member]:
         client = KubeClient(ApiClient(Configuration(host=server.url)), qps=0)
         manager = Manager(client, ManagerOptions(name="member1-simulation", metrics_bind_address="0"))
         controllers = setup_member_simulation(manager, cluster_name="member1")
-        task = asyncio.create_task(manager.run())
         try:
-            yield Member(server, client, manager, controllers)
+            async with running(manager, stop_timeout=30):
+                yield Member(server, client, manager, controllers)
         finally:
-            manager.request_shutdown()
-            await asyncio.wait_for(task, 30)
             await client.close()
 
 
