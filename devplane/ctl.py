@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from karmada_api.labels import MANAGED_LABEL
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS
@@ -158,6 +158,12 @@ async def member_client(host: KubeClient, cluster: dict[str, Any]) -> KubeClient
 
 async def deployments_in_members(host: KubeClient, name: str, namespace: str) -> list[tuple[str, dict[str, Any]]]:
     """(cluster, Deployment) for every member cluster that has it, in cluster name order."""
+    return await workloads_in_members(host, DEPLOYMENTS, name, namespace)
+
+
+async def workloads_in_members(host: KubeClient, resource: Resource, name: str,
+                               namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(cluster, object of ``resource``) for every member cluster that has it, in cluster name order."""
     clusters = sorted((await host.list(CLUSTERS)).get("items") or [], key=objects.name)
     found: list[tuple[str, dict[str, Any]]] = []
     for cluster in clusters:
@@ -168,7 +174,7 @@ async def deployments_in_members(host: KubeClient, name: str, namespace: str) ->
             print(f"warning: cluster {cluster_name} cannot be reached: {exc}", file=sys.stderr)
             continue
         try:
-            found.append((cluster_name, await member.get(DEPLOYMENTS, name, namespace)))
+            found.append((cluster_name, await member.get(resource, name, namespace)))
         except ApiError as exc:
             if not exc.is_not_found:
                 print(f"warning: cluster {cluster_name}: {exc}", file=sys.stderr)

@@ -32,15 +32,16 @@ import anyio
 import yaml
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient
-from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from controller_manager.client import ApiError, KubeClient, Resource
+from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.conditions import find_condition
+from kube_api.resources import DEPLOYMENTS, STATEFUL_SETS
 
-from .ctl import deployments_in_members, get_deployment_table, taint_cluster
+from .ctl import get_deployment_table, taint_cluster, workloads_in_members
 from .plane import DevPlane, PlaneOptions
 
 DOCUMENTS = ("rebalancer", "descheduler")
-"""What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 30 s)."""
+"""What ``demo`` and ``demo all`` play: the user's two documents, README's first command (about 45 s)."""
 DEMOS = (*DOCUMENTS, "failback", "bulk", "preserve")
 """Every demo; those beyond the documents (fail-back, bulk rebalancing, preserve mode) are asked for by name."""
 STEP_TIMEOUT = 60.0
@@ -85,8 +86,10 @@ class Narrator:
         self.out.flush()
 
 
-async def eventually(description: str, check: Callable[[], Awaitable[Any]], timeout: float = STEP_TIMEOUT) -> Any:
-    """Poll ``check`` until truthy; StepFailed naming ``description`` (and the last error) after ``timeout``."""
+async def eventually(description: str, check: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any:
+    """Poll ``check`` until truthy; StepFailed naming ``description`` (and the last error) after ``timeout``
+    (``STEP_TIMEOUT`` as it is when called, so a test can shorten it)."""
+    timeout = STEP_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last = ""
     while True:
@@ -154,18 +157,21 @@ class Session:
         assert self.plane.client is not None, "the plane is started before a session"
         return self.plane.client
 
-    async def ready_replicas(self, name: str, namespace: str = "default") -> dict[str, tuple[int, int]]:
-        """cluster → (ready, desired) of the Deployment in each member that has it."""
-        found = await deployments_in_members(self.host_client, name, namespace)
+    async def ready_replicas(self, name: str, namespace: str = "default",
+                             resource: Resource = DEPLOYMENTS) -> dict[str, tuple[int, int]]:
+        """cluster → (ready, desired) of the workload (a Deployment unless told) in each member that has it."""
+        found = await workloads_in_members(self.host_client, resource, name, namespace)
         return {cluster: (int(objects.status(d).get("readyReplicas") or 0), int(objects.spec(d).get("replicas", 1)))
                 for cluster, d in found}
 
-    async def wait_distribution(self, name: str, want: dict[str, int], description: str) -> None:
-        """Until the Deployment runs exactly ``want`` ready replicas per member (and nowhere else)."""
+    async def wait_distribution(self, name: str, want: dict[str, int], description: str,
+                                resource: Resource = DEPLOYMENTS) -> None:
+        """Until the workload (a Deployment unless told) runs exactly ``want`` ready replicas per member (and
+        nowhere else)."""
         expected = {cluster: (count, count) for cluster, count in want.items()}
 
         async def matches() -> bool:
-            return await self.ready_replicas(name) == expected
+            return await self.ready_replicas(name, resource=resource) == expected
 
         await eventually(description, matches)
 
@@ -308,6 +314,42 @@ async def play_descheduler(s: Session) -> None:
     await eventually("member1 has no nginx pod left", lambda: _no_pods(s, "member1", "app=nginx"))
     await s.kubectl("--context", "member1", "get", "pod")
     await s.kubectl("--context", "member2", "get", "pod")
+    await play_descheduler_statefulset(s)
+
+
+async def play_descheduler_statefulset(s: Session) -> None:
+    """Not in the document (issue 25): a StatefulSet whose replicas stop fitting in member1, played the same way."""
+    s.say.title("Descheduler for a StatefulSet: 4 replicas divided into 3 member clusters")
+    s.say.note("not in the document: the descheduler moves a StatefulSet's stuck replicas too; the example's "
+               "Deployment goes and member1's node is uncordoned, so every member has room again")
+    await s.kubectl("--context", "karmada-apiserver", "delete", "-f", "nginx.yaml")
+    await s.kubectl("--context", "member1", "uncordon", "member1-control-plane")
+    await eventually("no nginx pod left, and Karmada sees no CPU allocated in any member", lambda: _members_free(s))
+    s.write("web-statefulset.yaml", document("web-statefulset.yaml"))
+    await s.kubectl("--context", "karmada-apiserver", "apply", "-f", "web-statefulset.yaml")
+    await s.wait_distribution("web", {"member1": 2, "member2": 1, "member3": 1},
+                              "statefulset web: 2 replicas running in member1, 1 in member2 and 1 in member3",
+                              resource=STATEFUL_SETS)
+    await eventually("statefulset web: Karmada reports 4/4 ready", lambda: _template_ready(s, "web", 4))
+    await s.kubectl("--context", "karmada-apiserver", "get", "statefulset", "web")
+    await _show_assignment(s, "web-statefulset")
+
+    s.say.title("Cordon member1's node and evict the StatefulSet's replicas there")
+    await s.kubectl("--context", "member1", "cordon", "member1-control-plane")
+    await s.kubectl("--context", "member1", "delete", "pod", "-l", "app=web")
+    await eventually("statefulset web: web-1 in member1 stays Pending (PodScheduled=False, Unschedulable) while "
+                     "web-0 runs on member1-worker", lambda: _pending_unschedulable(s, "member1", "app=web"))
+    await s.kubectl("--context", "member1", "get", "pod", "-l", "app=web", "-o", "wide")
+
+    s.say.title("The descheduler moves the StatefulSet's unschedulable replica to another cluster")
+    await eventually("statefulset web: member1 keeps 1 replica and the 4th runs in member2 or member3",
+                     lambda: _statefulset_moved(s, "web"))
+    await eventually("statefulset web: no Pending pod left in member1",
+                     lambda: _all_running(s, "member1", "app=web"))
+    await eventually("statefulset web: Karmada reports 4/4 ready again", lambda: _template_ready(s, "web", 4))
+    await s.kubectl("--context", "member1", "get", "pod", "-l", "app=web")
+    await _show_assignment(s, "web-statefulset")
+    await s.kubectl("--context", "karmada-apiserver", "get", "statefulset", "web")
 
 
 # ------------------------------------------------------------------------------------------ checks
@@ -377,6 +419,41 @@ async def _pending_unschedulable(s: Session, member: str, selector: str) -> bool
 
 async def _no_pods(s: Session, member: str, selector: str) -> bool:
     return not await _member_pods(s, member, selector)
+
+
+async def _show_assignment(s: Session, binding: str) -> None:
+    """``kubectl get resourcebinding`` of the binding's ``spec.clusters``: the replicas per member."""
+    await s.kubectl("--context", "karmada-apiserver", "get", "resourcebinding", binding,
+                    "-o", "jsonpath={.spec.clusters}{\"\\n\"}",
+                    show=f"--context karmada-apiserver get resourcebinding {binding} -o jsonpath='{{.spec.clusters}}'")
+
+
+async def _members_free(s: Session) -> bool:
+    """No member runs a pod of the example, and every Cluster's resource summary (what Karmada's general
+    estimator reads) shows no CPU requested."""
+    for cluster in (await s.host_client.list(CLUSTERS)).get("items") or []:
+        allocated = (objects.status(cluster).get("resourceSummary") or {}).get("allocated") or {}
+        if str(allocated.get("cpu") or "0") != "0" or not await _no_pods(s, objects.name(cluster), "app=nginx"):
+            return False
+    return True
+
+
+async def _all_running(s: Session, member: str, selector: str) -> bool:
+    pods = await _member_pods(s, member, selector)
+    return bool(pods) and all(objects.status(pod).get("phase") == "Running" for pod in pods)
+
+
+async def _template_ready(s: Session, name: str, ready: int, namespace: str = "default") -> bool:
+    """The Karmada template's aggregated status: ``readyReplicas`` as kubectl's READY column shows it."""
+    template = await s.host_client.get(STATEFUL_SETS, name, namespace)
+    return int(objects.status(template).get("readyReplicas") or 0) == ready
+
+
+async def _statefulset_moved(s: Session, name: str) -> bool:
+    """member1 runs 1 ready replica, the other 3 run ready in member2 and member3 (either may take the 4th)."""
+    found = await s.ready_replicas(name, resource=STATEFUL_SETS)
+    others = sorted(found.get(member, (0, 0))[0] for member in ("member2", "member3"))
+    return found.get("member1") == (1, 1) and all(r == d for r, d in found.values()) and others == [1, 2]
 
 
 # ------------------------------------------------------------------------------------------ running

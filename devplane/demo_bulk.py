@@ -112,6 +112,12 @@ async def _no_deployment_on_member1(s: Session) -> bool:
     return await _bindings_off_member1(s, [f"{n}-deployment" for n in DEPLOYMENTS])
 
 
+async def _deployments_gone_from_member1(s: Session) -> bool:
+    """No Deployment of the application left in member1: a graceful eviction keeps the member's copy until the
+    replicas run elsewhere, after the binding has already left member1."""
+    return all(["member1" not in await s.ready_replicas(name) for name in DEPLOYMENTS])
+
+
 async def _configmap_gone(s: Session) -> bool:
     return not await _configmap_in_member1(s)
 
@@ -149,6 +155,7 @@ async def play_bulk(s: Session) -> None:
     await s.karmadactl_taint("member1", TAINT)
     await eventually("step 2: no binding keeps member1", lambda: _none_on_member1(s))
     await eventually("step 2: the ConfigMap is removed from member1", lambda: _configmap_gone(s))
+    await eventually("step 2: the Deployments are removed from member1", lambda: _deployments_gone_from_member1(s))
     for name in DEPLOYMENTS:
         await s.karmadactl_get_deploy(name)
 

@@ -134,11 +134,14 @@ def _replacing(build: Builder) -> Interpreter:
 # ----------------------------------------------------------------------------- replica workloads
 
 
-def _summing(fields: tuple[str, ...], *, member_generation_quirk: bool = False) -> Interpreter:
+def _summing(fields: tuple[str, ...], *, always: tuple[str, ...] = (),
+             member_generation_quirk: bool = False) -> Interpreter:
     """Deployment/ReplicaSet/StatefulSet/DaemonSet: sum ``fields``, maintain ``observedGeneration``.
 
     Other status fields (conditions, collisionCount...) are kept. When the sums and the
-    observedGeneration equal the old values the old status is returned unchanged.
+    observedGeneration equal the old values the old status is returned unchanged. A zero sum is
+    dropped (Go's ``omitempty``) except for the ``always`` fields, which the kind's Go status type
+    serialises even when 0 (a StatefulSet's ``replicas`` and ``availableReplicas``...).
     """
 
     def aggregate(template: Obj, items: list[Item]) -> Status:
@@ -155,7 +158,10 @@ def _summing(fields: tuple[str, ...], *, member_generation_quirk: bool = False) 
         new = old
         _set_or_drop(new, "observedGeneration", observed)
         for field in fields:
-            _set_or_drop(new, field, sums[field])
+            if field in always:
+                new[field] = sums[field]
+            else:
+                _set_or_drop(new, field, sums[field])
         return new
 
     return aggregate
@@ -164,13 +170,14 @@ def _summing(fields: tuple[str, ...], *, member_generation_quirk: bool = False) 
 aggregate_deployment = _AGGREGATORS.add(kube.DEPLOYMENTS, _summing((
     "replicas", "readyReplicas", "updatedReplicas", "availableReplicas", "unavailableReplicas")))
 aggregate_replicaset = _AGGREGATORS.add(kube.REPLICA_SETS, _summing((
-    "replicas", "readyReplicas", "availableReplicas")))
+    "replicas", "readyReplicas", "availableReplicas"), always=("replicas",)))
 aggregate_statefulset = _AGGREGATORS.add(kube.STATEFUL_SETS, _summing((
     "availableReplicas", "currentReplicas", "readyReplicas", "replicas", "updatedReplicas"),
-    member_generation_quirk=True))
+    always=("replicas", "availableReplicas"), member_generation_quirk=True))
 aggregate_daemonset = _AGGREGATORS.add(kube.DAEMON_SETS, _summing((
     "currentNumberScheduled", "desiredNumberScheduled", "numberAvailable", "numberMisscheduled", "numberReady",
-    "updatedNumberScheduled", "numberUnavailable")))
+    "updatedNumberScheduled", "numberUnavailable"),
+    always=("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")))
 
 
 # ----------------------------------------------------------------------------- batch

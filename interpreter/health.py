@@ -62,14 +62,11 @@ def _replicaset_healthy(obj: Obj, status: Obj) -> bool:
 @_RULES.register(kube.STATEFUL_SETS)
 @_observed
 def _statefulset_healthy(obj: Obj, status: Obj) -> bool:
+    """As a Deployment (Karmada's ``interpretStatefulSetHealth``): every replica updated and available; a
+    rolling-update ``partition`` is not considered, so a partitioned update stays Unhealthy until done."""
     replicas = _spec_replicas(obj)
-    if replicas is not None:
-        rolling = (objects.spec(obj).get("updateStrategy") or {}).get("rollingUpdate") or {}
-        want_updated = replicas - (int_field(rolling, "partition") if rolling.get("partition") is not None else 0)
-        if int_field(status, "updatedReplicas") < want_updated:
-            return False
-        if int_field(status, "availableReplicas") < replicas:
-            return False
+    if replicas is not None and int_field(status, "updatedReplicas") < replicas:
+        return False
     return int_field(status, "availableReplicas") >= int_field(status, "updatedReplicas")
 
 

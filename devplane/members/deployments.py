@@ -44,10 +44,8 @@ from kube_api.ownerrefs import controller_of, controller_uid_index
 from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
 from kube_api.timeutil import now
 
-from .replicasets import (
-    OWNER_INDEX,
-    owner_request,
-)
+from .podowner import owner_request
+from .replicasets import OWNER_INDEX
 from .rollout import (
     DESIRED_REPLICAS,
     FAILED_RS_CREATE,

@@ -5,9 +5,8 @@ A ReplicaSet keeps ``spec.replicas`` active pods: it creates pods from its templ
 by deleting pods in Kubernetes' order (:func:`pods_to_delete`). Pods being deleted or terminal do
 not count. Creations go in slow-start batches (1, 2, 4...), at most 500 per sync.
 
-Like Kubernetes, the controller keeps *expectations*: after issuing creates or deletes it does not
-manage the ReplicaSet again until the pod informer has seen them (or 5 minutes passed), so a
-cache that lags behind the API server never doubles the pods.
+Like Kubernetes, the controller keeps *expectations* (:mod:`devplane.members.podowner`, the sync
+loop it shares with the StatefulSet controller).
 
 Status: ``replicas`` (always written), ``fullyLabeledReplicas``, ``readyReplicas``,
 ``availableReplicas`` (ready for ``minReadySeconds``), ``observedGeneration``; zero values are
@@ -23,41 +22,30 @@ time directly (Kubernetes' ``LogarithmicScaleDown`` buckets are not used).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
-import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 
 from controller_manager import objects
-from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
-from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
-from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
-from controller_manager.reconcile import Request, Result
 from kube_api.conditions import find_condition
 from kube_api.ownerrefs import controller_of, controller_reference, controller_uid_index
 from kube_api.pods import is_pod_terminated
 from kube_api.resources import PODS, REPLICA_SETS
-from kube_api.timeutil import now, parse_optional_time
+from kube_api.timeutil import parse_optional_time
 
-from .controllerref import Claimer, orphan_requests
+from .podowner import BURST_REPLICAS, PodOwnerReconciler, raise_first, register_pod_owner
 
 log = structlog.get_logger(__name__)
 
 COMPONENT = "replicaset-controller"
 OWNER_INDEX = "members/by-controller-uid"
-BURST_REPLICAS = 500  # ReplicaSetController's burstReplicas
-EXPECTATIONS_TIMEOUT = 300.0  # controller.ExpectationsTimeout
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}
 
@@ -91,16 +79,6 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
         return True
     ready = pod_ready_time(pod)
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
-
-
-def owner_request(obj: Obj, kind: str) -> list[Request]:
-    """The controller of ``obj`` when it is a ``kind`` of apps/v1, as a reconcile request."""
-    reference = controller_of(obj)
-    if reference is None or reference.get("kind") != kind or not reference.get("name"):
-        return []
-    if str(reference.get("apiVersion") or "").rpartition("/")[0] != "apps":
-        return []
-    return [Request(objects.namespace(obj), str(reference["name"]))]
 
 
 # ----------------------------------------------------------------------------- scale-down order
@@ -244,208 +222,35 @@ def new_pod(rs: Obj) -> dict[str, Any]:
             "spec": copy.deepcopy(objects.spec(template))}
 
 
-# ----------------------------------------------------------------------------- expectations
-
-
-@dataclass
-class _Expectation:
-    adds: int = 0
-    deletes: set[str] = field(default_factory=set)
-    stamp: float = field(default_factory=time.monotonic)
-
-
-class Expectations:
-    """``ControllerExpectations``: creates/deletes issued and not yet seen by the pod informer."""
-
-    def __init__(self, timeout: float = EXPECTATIONS_TIMEOUT) -> None:
-        self._items: dict[str, _Expectation] = {}
-        self._timeout = timeout
-
-    def satisfied(self, key: str) -> bool:
-        """True when nothing is pending, or the expectation is older than the timeout."""
-        item = self._items.get(key)
-        if item is None:
-            return True
-        if (item.adds <= 0 and not item.deletes) or time.monotonic() - item.stamp > self._timeout:
-            del self._items[key]
-            return True
-        return False
-
-    def expect(self, key: str, *, adds: int = 0, deletes: Iterable[str] = ()) -> None:
-        self._items[key] = _Expectation(adds, set(deletes))
-
-    def creation_observed(self, key: str, count: int = 1) -> None:
-        item = self._items.get(key)
-        if item is not None:
-            item.adds -= count
-
-    def deletion_observed(self, key: str, pod_key: str) -> None:
-        item = self._items.get(key)
-        if item is not None:
-            item.deletes.discard(pod_key)
-
-    def forget(self, key: str) -> None:
-        self._items.pop(key, None)
-
-
-async def slow_start(count: int, create: Callable[[], Awaitable[Any]]) -> tuple[int, list[Exception]]:
-    """``slowStartBatch``: batches of 1, 2, 4... in parallel; stop at the first batch with an error."""
-    remaining, batch, successes = count, 1, 0
-    while remaining > 0:
-        size = min(batch, remaining)
-        results = await asyncio.gather(*(create() for _ in range(size)), return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException) and not isinstance(result, Exception):
-                raise result
-        errors = [r for r in results if isinstance(r, Exception)]
-        successes += size - len(errors)
-        if errors:
-            return successes, errors
-        remaining -= size
-        batch *= 2
-    return successes, []
-
-
 # ----------------------------------------------------------------------------- reconciler
 
 
-class ReplicaSetReconciler:
+class ReplicaSetReconciler(PodOwnerReconciler):
     """Creates and deletes a ReplicaSet's pods and writes its status."""
 
-    def __init__(self, client: KubeClient, replica_sets: MutationCache, pods: Indexer, events: EventRecorder) -> None:
-        self.client = client
-        self.replica_sets = replica_sets  # with our own status writes: a reconcile before the informer has
-        # seen one would write from a stale resourceVersion and get a 409
-        self.pods = pods
-        self.events = events
-        self.expectations = Expectations()
+    resource = REPLICA_SETS
+    created, create_failed = "Created pod: {pod}", "Error creating: {error}"
+    deleted, delete_failed = "Deleted pod: {pod}", "Error deleting: {error}"
 
-    # informer handler: expectations are lowered as the cache sees the writes
-    def on_pod_add(self, pod: Obj, _initial: bool) -> None:
-        for request in owner_request(pod, "ReplicaSet"):
-            if objects.is_deleting(pod):
-                self.expectations.deletion_observed(str(request), objects.key(pod))
-            else:
-                self.expectations.creation_observed(str(request))
+    def candidates(self, owner: Obj) -> list[Obj]:
+        """The active pods of the namespace (``claimPods``)."""
+        return [pod for pod in self.pods.by_index("namespace", objects.namespace(owner)) if is_pod_active(pod)]
 
-    def on_pod_update(self, old: Obj, new: Obj) -> None:
-        if objects.is_deleting(new) and not objects.is_deleting(old):
-            for request in owner_request(new, "ReplicaSet"):
-                self.expectations.deletion_observed(str(request), objects.key(new))
+    def status(self, owner: Obj, pods: list[Obj], moment: datetime) -> tuple[dict[str, Any], float]:
+        return replica_set_status(owner, pods, moment)
 
-    def on_pod_delete(self, pod: Obj) -> None:
-        for request in owner_request(pod, "ReplicaSet"):
-            self.expectations.deletion_observed(str(request), objects.key(pod))
-
-    async def reconcile(self, request: Request) -> Result:
-        key = str(request)
-        cached = self.replica_sets.get(key)
-        if cached is None:
-            self.expectations.forget(key)
-            return Result()
-        rs = REPLICA_SETS.with_type_meta(cached)
-        active = await self._claim(rs)
-        error: Exception | None = None
-        if self.expectations.satisfied(key) and not objects.is_deleting(rs):
-            try:
-                await self._manage(key, rs, active)
-            except ApiError as exc:
-                error = exc
-        wait = await self._write_status(rs, active)
-        if wait is None:
-            return Result(requeue=True)  # still conflicting: a newer ReplicaSet is on its way through the cache
-        if error is not None:
-            raise error
-        return Result(requeue_after=wait) if wait else Result()
-
-    async def _claim(self, rs: MutableObj) -> list[Obj]:
-        """The active pods of the namespace the ReplicaSet owns once it has adopted and released (``claimPods``).
-
-        A failed adoption or release fails the sync (retried with backoff), as in Kubernetes.
-        """
-        candidates = [pod for pod in self.pods.by_index("namespace", objects.namespace(rs)) if is_pod_active(pod)]
-        claimer = Claimer(self.client, rs, REPLICA_SETS, controller_reference(rs, REPLICA_SETS), PODS)
-        return await claimer.claim(candidates)
-
-    async def _write_status(self, rs: MutableObj, active: list[Obj]) -> float | None:
-        """Write the status if it changed, re-reading the ReplicaSet once on a conflict (as Kubernetes does).
-
-        Returns the seconds until a ready pod becomes available (0: none pending), None on a lasting conflict.
-        """
-        for attempt in range(2):
-            status, wait = replica_set_status(rs, active, now())
-            if status == objects.status(rs):
-                return wait
-            updated = copy.deepcopy(rs)
-            updated["status"] = status
-            try:
-                self.replica_sets.mutated(await self.client.update_status(REPLICA_SETS, updated))
-                return wait
-            except ApiError as exc:
-                if exc.is_not_found:
-                    return 0.0
-                if not exc.is_conflict:
-                    raise
-            if attempt:
-                return None
-            uid = objects.uid(rs)
-            try:
-                rs = await self.client.get(REPLICA_SETS, objects.name(rs), objects.namespace(rs))
-            except ApiError as error:
-                if error.is_not_found:
-                    return 0.0
-                raise
-            if objects.uid(rs) != uid:
-                return 0.0
-        return None
-
-    async def _manage(self, key: str, rs: MutableObj, active: list[Obj]) -> None:
-        desired = int(objects.spec(rs).get("replicas", 1) or 0)
-        diff = len(active) - desired
+    async def manage(self, key: str, owner: MutableObj, pods: list[Obj]) -> None:
+        desired = int(objects.spec(owner).get("replicas", 1) or 0)
+        diff = len(pods) - desired
         if diff < 0:
-            await self._create(key, rs, min(-diff, BURST_REPLICAS))
+            count = min(-diff, BURST_REPLICAS)
+            self.expectations.expect(key, adds=count)
+            template = new_pod(owner)
+            raise_first(await self.create_pods(key, owner, [copy.deepcopy(template) for _ in range(count)]))
         elif diff > 0:
-            victims = pods_to_delete(active, self._related_pods(rs, active), min(diff, BURST_REPLICAS))
-            await self._delete(key, rs, victims)
-
-    async def _create(self, key: str, rs: MutableObj, count: int) -> None:
-        self.expectations.expect(key, adds=count)
-        template = new_pod(rs)
-
-        async def create_one() -> None:
-            try:
-                created = await self.client.create(PODS, copy.deepcopy(template))
-            except ApiError as exc:
-                self.events.event(rs, WARNING, "FailedCreate", f"Error creating: {exc.message}")
-                raise
-            self.events.event(rs, NORMAL, "SuccessfulCreate", f"Created pod: {objects.name(created)}")
-
-        successes, errors = await slow_start(count, create_one)
-        if successes < count:
-            self.expectations.creation_observed(key, count - successes)  # never coming
-        if errors:
-            raise errors[0]
-
-    async def _delete(self, key: str, rs: MutableObj, victims: list[Obj]) -> None:
-        keys = [objects.key(pod) for pod in victims]
-        self.expectations.expect(key, deletes=keys)
-
-        async def delete_one(pod: Obj, pod_key: str) -> ApiError | None:
-            try:
-                await self.client.delete(PODS, objects.name(pod), objects.namespace(pod), uid=objects.uid(pod))
-            except ApiError as exc:
-                self.expectations.deletion_observed(key, pod_key)
-                if exc.is_not_found or exc.status == 409:  # gone, or replaced by another pod of that name
-                    return None
-                self.events.event(rs, WARNING, "FailedDelete", f"Error deleting: {exc.message}")
-                return exc
-            self.events.event(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {objects.name(pod)}")
-            return None
-
-        results = await asyncio.gather(*(delete_one(pod, k) for pod, k in zip(victims, keys, strict=True)))
-        failed = next((r for r in results if r is not None), None)
-        if failed is not None:
-            raise failed
+            victims = pods_to_delete(pods, self._related_pods(owner, pods), min(diff, BURST_REPLICAS))
+            self.expectations.expect(key, deletes=[objects.key(pod) for pod in victims])
+            raise_first(await self.delete_pods(key, owner, victims))
 
     def _related_pods(self, rs: Obj, own: list[Obj]) -> list[Obj]:
         """Pods of every ReplicaSet controlled by the same owner (the ranking's "related pods")."""
@@ -453,7 +258,7 @@ class ReplicaSetReconciler:
         if reference is None or not reference.get("uid"):
             return own
         pods: list[Obj] = []
-        for sibling in self.replica_sets.by_index(OWNER_INDEX, str(reference["uid"])):
+        for sibling in self.owners.by_index(OWNER_INDEX, str(reference["uid"])):
             pods.extend(self.pods.by_index(OWNER_INDEX, objects.uid(sibling)))
         return pods
 
@@ -466,11 +271,5 @@ def setup_replicaset_controller(manager: Manager, *, cluster_name: str, workers:
     pod_informer.ensure_indexer(OWNER_INDEX, controller_uid_index)
     reconciler = ReplicaSetReconciler(manager.client, rs_informer.mutation_cache(), pod_informer.store,
                                       manager.event_recorder(COMPONENT))
-    pod_informer.add_event_handler(FuncHandler(add=reconciler.on_pod_add, update=reconciler.on_pod_update,
-                                               delete=reconciler.on_pod_delete))
-    controller = Controller(f"{cluster_name}/{COMPONENT}", reconciler, workers=workers)
-    controller.watches(rs_informer)
-    orphans = orphan_requests(rs_informer.store)
-    controller.watches(pod_informer, map_func=lambda pod: owner_request(pod, "ReplicaSet") + orphans(pod))
-    manager.add_controller(controller)
-    return controller
+    return register_pod_owner(manager, reconciler, owners=rs_informer, pod_informer=pod_informer,
+                              name=f"{cluster_name}/{COMPONENT}", workers=workers)

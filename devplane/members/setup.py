@@ -15,6 +15,7 @@ from .deployments import setup_deployment_controller
 from .kubelet import setup_kubelet
 from .podscheduler import setup_pod_scheduler
 from .replicasets import setup_replicaset_controller
+from .statefulsets import setup_statefulset_controller
 
 
 def setup_member_simulation(manager: Manager, *, cluster_name: str) -> list[Controller]:
@@ -24,6 +25,7 @@ def setup_member_simulation(manager: Manager, *, cluster_name: str) -> list[Cont
     return [
         setup_deployment_controller(manager, cluster_name=cluster_name),
         setup_replicaset_controller(manager, cluster_name=cluster_name),
+        setup_statefulset_controller(manager, cluster_name=cluster_name),
         setup_pod_scheduler(manager, cluster_name=cluster_name),
         setup_kubelet(manager, cluster_name=cluster_name),
     ]

@@ -9,6 +9,7 @@ texts the documents show, and that no process is left behind.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -24,6 +25,16 @@ DEMO_TIMEOUT = 300
 def _run_demo(document: str, workdir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "devplane", "demo", document, "--workdir", str(workdir)],
                           capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+
+
+def _run_patched_demo(document: str, workdir: Path, patch: str) -> subprocess.CompletedProcess[str]:
+    """The demo with ``patch`` (Python, with ``devplane.demo`` imported as ``d``) run before it."""
+    return subprocess.run([sys.executable, "-c", (
+        "import sys, devplane.demo as d\n"
+        f"{patch}"
+        "from devplane.cli import main\n"
+        f"sys.exit(main(['demo', {document!r}, '--workdir', {str(workdir)!r}]))\n")],
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
 
 
 def _assert_gone(pids: list[int]) -> None:
@@ -69,18 +80,63 @@ def test_descheduler_example(tmp_path: Path) -> None:
     assert "No resources found in default namespace." in final_member1
     final_member2 = out.split("$ kubectl --context member2 get pod\n")[1].split("$ ")[0]
     assert len([line for line in final_member2.splitlines() if line.startswith("nginx-") and "Running" in line]) == 2
+    _check_statefulset_part(out)
     _assert_gone([int(pid) for pid in re.findall(r"\(pid (\d+)\)", out)])
+
+
+def _after(output: str, command: str, occurrence: int = 1) -> str:
+    """What ``$ command`` printed, for its ``occurrence``-th run."""
+    return output.split(f"$ {command}\n")[occurrence].split("$ ", maxsplit=1)[0]
+
+
+def _pods(block: str) -> dict[str, list[str]]:
+    rows = (line.split() for line in block.splitlines())
+    return {row[0]: row[1:] for row in rows if row and row[0].startswith("web-")}
+
+
+def _check_statefulset_part(out: str) -> None:
+    """After the example, the demo plays it again for a StatefulSet whose replicas stop fitting in member1."""
+    out = out.split("### Descheduler for a StatefulSet")[1]
+    assert "statefulset.apps/web created" in out
+    assignment = ("kubectl --context karmada-apiserver get resourcebinding web-statefulset "
+                  "-o jsonpath='{.spec.clusters}'")
+    assert json.loads(_after(out, assignment).splitlines()[0]) == [{"name": "member1", "replicas": 2},
+                                                   {"name": "member2", "replicas": 1},
+                                                   {"name": "member3", "replicas": 1}]
+    assert _rows(_after(out, "kubectl --context karmada-apiserver get statefulset web"), "web")[0][1] == "4/4"
+    stuck = _pods(_after(out, "kubectl --context member1 get pod -l app=web -o wide"))
+    assert stuck["web-0"][:2] == ["1/1", "Running"] and stuck["web-0"][5] == "member1-worker"
+    assert stuck["web-1"][:2] == ["0/1", "Pending"]
+    assert list(_pods(_after(out, "kubectl --context member1 get pod -l app=web"))) == ["web-0"]
+    final = {c["name"]: c["replicas"] for c in json.loads(_after(out, assignment, 2).splitlines()[0])}
+    assert final["member1"] == 1 and sorted([final["member2"], final["member3"]]) == [1, 2]
+    assert _rows(_after(out, "kubectl --context karmada-apiserver get statefulset web", 2), "web")[0][1] == "4/4"
 
 
 def test_a_missed_outcome_fails_the_demo_naming_the_step(tmp_path: Path) -> None:
     """If the product is not there to do its part, the demo says which step's outcome never came."""
-    result = subprocess.run([sys.executable, "-c", (
-        "import sys, devplane.demo as d\n"
+    result = _run_patched_demo("rebalancer", tmp_path, (
         "d.STEP_TIMEOUT = 8\n"
         "async def no_products(self, **_options): pass\n"
-        "d.Session.start_products = no_products\n"
-        "from devplane.cli import main\n"
-        f"sys.exit(main(['demo', 'rebalancer', '--workdir', {str(tmp_path)!r}]))\n")],
-        capture_output=True, text=True, timeout=DEMO_TIMEOUT, check=False)
+        "d.Session.start_products = no_products\n"))
     assert result.returncode == 1, result.stdout
     assert "DEMO FAILED (rebalancer): step 2" in result.stdout
+
+
+def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp_path: Path) -> None:
+    """Without the descheduler the StatefulSet's Pending replica never moves, and the demo says so (the
+    StatefulSet part alone, after the example's Deployment was applied)."""
+    result = _run_patched_demo("descheduler", tmp_path, (
+        "d.STEP_TIMEOUT = 8\n"
+        "start_products = d.Session.start_products\n"
+        "async def no_descheduler(self, **options):\n"
+        "    await start_products(self, **{**options, 'descheduler': False})\n"
+        "d.Session.start_products = no_descheduler\n"
+        "async def statefulset_only(s):\n"
+        "    s.write('nginx.yaml', d.document('nginx.yaml'))\n"
+        "    await s.kubectl('--context', 'karmada-apiserver', 'apply', '-f', 'nginx.yaml')\n"
+        "    await d.play_descheduler_statefulset(s)\n"
+        "d.play_descheduler = statefulset_only\n"))
+    assert result.returncode == 1, result.stdout
+    assert "web-1   0/1     Pending" in result.stdout
+    assert "DEMO FAILED (descheduler): statefulset web: member1 keeps 1 replica" in result.stdout

@@ -134,7 +134,20 @@ def test_statefulset_quirk_compares_template_generation_with_member_generation()
     assert aggregate_status(obj, members) == {"observedGeneration": 7, "replicas": 1, "readyReplicas": 1,
                                               "currentReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1}
     lagging = [item("m1", {**_member(3, 3, 2, replicas=1)})]
-    assert aggregate_status(obj, lagging) == {"replicas": 1}
+    assert aggregate_status(obj, lagging) == {"replicas": 1, "availableReplicas": 0}  # not omitempty in Go
+
+
+@pytest.mark.parametrize(("kind", "kept"), [
+    ("StatefulSet", {"replicas": 0, "availableReplicas": 0}),
+    ("ReplicaSet", {"replicas": 0}),
+    ("DaemonSet", {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
+                   "numberReady": 0}),
+    ("Deployment", {}),
+])
+def test_zero_sums_keep_the_fields_go_serialises_without_omitempty(kind: str, kept: dict[str, int]) -> None:
+    """Scaled to 0 everywhere: Karmada's ``ToUnstructured`` of the typed status keeps the non-omitempty zeros."""
+    obj = template("apps/v1", kind, {field: 2 for field in kept or {"replicas": 2}}, generation=1)
+    assert aggregate_status(obj, [item("m1", _member(1, 1, 1, replicas=0))]) == {"observedGeneration": 1, **kept}
 
 
 def test_daemonset_sums_seven_fields() -> None:

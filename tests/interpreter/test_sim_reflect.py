@@ -162,8 +162,11 @@ def workload(kind: str, *, generation: int = 1, spec: dict[str, Any] | None = No
      HEALTHY),
     (workload("StatefulSet", spec={"replicas": 3}, availableReplicas=1, updatedReplicas=3, observedGeneration=1),
      UNHEALTHY),
+    # Karmada's rule ignores a rolling-update partition: 1 of 3 updated is Unhealthy (f8fdd02, healthy.go)
     (workload("StatefulSet", spec={"replicas": 3, "updateStrategy": {"rollingUpdate": {"partition": 2}}},
-              availableReplicas=3, updatedReplicas=1, observedGeneration=1), HEALTHY),
+              availableReplicas=3, updatedReplicas=1, observedGeneration=1), UNHEALTHY),
+    (workload("StatefulSet", spec={"replicas": 3}, availableReplicas=3, updatedReplicas=3, observedGeneration=2),
+     UNHEALTHY),
     (workload("StatefulSet", spec={"replicas": 3, "updateStrategy": {"rollingUpdate": {"partition": 2}}},
               availableReplicas=2, updatedReplicas=1, observedGeneration=1), UNHEALTHY),
     (workload("ReplicaSet", spec={"replicas": 3}, availableReplicas=3, observedGeneration=1), HEALTHY),

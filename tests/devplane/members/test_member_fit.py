@@ -10,6 +10,7 @@ import pytest
 
 from devplane.members.hashing import pod_template_hash
 from devplane.members.kubelet import running_status, runtime_image
+from devplane.members.podowner import Expectations
 from devplane.members.podscheduler import (
     NodeInfo,
     SchedulerCache,
@@ -17,7 +18,7 @@ from devplane.members.podscheduler import (
     nonzero_requests,
     schedule,
 )
-from devplane.members.replicasets import Expectations, pods_to_delete, rank_for_deletion, replica_set_status
+from devplane.members.replicasets import pods_to_delete, rank_for_deletion, replica_set_status
 from devplane.members.rollout import (
     calculate_status,
     new_replica_set,

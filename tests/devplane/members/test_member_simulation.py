@@ -8,73 +8,23 @@ Table rendering, which these tests read too). Every wait is a deadline (``eventu
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import aiohttp
-import pytest
-from kubernetes_asyncio.client import ApiClient, Configuration
 
-from controller_manager.client import KubeClient
-from controller_manager.controller import Controller
-from controller_manager.events import EVENTS
-from controller_manager.manager import Manager, ManagerOptions
-from devplane.apiserver.server import ApiServer
-from devplane.members.setup import setup_member_simulation
 from estimator.unschedulable import find_new_replica_set, get_unschedulable_replicas
 from kube_api.ownerrefs import controller_uid_index
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS
 from kube_api.timeutil import now_text, parse_time
 from tests.conftest import eventually
+from tests.devplane.members.simulated import NS, Member, add_node, condition, events_for
 
-NS = "default"
 TIMEOUT = 15.0
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
-@dataclass
-class Member:
-    server: ApiServer
-    client: KubeClient
-    manager: Manager
-    controllers: list[Controller]
-
-
-@pytest.fixture
-async def member() -> AsyncIterator[Member]:
-    async with ApiServer(karmada=False) as server:
-        client = KubeClient(ApiClient(Configuration(host=server.url)), qps=0)
-        manager = Manager(client, ManagerOptions(name="member1-simulation", metrics_bind_address="0"))
-        controllers = setup_member_simulation(manager, cluster_name="member1")
-        task = asyncio.create_task(manager.run())
-        try:
-            yield Member(server, client, manager, controllers)
-        finally:
-            manager.request_shutdown()
-            await asyncio.wait_for(task, 30)
-            await client.close()
-
-
 # ----------------------------------------------------------------------------------------- helpers
-
-
-async def add_node(member: Member, name: str, *, cpu: str = "4", memory: str = "8Gi", pods: str = "110",
-                   unschedulable: bool = False, taints: list[dict[str, Any]] | None = None) -> None:
-    spec: dict[str, Any] = {}
-    if unschedulable:
-        spec["unschedulable"] = True
-    if taints:
-        spec["taints"] = taints
-    await member.client.create(NODES, {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                                       "spec": spec})
-    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
-    await member.client.patch_status(NODES, name, {"status": {
-        "capacity": allocatable, "allocatable": allocatable,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "kubelet is posting ready status"}]}})
 
 
 def deployment(name: str, replicas: int, *, cpu: str = "500m", image: str = "nginx:1.27",
@@ -100,10 +50,6 @@ async def replica_sets_of(member: Member, app: str) -> list[dict[str, Any]]:
 
 async def get_deployment(member: Member, name: str) -> dict[str, Any]:
     return await member.client.get(DEPLOYMENTS, name, NS)
-
-
-def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
-    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == ctype), None)
 
 
 async def pod_table(member: Member) -> dict[str, tuple[str, str]]:
@@ -135,13 +81,6 @@ async def unschedulable_pod(member: Member, app: str) -> dict[str, Any]:
     scheduled = condition(pending[0], "PodScheduled")
     assert scheduled is not None and scheduled["status"] == "False" and scheduled["reason"] == "Unschedulable"
     return pending[0]
-
-
-async def events_for(member: Member, name: str) -> list[dict[str, Any]]:
-    await member.manager.flush_events()
-    items: list[dict[str, Any]] = (await member.client.list(
-        EVENTS, NS, field_selector=f"involvedObject.name={name}"))["items"]
-    return items
 
 
 # ----------------------------------------------------------------------------------------- tests
