@@ -27,12 +27,14 @@ from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
+from estimator.kinds import load_workload_kinds
+from estimator.podselectors import PodSelectorsError
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS
 from sharedcli.flagtypes import boolean, duration, positive_int
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
 from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
-from sharedcli.runner import new_manager, run_component
+from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
 from .failback import controller as failback
@@ -66,10 +68,11 @@ def _preserve_options(manager: Manager, ctx: Context) -> PreserveOptions:
     retry_timeout = timedelta(seconds=args.preserve_available_replicas_retry_timeout)
     if not args.enable_preserve_available_replicas:
         return PreserveOptions(None, threshold, retry_timeout)
-    registry = MemberRegistry(manager.client, manager.informer(CLUSTERS))
+    kinds = load_workload_kinds(args.unschedulable_pod_selectors)  # main() has checked the file
+    registry = MemberRegistry(manager.client, manager.informer(CLUSTERS), workloads=kinds.member_resources())
     manager.add_runnable("member clusters", registry.run, needs_leader=False)
-    estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT)
-    return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout)
+    estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT, kinds=kinds)
+    return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout, kinds.gvks())
 
 
 def _ttl_cleaner(manager: Manager, ctx: Context) -> None:
@@ -158,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="In preserve mode, how long a workload that cannot be judged yet (scheduling under way, a graceful "
              "eviction, a member not answering) is retried before it fails, from the rebalancer's creation or "
              "last spec change. (default 1m0s)")
+    add("--unschedulable-pod-selectors", default="", metavar="FILE",
+        help="In preserve mode, a YAML list declaring custom workload kinds and how to find their Pods, as "
+             "karmada-descheduler's flag of the same name (docs/compatibility.md); without it, the apps/v1 "
+             "Deployment, StatefulSet and ReplicaSet.")
     add_lease_name_flag(parser, LEASE_NAME, why=(
         "Not karmada-controller-manager: Karmada's own controller-manager runs next to this one "
         "(--controllers=*,-workloadRebalancer,-bindingStatus) and cannot rename its Lease."))
@@ -180,6 +187,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        load_workload_kinds(args.unschedulable_pod_selectors)
+    except PodSelectorsError as exc:  # one line and exit 2, before anything starts (like a bad flag value)
+        print(f"{COMPONENT}: error: --unschedulable-pod-selectors: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     options = CommonOptions.from_args(args)
     register_build_info()  # karmada_build_info, as every Karmada component exposes
     selected = [c for c in CONTROLLERS if is_enabled(c.name, args.controllers, enabled_by_default=c.enabled_by_default)]

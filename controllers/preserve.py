@@ -15,7 +15,7 @@ workload only once they outlast ``--preserve-available-replicas-retry-timeout``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.objects import Obj
 from estimator.eligibility import filter_bindings
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.bindings import SCHEDULED_CONDITION, ready_replicas
 from karmada_api.placement import (
     PlacementError,
@@ -96,7 +97,7 @@ def disabled() -> Refusal:
     return Refusal(PRESERVE_DISABLED, f"karmada-controller-manager runs without {ENABLE_FLAG}")
 
 
-def refusal(binding: Obj) -> Refusal | None:
+def refusal(binding: Obj, gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> Refusal | None:
     """Why the binding cannot be lowered before asking the estimator; None when it can.
 
     Scheduling first (the applied placement of a schedule under way is about to change), then the placement
@@ -121,7 +122,7 @@ def refusal(binding: Obj) -> Refusal | None:
     if applied is None or placement_changed(spec.get("placement") or {}, applied_placement_text(binding),
                                             observed_term):
         return Refusal(PLACEMENT_DIFFERS, "the placement of the last schedule is not spec.placement")
-    if not filter_bindings([binding]):
+    if not filter_bindings([binding], gvks):
         if not is_dynamic_divided(applied):
             strategy = strategy_type(applied) or "an unsupported strategy"
             return Refusal(NOT_DYNAMIC_DIVIDED, f"the placement is {strategy}; preserve mode needs Divided with "
@@ -201,3 +202,5 @@ class PreserveOptions:
     """``--preserve-unschedulable-threshold``: how long a Pod must be unschedulable to count."""
     retry_timeout: timedelta = timedelta(minutes=1)
     """``--preserve-available-replicas-retry-timeout``: how long a transient refusal is retried."""
+    gvks: Collection[tuple[str, str]] = BUILTIN_KINDS
+    """The kinds the estimator counts: the built-in ones and those of ``--unschedulable-pod-selectors``."""

@@ -303,7 +303,7 @@ class WorkloadRebalancerReconciler:
         raise AssertionError("unreachable")
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:
-        refused = preserve.refusal(binding)
+        refused = preserve.refusal(binding, self.preserve.gvks)
         if refused is not None:
             return refused
         assert self.preserve.estimate is not None

@@ -37,8 +37,8 @@ from controller_manager.leaderelection import lease_rules
 from controller_manager.manager import Manager
 from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
-from estimator.kinds import WorkloadKinds
-from estimator.podselectors import PodSelectorsError, load_pod_selectors
+from estimator.kinds import load_workload_kinds
+from estimator.podselectors import PodSelectorsError
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 from sharedcli.flagtypes import boolean, duration, port
@@ -138,8 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return EXIT_CONFIG
     try:
-        kinds = WorkloadKinds(load_pod_selectors(args.unschedulable_pod_selectors)
-                              if args.unschedulable_pod_selectors else ())
+        kinds = load_workload_kinds(args.unschedulable_pod_selectors)
     except PodSelectorsError as exc:  # one line and exit 2, before anything starts (like a bad flag value)
         print(f"{COMPONENT}: error: --unschedulable-pod-selectors: {exc}", file=sys.stderr)
         return EXIT_CONFIG

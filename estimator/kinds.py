@@ -27,7 +27,7 @@ from estimator.caches import (
     MemberView,
     unschedulable_replicas_in,
 )
-from estimator.podselectors import DeclaredKind
+from estimator.podselectors import DeclaredKind, load_pod_selectors
 from estimator.unschedulable import (
     DEPLOYMENT_KIND,
     REPLICA_SET_KIND,
@@ -130,4 +130,10 @@ class WorkloadKinds:
         return [d.resource for d in self.declared]
 
 
-__all__ = ["Count", "WorkloadKind", "WorkloadKinds"]
+def load_workload_kinds(path: str) -> WorkloadKinds:
+    """The kinds of ``--unschedulable-pod-selectors FILE`` (``""``: the built-in ones only);
+    :class:`~estimator.podselectors.PodSelectorsError` (file, entry, why) for an unusable file."""
+    return WorkloadKinds(load_pod_selectors(path) if path else ())
+
+
+__all__ = ["Count", "WorkloadKind", "WorkloadKinds", "load_workload_kinds"]

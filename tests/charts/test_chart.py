@@ -54,6 +54,9 @@ class FlagCase(NamedTuple):
     expected: Any
 
 
+FLINK_SELECTORS = [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
+                    "podSelector": "app={name},component=taskmanager"}]
+
 FLAG_CASES = [FlagCase(*case) for case in [
     (CM, "logVerbosity", 4, "--v=4", "v", 4),
     (CM, "loggingFormat", "json", "--logging-format=json", "logging_format", "json"),
@@ -113,10 +116,12 @@ FLAG_CASES = [FlagCase(*case) for case in [
      "max_descheduled_replicas_per_workload", 20),
     (DS, "master", "https://karmada-apiserver:5443", "--master=https://karmada-apiserver:5443", "master",
      "https://karmada-apiserver:5443"),
-    (DS, "unschedulablePodSelectors", [{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkDeployment",
-                                        "podSelector": "app={name},component=taskmanager"}],
+    (DS, "unschedulablePodSelectors", FLINK_SELECTORS,
      "--unschedulable-pod-selectors=/etc/karmada-descheduler/pod-selectors.yaml", "unschedulable_pod_selectors",
      "/etc/karmada-descheduler/pod-selectors.yaml"),
+    (CM, "preserveAvailableReplicas.unschedulablePodSelectors", FLINK_SELECTORS,
+     "--unschedulable-pod-selectors=/etc/karmada-controller-manager/pod-selectors.yaml",
+     "unschedulable_pod_selectors", "/etc/karmada-controller-manager/pod-selectors.yaml"),
 ]]
 
 # Flags the chart sets itself, from the topology rather than from a per-flag value.
@@ -444,22 +449,23 @@ def test_pod_customization_values_reach_the_pod(chart: helm_python.Chart) -> Non
     assert main["resources"]["limits"]["memory"] == "1Gi"  # merged with the defaults, as helm does
 
 
-def test_pod_selectors_are_a_mounted_configmap_the_descheduler_accepts(custom_docs: list[Manifest],
-                                                                       default_docs: list[Manifest],
-                                                                       tmp_path: Path) -> None:
-    configmap = one(custom_docs, "ConfigMap", "karmada-descheduler-pod-selectors")
+@pytest.mark.parametrize("component", [DS, CM])
+def test_pod_selectors_are_a_mounted_configmap_the_program_accepts(custom_docs: list[Manifest],
+                                                                   default_docs: list[Manifest],
+                                                                   tmp_path: Path, component: str) -> None:
+    configmap = one(custom_docs, "ConfigMap", f"{component}-pod-selectors")
     path = tmp_path / "pod-selectors.yaml"
     path.write_text(configmap["data"]["pod-selectors.yaml"])
     assert [(k.api_version, k.kind, k.pod_selector) for k in load_pod_selectors(path)] == [
         ("flink.apache.org/v1beta1", "FlinkDeployment", "app={name},component=taskmanager")]
-    pod = one(custom_docs, "Deployment", DS)["spec"]["template"]
-    volume = {"name": "pod-selectors", "configMap": {"name": "karmada-descheduler-pod-selectors"}}
+    pod = one(custom_docs, "Deployment", component)["spec"]["template"]
+    volume = {"name": "pod-selectors", "configMap": {"name": f"{component}-pod-selectors"}}
     assert volume in pod["spec"]["volumes"]
-    mount = {"name": "pod-selectors", "mountPath": "/etc/karmada-descheduler", "readOnly": True}
-    assert mount in container(custom_docs, DS)["volumeMounts"]
+    mount = {"name": "pod-selectors", "mountPath": f"/etc/{component}", "readOnly": True}
+    assert mount in container(custom_docs, component)["volumeMounts"]
     assert "checksum/pod-selectors" in pod["metadata"]["annotations"]  # the file is read at start
-    assert not find(default_docs, "ConfigMap", "karmada-descheduler-pod-selectors")
-    assert "--unschedulable-pod-selectors" not in " ".join(args(default_docs, DS))
+    assert not find(default_docs, "ConfigMap", f"{component}-pod-selectors")
+    assert "--unschedulable-pod-selectors" not in " ".join(args(default_docs, component))
 
 
 # ----------------------------------------------------------------------------- dashboard and notes

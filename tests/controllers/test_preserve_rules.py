@@ -10,6 +10,7 @@ import pytest
 
 from controllers import preserve
 from controllers.preserve import Lowering, Refusal, lower, refusal, requested, retry_since_value, retry_started
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION
 
@@ -118,6 +119,11 @@ def test_each_refusal_says_why_and_whether_it_can_pass(kwargs: dict[str, Any], t
     assert refused is not None
     assert str(refused).startswith(text)
     assert refused.transient is transient
+
+
+def test_a_kind_declared_with_a_pod_selector_may_be_lowered() -> None:
+    widget = {"apiVersion": "example.io/v1", "kind": "Widget", "namespace": "default", "name": "web"}
+    assert refusal(binding(resource=widget), {*BUILTIN_KINDS, ("example.io/v1", "Widget")}) is None
 
 
 def test_scheduling_under_way_is_judged_before_the_placement_it_is_about_to_change() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ import pytest
 from benchmarks.descheduler import CachedMember
 from controller_manager.cache import Indexer
 from controller_manager.objects import MutableObj
+from controllers import app as controller_manager_app
 from descheduler import app as descheduler_app
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX, NEED_REPLICA_SETS, NEED_STATEFUL_SETS, NEED_WORKLOADS
@@ -203,11 +204,13 @@ def test_a_missing_file(tmp_path: Path) -> None:
         load_pod_selectors(tmp_path / "absent.yaml")
 
 
-def test_the_descheduler_stops_at_start_with_exit_2_and_one_line(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("component", "main"), [("karmada-descheduler", descheduler_app.main),
+                                               ("karmada-controller-manager", controller_manager_app.main)])
+def test_the_program_stops_at_start_with_exit_2_and_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             component: str, main: Callable[[list[str]], int]) -> None:
     path = write(tmp_path, "- {apiVersion: x.io/v1, kind: X, podSelector: 'app in (a'}")
-    assert descheduler_app.main(["--unschedulable-pod-selectors", str(path)]) == 2
+    assert main(["--unschedulable-pod-selectors", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith(f"karmada-descheduler: error: --unschedulable-pod-selectors: {path}: entry 1 (x.io/v1 X): "
+    assert err.startswith(f"{component}: error: --unschedulable-pod-selectors: {path}: entry 1 (x.io/v1 X): "
                           "podSelector 'app in (a' is not a valid label selector")

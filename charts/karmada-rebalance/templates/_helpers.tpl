@@ -86,3 +86,31 @@ arguments of a running pod say exactly what it runs with; optional ones are left
 {{- fail (printf "%s: replicaCount %d needs leaderElection.enabled=true (replicas would act at the same time)" .name (int .values.replicaCount)) -}}
 {{- end -}}
 {{- end }}
+
+{{- /*
+--unschedulable-pod-selectors for a component (ctx: the component's context; list ctx selectors): the
+declared kinds rendered into the ConfigMap <name>-pod-selectors, mounted at /etc/<name>; the checksum restarts
+the pods when the list changes (the file is read at start). Sets the ctx keys the workload template reads.
+*/}}
+{{- define "karmada-rebalance.podSelectorsMount" -}}
+{{- $ctx := index . 0 }}{{- $selectors := index . 1 }}
+{{- $_ := set $ctx "podAnnotations" (dict "checksum/pod-selectors" (toYaml $selectors | sha256sum)) }}
+{{- $_ := set $ctx "volumes" (list (dict "name" "pod-selectors" "configMap" (dict "name" (printf "%s-pod-selectors" $ctx.name)))) }}
+{{- $_ := set $ctx "volumeMounts" (list (dict "name" "pod-selectors" "mountPath" (printf "/etc/%s" $ctx.name) "readOnly" true)) }}
+{{- end }}
+
+{{- define "karmada-rebalance.podSelectorsConfigMap" -}}
+{{- $ctx := index . 0 }}{{- $selectors := index . 1 }}
+---
+# --unschedulable-pod-selectors: the custom workload kinds whose unschedulable Pods are counted (docs/compatibility.md).
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $ctx.name }}-pod-selectors
+  namespace: {{ $ctx.root.Release.Namespace }}
+  labels:
+    {{- include "karmada-rebalance.labels" $ctx | nindent 4 }}
+data:
+  pod-selectors.yaml: |
+    {{- toYaml $selectors | nindent 4 }}
+{{- end }}
