@@ -111,7 +111,7 @@ def crd_path(path: str) -> bool:
         and parts[2] not in AGGREGATED_GROUPS
 
 
-def verb_of(method: str, path: str, watch: bool) -> str:
+def verb_of(method: str, path: str, *, watch: bool) -> str:
     """``"LIST pods"``, ``"WATCH pods"``, ``"GET pods"``, ``"PUT replicasets"``...: a request as kube-apiserver's
     ``apiserver_request_total`` counts it (the verb, and the resource of an ``/api`` or ``/apis`` path)."""
     parts = path.strip("/").split("/")
@@ -200,7 +200,7 @@ class FaultProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
-        self.verbs[verb_of(request.method, request.path, request.query.get("watch") in ("true", "1"))] += 1
+        self.verbs[verb_of(request.method, request.path, watch=request.query.get("watch") in ("true", "1"))] += 1
         now = time.monotonic()
         if now < self._crd_unserved_until:
             if now < self._starting_until:

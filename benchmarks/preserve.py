@@ -110,6 +110,11 @@ STUCK_SHORT = timedelta(minutes=1)  # under it: not moved
 POD_SPEC = {"containers": [{"name": "main", "image": "nginx:1.27",
                             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
 PRESERVE_FLAG = "--enable-preserve-available-replicas"
+# An experiment (--member-caches compact): the controller-manager's main() with the member clusters' informers
+# keeping deflated JSON (controller_manager.cache.Indexer's compact store) instead of parsed objects.
+COMPACT_MEMBERS_PROGRAM = ("-c", "import functools, sys; import clusteraccess.cluster as c; "
+                           "c.SharedInformer = functools.partial(c.SharedInformer, compact=True); "
+                           "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
 
 
 # ------------------------------------------------------------------------------------------ member state
@@ -347,8 +352,9 @@ async def run_mode(args: argparse.Namespace, layout: Layout, proxies: dict[str, 
         kubeconfig = tmp / f"kubeconfig-{tag}"
         write_kubeconfig(kubeconfig, {"karmada-apiserver": host.url}, "karmada-apiserver")
         members_before = member_counts(proxies)
+        program = COMPACT_MEMBERS_PROGRAM if args.member_caches == "compact" else ()
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log",
-                                          [PRESERVE_FLAG] if flag else [], None) as cm:
+                                          [PRESERVE_FLAG] if flag else [], None, program=program) as cm:
             await wait_until_idle(http, cm, args.phase_time)
             if flag:
                 await wait_members_reachable(http, cm, args.phase_time)
@@ -460,6 +466,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fresh-without-flag", action="store_true",
                    help=f"run the fresh mode's controller-manager without {PRESERVE_FLAG} (default: with it, as "
                         "the preserve run, so that the memory compares like with like)")
+    p.add_argument("--member-caches", choices=("parsed", "compact"), default="parsed",
+                   help="an experiment: the member clusters' informer caches as the controller-manager keeps them "
+                        "(parsed, its default) or deflated JSON (compact)")
     p.add_argument("--warm-up", type=int, default=2, metavar="N",
                    help="rebalancers (on workloads of their own) finished before each timed run, untimed (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of (preserve, fresh); medians reported (default 3)")
