@@ -484,15 +484,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--stuck-every must be at least 2")
     if args.warm_up < 0:
         p.error("--warm-up must not be negative")
+    if error := prepare_profile_dir(args.profile):
+        p.error(error)
     return args
 
 
 def main() -> int:
     args = parse_args()
-    error = prepare_profile_dir(args.profile)
-    if error:
-        print(error, file=sys.stderr)
-        return 2
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs, aiohttp {aiohttp.__version__}; "
           f"dev API servers in child processes, in-memory storage")
     return run_in_tmp(lambda tmp: bench_all(args, tmp), "preserve-bench-", args.keep_logs)
