@@ -422,6 +422,9 @@ def report(args: argparse.Namespace, layout: Layout, rounds: list[Round]) -> Non
     for name, ratios in (("time", time_ratio), ("memory", rss_ratio)):
         verdict = "within" if statistics.median(ratios) <= AIM else "MISSES"
         print(f"  ratio     preserve / fresh {name} = {spread(ratios)}x ({verdict} {AIM}x)")
+    # The CPU moves less with the load of other processes than the wall time of a sub-second window does.
+    print(f"            preserve / fresh controller-manager CPU = "
+          f"{spread([r.preserve.cm_cpu / r.fresh.cm_cpu for r in rounds])}x")
     lists = max(r.preserve.member_lists for r in rounds)
     print(f"  member LISTs in a timed preserve window: at most {lists} "
           f"({'none per workload' if lists == 0 else 'SOME'})", flush=True)
