@@ -111,6 +111,19 @@ def crd_path(path: str) -> bool:
         and parts[2] not in AGGREGATED_GROUPS
 
 
+def verb_of(method: str, path: str, *, watch: bool) -> str:
+    """``"LIST pods"``, ``"WATCH pods"``, ``"GET pods"``, ``"PUT replicasets"``...: a request as kube-apiserver's
+    ``apiserver_request_total`` counts it (the verb, and the resource of an ``/api`` or ``/apis`` path)."""
+    parts = path.strip("/").split("/")
+    parts = parts[2:] if parts[:1] == ["api"] else parts[3:] if parts[:1] == ["apis"] else []
+    if len(parts) >= 3 and parts[0] == "namespaces":
+        parts = parts[2:]  # a namespaced resource (a Namespace itself is parts == ["namespaces", name])
+    resource = parts[0] if parts else "-"
+    if method != "GET":
+        return f"{method} {resource}"
+    return f"{'WATCH' if watch else 'GET' if len(parts) >= 2 else 'LIST'} {resource}"
+
+
 class FaultProxy:
     """The proxy; ``url`` once started. Every fault is off until asked for."""
 
@@ -119,6 +132,8 @@ class FaultProxy:
         self.url = ""
         self.injected: Counter[str] = Counter()
         self.requests = 0
+        self.verbs: Counter[str] = Counter()
+        """Requests forwarded or answered, by ``"<VERB> <resource>"`` (:func:`verb_of`): LIST and WATCH told apart."""
         self._random = random.Random(seed)
         self._error_rate = 0.0
         self._errors_until = 0.0
@@ -185,6 +200,7 @@ class FaultProxy:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.requests += 1
+        self.verbs[verb_of(request.method, request.path, watch=request.query.get("watch") in ("true", "1"))] += 1
         now = time.monotonic()
         if now < self._crd_unserved_until:
             if now < self._starting_until:
