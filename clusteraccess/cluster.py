@@ -32,7 +32,7 @@ from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource
-from controller_manager.informer import Backoff, FuncHandler, SharedInformer
+from controller_manager.informer import Backoff, FuncHandler, SharedInformer, strip_managed_fields
 from controller_manager.rbac import PolicyRule, informer_rules
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
@@ -229,19 +229,21 @@ class MemberCluster:
 
     def _start_informers(self, client: KubeClient) -> None:
         usage = self.usage
-        nodes = SharedInformer(client, NODES)
+        def informer(resource: Resource, **options: Any) -> SharedInformer:
+            return SharedInformer(client, resource, transform=strip_managed_fields, **options)
+
+        nodes = informer(NODES)
         nodes.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_node(obj),
                                             update=lambda _old, new: usage.update_node(new),
                                             delete=usage.remove_node))
-        pods = SharedInformer(client, PODS, indexers={CONTROLLER_INDEX: controller_uid_index})
+        pods = informer(PODS, indexers={CONTROLLER_INDEX: controller_uid_index})
         pods.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_pod(obj),
                                            update=usage.update_pod, delete=usage.remove_pod))
-        replica_sets = SharedInformer(client, REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid_index})
+        replica_sets = informer(REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid_index})
         self._informers = {"nodes": nodes, "pods": pods, "replicasets": replica_sets,
-                           "deployments": SharedInformer(client, DEPLOYMENTS),
-                           "statefulsets": SharedInformer(client, STATEFUL_SETS)}
+                           "deployments": informer(DEPLOYMENTS), "statefulsets": informer(STATEFUL_SETS)}
         for workload in self.workloads:
-            self._informers.setdefault(workload.key, SharedInformer(client, workload))
+            self._informers.setdefault(workload.key, informer(workload))
         self._informer_tasks = [asyncio.create_task(informer.run(), name=f"member {self.name} {informer.name}")
                                 for informer in self._informers.values()]
         self._started.set()

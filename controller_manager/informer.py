@@ -26,6 +26,19 @@ from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource, obj
 from .mutationcache import DEFAULT_TTL, MutationCache
 from .objects import MutableObj
 
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+"""What an informer applies to each object before caching it (:attr:`SharedInformer.transform`)."""
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``metadata.managedFields`` (controller-runtime's ``TransformStripManagedFields``; Karmada's member
+    informers do the same): the server-side-apply bookkeeping is often the larger part of an object, and
+    nothing that reads a cache needs it."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+    return obj
+
 log = structlog.get_logger(__name__)
 
 BACKOFF_INITIAL = 0.8
@@ -91,8 +104,11 @@ class SharedInformer:
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str = "",
                  indexers: Mapping[str, IndexFunc] | None = None, label_selector: str = "",
                  page_size: int = LIST_PAGE_SIZE, watch_timeout: int = WATCH_TIMEOUT_MIN,
-                 compact: bool = False) -> None:
+                 compact: bool = False, transform: Transform | None = None) -> None:
         self.client = client
+        self.transform = transform
+        """Applied to each object before it is cached (client-go's ``TransformFunc``), e.g. to drop fields no
+        reader needs; it may change the object it is given and returns what the cache keeps."""
         self.resource = resource
         self.namespace = namespace
         self.store = Indexer(indexers, compact=compact)
@@ -188,6 +204,8 @@ class SharedInformer:
             if not list_rv:
                 list_rv = objects.resource_version(page)
             page_items = page.get("items") or []
+            if self.transform is not None:
+                page_items = [self.transform(item) for item in page_items]
             if not self.store.compact:
                 for item in page_items:
                     share_item_strings(item)
@@ -238,6 +256,8 @@ class SharedInformer:
                 self.last_sync_resource_version = rv
             return
         if etype in ("ADDED", "MODIFIED"):
+            if self.transform is not None:
+                obj, line = self.transform(obj), None  # the cache keeps the transformed object, not the line
             try:
                 if self.store.compact:
                     delta = self.store.upsert(obj, json_text=object_json(line, event) if line else None)

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 
 from controller_manager import objects
 from controller_manager.client import KubeClient, Resource
-from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer, SyncTimeout
+from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer, SyncTimeout, strip_managed_fields
 from controller_manager.objects import Obj
 from devplane.apiserver.server import ApiServer
 from devplane.apiserver.store import DeleteOptions
@@ -202,6 +202,35 @@ async def test_a_mutation_cache_reads_our_write_until_the_informer_has_it(server
     await eventually(lambda: own.remembered() == 0)  # the informer's event made it forget our write
     cached = informer.store.get("default/mine")
     assert cached is not None and objects.resource_version(cached) == objects.resource_version(written)
+
+
+@pytest.mark.parametrize("compact", [False, True])
+async def test_a_transform_shapes_what_the_cache_keeps_from_the_list_and_the_watch(
+        server: ApiServer, http: aiohttp.ClientSession, compact: bool) -> None:
+    def keep_little(obj: dict[str, Any]) -> dict[str, Any]:  # as a transform that drops what no reader needs
+        obj["data"] = {"v": obj["data"]["v"].upper()}
+        return obj
+
+    await _cm(http, "listed", "a")
+    kube = kube_client(server)
+    informer = SharedInformer(kube, CONFIGMAPS, transform=keep_little, compact=compact)
+    task = asyncio.create_task(informer.run())
+    try:
+        await asyncio.wait_for(informer.wait_for_sync(), 10)
+        await _cm(http, "watched", "b")
+        await _set(http, "listed", "c")
+        await eventually(lambda: [(informer.store.get(f"default/{n}") or {}).get("data") for n in ("listed", "watched")]
+                         == [{"v": "C"}, {"v": "B"}])
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await kube.close()
+
+
+def test_strip_managed_fields_drops_only_them() -> None:
+    obj = {"metadata": {"name": "p", "managedFields": [{"manager": "kubectl"}], "labels": {"a": "b"}}, "spec": {}}
+    assert strip_managed_fields(obj) == {"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {}}
+    assert strip_managed_fields({"kind": "Status"}) == {"kind": "Status"}
 
 
 async def test_handler_added_after_sync_gets_existing_objects(http: aiohttp.ClientSession,
