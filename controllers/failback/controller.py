@@ -168,11 +168,10 @@ class EvictionRecorder:
     def observe(self, old: MutableObj | None, new: MutableObj) -> None:
         """Informer handler: note what ``new`` lost through eviction and queue the binding."""
         unknown: set[str] = set()
-        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown)
-        # an eviction from a cluster the binding is being failed back to undoes that fail-back: pending again
-        if old is not None:
-            evicted |= progress.failing_back(new).keys() & recovery.eviction_task_clusters(new) \
-                - recovery.eviction_task_clusters(old)
+        # An eviction from a cluster the binding is being failed back to undoes that fail-back: it is pending
+        # again. Not on the initial list, where a graceful-eviction task may be the one that started it all.
+        again = progress.failing_back(new).keys() if old is not None else ()
+        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
         if not (evicted or unknown) or self.controller is None:
             return
         request = Request.for_object(new)

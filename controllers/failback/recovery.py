@@ -116,8 +116,9 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
-                     unknown: set[str] | None = None) -> set[str]:
-    """The clusters ``new`` lost through eviction and does not record yet.
+                     unknown: set[str] | None = None, *, again: Iterable[str] = ()) -> set[str]:
+    """The clusters ``new`` lost through eviction and does not record yet (or records, but names in ``again``:
+    those it was being failed back to, an eviction that undoes the fail-back).
 
     Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
     ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``
@@ -138,7 +139,7 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
                     unknown.add(name)
             elif is_unhealthy(cluster):
                 evicted.add(name)
-    return evicted - set(recorded_clusters(new))
+    return evicted - (set(recorded_clusters(new)) - set(again))
 
 
 # --------------------------------------------------------------------------------------------------

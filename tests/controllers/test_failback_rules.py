@@ -169,3 +169,14 @@ def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_late
     clusters.upsert(cluster(taints=[NO_EXECUTE]))
     recorder.verify(request)  # the reconcile, once the cache has synced: it was an eviction
     assert recorder.pending == {request: {"member1"}} and recorder.unverified == {}
+
+
+def test_an_eviction_while_failing_back_is_recorded_again_only_for_the_clusters_in_flight() -> None:
+    sick = {"member1": cluster(taints=[NO_EXECUTE])}
+    old = binding(["member1", "member2"], record="member1")
+    dropped = binding(["member2"], record="member1")
+    assert recovery.evicted_clusters(old, dropped, sick.get) == set()  # recorded, not in flight: nothing new
+    assert recovery.evicted_clusters(old, dropped, sick.get, again=["member1"]) == {"member1"}
+    tasked = binding(["member1", "member2"], record="member1", tasks=["member1"])
+    assert recovery.evicted_clusters(old, tasked, sick.get, again=["member1"]) == {"member1"}
+    assert recovery.evicted_clusters(tasked, tasked, sick.get, again=["member1"]) == set()  # the same task
