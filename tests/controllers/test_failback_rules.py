@@ -12,7 +12,6 @@ from controller_manager.reconcile import Request
 from controllers.failback import recovery
 from controllers.failback.controller import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
-from karmada_api.bindings import workload_reference
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
 
@@ -109,8 +108,7 @@ def test_recording_is_idempotent_and_skips_bindings_being_deleted() -> None:
 def test_record_value_is_sorted_and_none_removes_it() -> None:
     assert recovery.recorded_clusters(binding([], record="member3, member1,,member1")) == ["member1", "member3"]
     assert recovery.record_value({"b", "a"}) == "a,b"
-    patch = recovery.record_patch(binding([]), set())
-    assert patch == {"metadata": {"resourceVersion": "7", "annotations": {EVICTED_FROM_ANNOTATION: None}}}
+    assert recovery.record_value([]) is None
 
 
 def test_skip_reasons() -> None:
@@ -127,22 +125,6 @@ def test_skip_reasons() -> None:
     assert "does not tolerate the taint maintenance:NoSchedule" in (recovery.skip_reason(kept, tainted) or "")
     tolerant = binding([], placement={"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]})
     assert recovery.skip_reason(tolerant, tainted) is None
-
-
-def test_rebalancers_are_chunked_sorted_and_deduplicated() -> None:
-    workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": f"d{i}", "namespace": "ns"}
-                 for i in (3, 1, 2, 1, 0)]
-    bodies = recovery.rebalancers_for("member1", workloads, max_workloads=2, ttl_seconds=3600)
-    assert [[w["name"] for w in b["spec"]["workloads"]] for b in bodies] == [["d0", "d1"], ["d2", "d3"]]
-    assert all(b["metadata"] == {"generateName": "failback-member1-"} for b in bodies)
-    assert all(b["spec"]["ttlSecondsAfterFinished"] == 3600 for b in bodies)
-
-
-def test_ttl_zero_keeps_the_rebalancer() -> None:
-    body = recovery.rebalancers_for("m", [workload_reference(binding([]))], max_workloads=100, ttl_seconds=0)[0]
-    assert "ttlSecondsAfterFinished" not in body["spec"]
-    assert body["spec"]["workloads"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo",
-                                          "namespace": "default"}]
 
 
 def test_chunk_size_must_be_positive() -> None:
