@@ -288,8 +288,8 @@ class ClusterFailback:
             round_value = None
         if round_value:
             records = await self._adopt(name, round_value, records)
-        flights = [(kind, b, progress.failing_back(b)[name]) for kind, b in records
-                   if name in progress.failing_back(b)]
+        flights = sorted(((kind, b, progress.failing_back(b)[name]) for kind, b in records
+                          if name in progress.failing_back(b)), key=lambda flight: _display(flight[1]))
         pending = [(kind, b) for kind, b in records if name not in progress.failing_back(b)]
         self._set_flights(name, [b for _, b, _ in flights])
         may_start, requeue = False, None
