@@ -20,6 +20,7 @@ fails.
 
     .venv/bin/python benchmarks/failback.py                                   # 2,000 workloads, 50 at a time
     .venv/bin/python benchmarks/failback.py --workloads 500 --max-concurrent 20
+    .venv/bin/python benchmarks/failback.py --cprofile DIR                    # cProfile the controller-manager
 """
 
 from __future__ import annotations
@@ -187,8 +188,12 @@ async def run(args: argparse.Namespace, tmp: Path) -> bool:
                  "--failback-progress-deadline=10m"]
         try:
             t0 = time.monotonic()
+            program: list[str] = []
+            if args.cprofile is not None:
+                program = ["-m", "cProfile", "-o", str(args.cprofile / "controller-manager.prof"),
+                           "-m", "controller_manager"]
             async with rebalancer.run_controller_manager(kubeconfig, tmp / "controller-manager.log", flags,
-                                                         None) as cm:
+                                                         None, program=program) as cm:
                 cpu0 = cpu_seconds(cm.proc.pid)
                 await asyncio.wait_for(flights.done.wait(), args.time_limit)
                 seconds = time.monotonic() - t0
@@ -220,6 +225,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=16, help="connections of this process")
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--keep-logs", type=Path, default=None)
+    parser.add_argument("--cprofile", type=Path, default=None, help="cProfile the controller-manager into DIR")
     args = parser.parse_args()
     for flag in ("workloads", "max_concurrent", "concurrency"):
         if getattr(args, flag) < 1:
@@ -231,6 +237,9 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> int:
     args = parse_args()
+    if args.cprofile is not None:
+        args.cprofile = args.cprofile.resolve()
+        args.cprofile.mkdir(parents=True, exist_ok=True)
     print(f"Python {platform.python_version()}, {os.cpu_count()} CPUs; dev API server in a child process, in-memory "
           f"storage; {args.workloads:,} workloads, --failback-max-concurrent {args.max_concurrent}, heal delay "
           f"{args.heal_delay:g} s")

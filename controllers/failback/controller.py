@@ -2,12 +2,13 @@
 
 Two controllers share one setup (docs/failback.md):
 
-* ``failback-recorder`` watches both binding kinds and records, in the annotation
-  :data:`~.recovery.EVICTED_FROM_ANNOTATION`, each cluster a binding lost through eviction. The record
-  lives on the binding so that it survives a restart and users can see it.
+* ``failback-recorder`` (:mod:`.recorder`) watches both binding kinds and records, in the annotation
+  :data:`~.recovery.EVICTED_FROM_ANNOTATION`, each cluster a binding lost through eviction.
 * ``cluster-failback`` watches the Clusters (and the records). Once a cluster named by records has stayed
-  recovered for ``--failback-stabilization-window``, it creates WorkloadRebalancers for the recorded
-  workloads whose placement still allows the cluster, then removes the cluster from the records.
+  recovered for ``--failback-stabilization-window``, it fails the recorded workloads whose placement still
+  allows the cluster back in batches: at most ``--failback-max-concurrent`` in flight, each next one when
+  those are healthy again (:mod:`.progress` decides, :mod:`.caches` reads), pausing on a workload not healthy
+  within ``--failback-progress-deadline``. Its state is in the API, never only here.
 
 It only *creates* WorkloadRebalancers: Karmada's scheduler does the rest, with this project's
 rebalancer controller or Karmada's own.
@@ -16,6 +17,7 @@ rebalancer controller or Karmada's own.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from prometheus_client import Counter, Gauge
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import MERGE_PATCH, ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import MERGE_PATCH, ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -40,6 +42,7 @@ from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, workload_reference
+from karmada_api.names import binding_name
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
@@ -48,6 +51,7 @@ from sharedcli.flagtypes import duration, format_duration, positive_duration, po
 
 from . import progress, recovery
 from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
+from .recorder import EvictionRecorder, rewrite
 
 log = structlog.get_logger(__name__)
 
@@ -63,6 +67,8 @@ RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
 FLIGHT_INDEX = "failback.failingBack"
 """Binding informer index: the clusters a binding is being failed back to now."""
+WRITE_CONCURRENCY = 8
+"""Binding writes of one reconcile in flight at once (a batch's marks, the finished ones' records)."""
 ROUND_INDEX = "failback.round"
 """Rebalancer informer index: the round digest of a fail-back batch."""
 
@@ -120,95 +126,6 @@ def options_from_args(args: argparse.Namespace) -> FailbackOptions:
                            progress_deadline=args.failback_progress_deadline)
 
 
-def _kind(request: Request) -> BindingKind:
-    return RB_KIND if request.namespace else CRB_KIND
-
-
-async def _rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: str, change: progress.Change, *,
-                   unless_deleting: bool = False) -> Obj | None:
-    """Re-read the binding and merge-patch its record and in-flight marks to ``change(record, in flight)``;
-    the binding as written (or as read, when nothing changed), None when it is gone (or being deleted and
-    ``unless_deleting``).
-
-    Conditional on the resourceVersion just read (409 → read again), so that concurrent writers (the other
-    controller, another cluster's fail-back) never lose each other's change.
-    """
-    async def attempt() -> Obj | None:
-        binding = await client.get_or_none(kind.resource, name, namespace)
-        if binding is None or (unless_deleting and objects.is_deleting(binding)):
-            return None
-        record, flight = progress.current(binding)
-        wanted, wanted_flight = change(set(record), dict(flight))
-        if wanted == record and wanted_flight == flight:
-            return binding
-        written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted, wanted_flight),
-                                          namespace=namespace, content_type=MERGE_PATCH)
-        return written
-
-    try:
-        return await retry_on_conflict(attempt)
-    except ApiError as exc:
-        if exc.is_not_found:
-            return None
-        raise
-
-
-class EvictionRecorder:
-    """Turns binding events into pending records (``pending``), then writes them (``reconcile``)."""
-
-    def __init__(self, client: KubeClient, clusters: Indexer) -> None:
-        self.client = client
-        self.clusters = clusters
-        self.pending: dict[Request, set[str]] = {}
-        self.unverified: dict[Request, set[str]] = {}
-        """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
-        start-up): whether they were unhealthy is checked by the reconcile, which runs once it has synced."""
-        self.controller: Controller | None = None
-
-    def observe(self, old: MutableObj | None, new: MutableObj) -> None:
-        """Informer handler: note what ``new`` lost through eviction and queue the binding."""
-        unknown: set[str] = set()
-        # An eviction from a cluster the binding is being failed back to undoes that fail-back: it is pending
-        # again. Not on the initial list, where a graceful-eviction task may be the one that started it all.
-        again = progress.failing_back(new).keys() if old is not None else ()
-        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
-        if not (evicted or unknown) or self.controller is None:
-            return
-        request = Request.for_object(new)
-        if evicted:
-            self.pending.setdefault(request, set()).update(evicted)
-        if unknown:
-            self.unverified.setdefault(request, set()).update(unknown)
-        self.controller.enqueue(request)
-
-    def verify(self, request: Request) -> None:
-        """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
-        for name in self.unverified.pop(request, ()):
-            cluster = self.clusters.get(name)
-            if cluster is not None and recovery.is_unhealthy(cluster):
-                self.pending.setdefault(request, set()).add(name)
-
-    async def reconcile(self, request: Request) -> Result:
-        self.verify(request)
-        pending = set(self.pending.get(request, ()))
-        if not pending:
-            return Result()
-
-        def add(recorded: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
-            return recorded | pending, {c: t for c, t in flight.items() if c not in pending}
-
-        written = await _rewrite(self.client, _kind(request), request.namespace, request.name, add,
-                                 unless_deleting=True)
-        if written is not None:
-            log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
-        left = self.pending.get(request, set()) - pending  # noted meanwhile: the next reconcile writes them
-        if left:
-            self.pending[request] = left
-        else:
-            self.pending.pop(request, None)
-        return Result()
-
-
 Entry = tuple[BindingKind, Obj]
 
 
@@ -238,20 +155,44 @@ class ClusterFailback:
         self.flights: dict[str, set[WorkloadKey]] = {}
         """cluster → the workloads in flight to it (as last seen): template events map back through it."""
         self.paused: set[str] = set()
+        self.adopted: set[tuple[str, str]] = set()
+        self.marked: dict[str, set[tuple[str, str]]] = {}
+        """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
+        mark, it is found here (the binding itself is then read through the mutation cache)."""
+        """(cluster, round) whose earlier batches were adopted by this process (:meth:`_adopt`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
         self.controller: Controller | None = None
 
     # ------------------------------------------------------------------ reads
 
-    def _recorded(self, cluster: str) -> list[Entry]:
-        """The bindings whose record names the cluster (in flight or pending), our own writes included."""
-        found: list[Entry] = []
-        for kind, store in self.binding_stores:
-            for binding in store.by_index(RECORD_INDEX, cluster):
-                if cluster in recovery.recorded_clusters(binding):  # the index may be behind our write
-                    found.append((kind, binding))
-        return found
+    def _record_keys(self, cluster: str) -> list[tuple[BindingKind, str]]:
+        """The bindings whose record names the cluster (per the index: it may be behind our own writes), in
+        the order fail-back takes them: by namespace and name. Keys only: a reconcile loads what it needs."""
+        found = [(kind, key) for kind, store in self.binding_stores
+                 for key in store.store.index_keys(RECORD_INDEX, cluster)]
+        return sorted(found, key=lambda entry: (entry[1], entry[0].resource.key))
+
+    def _load(self, kind: BindingKind, key: str, cluster: str) -> Obj | None:
+        """The binding, our own writes included, if its record still names the cluster."""
+        binding = dict(self.binding_stores)[kind].get(key)
+        return binding if binding is not None and cluster in recovery.recorded_clusters(binding) else None
+
+    def _in_flight(self, cluster: str) -> list[tuple[BindingKind, Obj, datetime]]:
+        """The bindings being failed back to the cluster, and since when, by workload."""
+        found: dict[tuple[str, str], tuple[BindingKind, Obj, datetime]] = {}
+        marked = self.marked.get(cluster, set())
+        candidates = [(kind, objects.key(b)) for kind, store in self.binding_stores
+                      for b in store.by_index(FLIGHT_INDEX, cluster)]
+        kinds = {kind.resource.key: kind for kind, _ in self.binding_stores}
+        candidates += [(kinds[resource], key) for resource, key in marked]  # our marks the index may not show yet
+        for kind, key in candidates:
+            binding = self._load(kind, key, cluster)
+            started = progress.failing_back(binding).get(cluster) if binding is not None else None
+            if binding is not None and started is not None:
+                found[(kind.resource.key, key)] = (kind, binding, started)
+        marked.intersection_update(found.keys())  # the rest are over (in place: &= would rebind)
+        return sorted(found.values(), key=lambda flight: _display(flight[1]))
 
     def template_changed(self, workload: WorkloadKey) -> None:
         if self.controller is None:
@@ -272,9 +213,10 @@ class ClusterFailback:
     async def reconcile(self, request: Request) -> Result:
         name = request.name
         cluster = self.clusters.get(name)
-        records = self._recorded(name) if cluster is not None else []
-        if cluster is None or not records:
+        keys = self._record_keys(name) if cluster is not None else []
+        if cluster is None or not keys:
             self.windows.forget(name)
+            self.marked.pop(name, None)
             self._set_flights(name, [])
             if cluster is not None:
                 await self._annotate(cluster, {progress.ROUND_ANNOTATION: None, progress.PAUSED_ANNOTATION: None})
@@ -286,11 +228,12 @@ class ClusterFailback:
         if not recovered and round_value:  # a relapse ends the round: what has not started waits for a new one
             cluster = await self._annotate(cluster, {progress.ROUND_ANNOTATION: None})
             round_value = None
-        if round_value:
-            records = await self._adopt(name, round_value, records)
-        flights = sorted(((kind, b, progress.failing_back(b)[name]) for kind, b in records
-                          if name in progress.failing_back(b)), key=lambda flight: _display(flight[1]))
-        pending = [(kind, b) for kind, b in records if name not in progress.failing_back(b)]
+        if round_value and (name, round_value) not in self.adopted:
+            await self._adopt(name, round_value)
+            self.adopted.add((name, round_value))
+        flights = self._in_flight(name)
+        flying = {(kind.resource.key, objects.key(b)) for kind, b, _ in flights}
+        pending = [(kind, key) for kind, key in keys if (kind.resource.key, key) not in flying]
         self._set_flights(name, [b for _, b, _ in flights])
         may_start, requeue = False, None
         if pending:
@@ -313,9 +256,7 @@ class ClusterFailback:
                              paused_at=progress.paused_since(cluster), resume=resume)
         by_display = {_display(b): (kind, b) for kind, b, _ in flights}
         done = {*plan.finished, *plan.given_up}
-        for workload in sorted(done):
-            kind, binding = by_display[workload]
-            await self._write(kind, binding, progress.finished_change(name))
+        await self._write_all([(*by_display[w], progress.finished_change(name)) for w in sorted(done)])
         self._set_flights(name, [b for _, b, _ in flights if _display(b) not in done])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
@@ -366,18 +307,31 @@ class ClusterFailback:
         self._set_paused(name, progress.paused_since(cluster) is not None)
         return cluster
 
-    async def _start_batch(self, cluster: Obj, pending: list[Entry], slots: int, *, in_flight: int) -> None:
-        """The next ``slots`` allowed workloads (in workload order) as one batch; skipped and opted-out ones are
-        decided on the way (their records cleared, an Event on the binding) and take no slot."""
+    async def _start_batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
+                           in_flight: int) -> None:
+        """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
+        decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
+        bindings it looks at. A failure after the create lets the next reconcile adopt what was made."""
+        name = objects.name(cluster)
+        try:
+            await self._batch(cluster, pending, slots, in_flight=in_flight)
+        except BaseException:
+            self.adopted = {entry for entry in self.adopted if entry[0] != name}
+            raise
+
+    async def _batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
+                     in_flight: int) -> None:
         name = objects.name(cluster)
         chosen: dict[WorkloadKey, list[Entry]] = {}
-        ordered = sorted(pending, key=lambda e: (workload_key(workload_reference(e[1])), objects.key(e[1])))
-        for kind, binding in ordered:
-            key = workload_key(workload_reference(binding))
-            if key in chosen:
-                chosen[key].append((kind, binding))
-                continue
+        for kind, key in pending:
             if len(chosen) >= slots:
+                break
+            binding = self._load(kind, key, name)
+            if binding is None or name in progress.failing_back(binding):
+                continue
+            workload = workload_key(workload_reference(binding))
+            if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
+                chosen[workload].append((kind, binding))
                 continue
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
@@ -385,7 +339,7 @@ class ClusterFailback:
                 await self._write(kind, binding, progress.finished_change(name))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 continue
-            chosen[key] = [(kind, binding)]
+            chosen[workload] = [(kind, binding)]
         if not chosen:
             return
         round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
@@ -399,15 +353,14 @@ class ClusterFailback:
                                        ttl_seconds=int(self.options.rebalancer_ttl))
             rebalancer = await self._create_once(body)
             started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
-            for key in group:
-                for kind, binding in chosen[key]:
-                    await self._write(kind, binding, progress.started_change(name, started))
+            await self._write_all([(kind, binding, progress.started_change(name, started))
+                                   for key in group for kind, binding in chosen[key]])
             created.append(objects.name(rebalancer))
             REBALANCERS_CREATED.labels(name).inc()
             WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
         BATCHES.labels(name).inc()
         self.flights.setdefault(name, set()).update(chosen)
-        waiting = len(pending) - sum(len(entries) for entries in chosen.values())
+        waiting = len(pending) - len(chosen)
         listed = ", ".join(_display(entries[0][1]) for entries in chosen.values())
         self.events.event(cluster, NORMAL, EVENT_TRIGGERED,
                           f"created WorkloadRebalancer(s) {', '.join(created)} for {len(chosen)} workload(s) evicted "
@@ -428,34 +381,46 @@ class ClusterFailback:
         existing: Obj = await self.client.get(WORKLOAD_REBALANCERS, body["metadata"]["name"])
         return existing
 
-    async def _adopt(self, cluster: str, round_value: str, records: list[Entry]) -> list[Entry]:
+    async def _adopt(self, cluster: str, round_value: str) -> None:
         """Mark in flight the pending workloads a batch of this round already lists (its rebalancer was made,
-        the marks were not: a crash or failure in between). Returns ``records`` as they are now."""
+        the marks were not: a crash or a failure in between). Once per round and process, and again after a
+        failed batch: in between, this process's own batches are marked before anything else starts."""
         if self.rebalancers is None:
-            return records
-        listed: dict[WorkloadKey, datetime] = {}
+            return
         for rebalancer in self.rebalancers.by_index(ROUND_INDEX, progress.round_digest(cluster, round_value)):
-            started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+            began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
             for workload in objects.spec(rebalancer).get("workloads") or []:
-                listed.setdefault(workload_key(workload), started)
-        result: list[Entry] = []
-        for kind, binding in records:
-            began = listed.get(workload_key(workload_reference(binding)))
-            if began is None or cluster in progress.failing_back(binding):
-                result.append((kind, binding))
-                continue
-            written = await self._write(kind, binding, progress.started_change(cluster, began))
-            if written is not None and cluster in recovery.recorded_clusters(written):
-                result.append((kind, written))
-        return result
+                namespace = str(workload.get("namespace") or "")
+                kind = RB_KIND if namespace else CRB_KIND
+                key = objects.join_key(namespace, binding_name(str(workload.get("kind", "")),
+                                                               str(workload.get("name", ""))))
+                binding = self._load(kind, key, cluster)
+                if binding is not None and cluster not in progress.failing_back(binding):
+                    await self._write(kind, binding, progress.started_change(cluster, began))
 
     # ------------------------------------------------------------------ writes
 
     async def _write(self, kind: BindingKind, binding: Obj, change: progress.Change) -> Obj | None:
-        written = await _rewrite(self.client, kind, objects.namespace(binding), objects.name(binding), change)
+        written = await rewrite(self.client, kind, objects.namespace(binding), objects.name(binding), change,
+                                 cached=binding)
         if written is not None:
             dict(self.binding_stores)[kind].mutated(written)
+            for cluster in progress.failing_back(written):
+                self.marked.setdefault(cluster, set()).add((kind.resource.key, objects.key(written)))
         return written
+
+    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]]) -> None:
+        """:meth:`_write` each, ``WRITE_CONCURRENCY`` at a time (different bindings: independent writes)."""
+        limit = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+        async def one(kind: BindingKind, binding: Obj, change: progress.Change) -> None:
+            async with limit:
+                await self._write(kind, binding, change)
+
+        outcomes = await asyncio.gather(*(one(*write) for write in writes), return_exceptions=True)
+        for outcome in outcomes:  # all ended: the first failure fails the reconcile (retried with backoff)
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _annotate(self, cluster: Obj, annotations: dict[str, str | None]) -> Obj:
         """Merge-patch the Cluster's annotations of ours (only those that differ); the Cluster as it is now."""
@@ -484,7 +449,7 @@ RBAC_RULES: list[PolicyRule] = [
     # one on each template kind whose readiness its status reports, from the first workload of it in flight
     *informer_rules(CLUSTERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS,
                     *POLICY_RESOURCES, *TEMPLATE_RESOURCES.values()),
-    # _rewrite(): a fresh GET, then a merge patch of the record and in-flight annotations
+    # recorder.rewrite(): a merge patch of the record and in-flight marks (a fresh GET first for the recorder, on 409)
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "patch")),
     # _create_once(): the batches' WorkloadRebalancers (get: the one an earlier attempt made, on 409)
     *for_resources((WORKLOAD_REBALANCERS,), ("create", "get")),

@@ -303,8 +303,8 @@ async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
             await evict(http, binding, "member1", ["member2"])
         for n in names:
             await eventually(recorded(http, n, "member1"))
-        # the re-read of c's record (after the rebalancer listing c) fails once
-        fault = server.inject_fault("GET", "/resourcebindings/c-deployment")
+        # the mark of c (after the rebalancer listing c) fails once
+        fault = server.inject_fault("PATCH", "/resourcebindings/c-deployment")
         await set_health(http, "member1", taints=[])
         await eventually(lambda: fault.times == 0, timeout=10)
         for n in names:

@@ -10,7 +10,7 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
-from controllers.failback.controller import EvictionRecorder
+from controllers.failback.recorder import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
