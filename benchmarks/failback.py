@@ -95,6 +95,8 @@ class Karmada:
 
     http: aiohttp.ClientSession
     delay: float
+    retry_until: float = 0.0
+    """Monotonic time until which a failed write (the server restarting) is tried again; 0: never."""
     listed: Counter[str] = field(default_factory=Counter)
     seen: set[str] = field(default_factory=set)
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -114,16 +116,24 @@ class Karmada:
 
     async def heal(self, name: str, trigger: str) -> None:
         await asyncio.sleep(self.delay)
-        try:
-            spec = {"rescheduleTriggeredAt": trigger,
-                    "clusters": [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 0}]}
-            binding = await send(self.http, "PATCH", f"{RB}/{name}-deployment", {"spec": spec})
-            items = [{"clusterName": "member1", "applied": True, "status": {"replicas": 1, "readyReplicas": 1}}]
-            await send(self.http, "PATCH", f"{RB}/{name}-deployment/status", {"status": {
-                "schedulerObservedGeneration": binding["metadata"]["generation"], "lastScheduledTime": trigger,
-                "aggregatedStatus": items}})
-        except BenchError as exc:
-            self.errors.append(str(exc))
+        while True:
+            try:
+                await self._heal(name, trigger)
+                return
+            except (BenchError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                if time.monotonic() >= self.retry_until:
+                    self.errors.append(f"{name}: {exc}")
+                    return
+            await asyncio.sleep(0.2)
+
+    async def _heal(self, name: str, trigger: str) -> None:
+        spec = {"rescheduleTriggeredAt": trigger,
+                "clusters": [{"name": "member1", "replicas": 1}, {"name": "member2", "replicas": 0}]}
+        binding = await send(self.http, "PATCH", f"{RB}/{name}-deployment", {"spec": spec})
+        items = [{"clusterName": "member1", "applied": True, "status": {"replicas": 1, "readyReplicas": 1}}]
+        await send(self.http, "PATCH", f"{RB}/{name}-deployment/status", {"status": {
+            "schedulerObservedGeneration": binding["metadata"]["generation"], "lastScheduledTime": trigger,
+            "aggregatedStatus": items}})
 
 
 async def watch(http: aiohttp.ClientSession, path: str, handle: Any) -> None:
