@@ -28,11 +28,13 @@ from controllers.failback.progress import (
     PP_NAMESPACE_ANNOTATION,
     RESUME_ANNOTATION,
     ROUND_ANNOTATION,
+    batch_body,
 )
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.shapes import Workload
 from tests.conftest import events_about, eventually, get_or_none, running, send
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -515,3 +517,25 @@ async def holds(check: Callable[[], Any], *, seconds: float) -> None:
 
 async def failback_windows_idle(http: aiohttp.ClientSession) -> bool:
     return len(await rebalancers(http)) == 2
+
+
+async def test_a_batch_made_before_a_crash_but_not_marked_is_adopted_not_repeated(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The previous process created b's batch and died before marking it: b is in flight at once (before a,
+    which comes first in order), and never listed again."""
+    await evicted_from_member1(kube, http, ["a", "b"])
+    round_value = "2026-01-01T00:00:00Z"
+    await set_health(http, "member1", taints=[])
+    await send(http, "PATCH", f"{CLUSTERS}/member1", {"metadata": {"annotations": {ROUND_ANNOTATION: round_value}}})
+    b = Workload(apiVersion="apps/v1", kind="Deployment", namespace="default", name="b")
+    await send(http, "POST", WR, batch_body("member1", round_value, [b], ttl_seconds=60))
+    async with controller(kube, window=QUICK, max_concurrent=1):
+        await eventually(failing_back(http, "b"))
+        await holds(lambda: a_waits_for_b(http), seconds=2 * QUICK)  # b holds the only slot
+        await make_healthy(http, "b", ["member1", "member2"])
+        await eventually(failing_back(http, "a"))
+    assert await listed_names(http) == ["a", "b"]
+
+
+async def a_waits_for_b(http: aiohttp.ClientSession) -> bool:
+    return await in_flight_names(http) == ["b"] and await listed_names(http) == ["b"]
