@@ -155,6 +155,8 @@ class ClusterFailback:
         self.flights: dict[str, set[WorkloadKey]] = {}
         """cluster → the workloads in flight to it (as last seen): template events map back through it."""
         self.paused: set[str] = set()
+        self.reported: dict[str, set[str]] = {}
+        """cluster → the stuck workloads a FailbackPaused event named (in this process)."""
         self.adopted: set[tuple[str, str]] = set()
         self.marked: dict[str, set[tuple[str, str]]] = {}
         """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
@@ -288,24 +290,34 @@ class ClusterFailback:
             self.events.event(cluster, WARNING, EVENT_RESUME_INVALID, resume.invalid)
 
     async def _pause_or_resume(self, cluster: Obj, plan: progress.Plan) -> Obj:
+        """Write the pause (or its end) and say so; while paused, name each workload that gets stuck too."""
         name = objects.name(cluster)
+        stuck = {f.workload for f in plan.stuck}
         if plan.pause:
             cluster = await self._annotate(cluster, {progress.PAUSED_ANNOTATION: format_time(now())})
             PAUSES.labels(name).inc()
-            stuck = "; ".join(f"{f.workload}: {f.not_healthy}" for f in plan.stuck)
-            self.events.event(cluster, WARNING, EVENT_PAUSED,
-                              f"fail-back to cluster {name} paused: {len(plan.stuck)} workload(s) not healthy within "
-                              f"{format_duration(self.options.progress_deadline)} ({stuck}); it resumes when they "
-                              f"are healthy, or with the annotation {progress.RESUME_ANNOTATION}=<a time at or after "
-                              f"{progress.PAUSED_ANNOTATION}>")
-            log.warning("fail-back paused", cluster=name, stuck=[f.workload for f in plan.stuck])
+            self._paused_event(cluster, plan, "paused")
+            log.warning("fail-back paused", cluster=name, stuck=sorted(stuck))
+            self.reported[name] = stuck
         elif plan.unpause:
             cluster = await self._annotate(cluster, {progress.PAUSED_ANNOTATION: None})
             why = (f"resumed by {progress.RESUME_ANNOTATION}; given up: {', '.join(plan.given_up)}"
                    if plan.given_up else "the workloads that held it are healthy")
             self.events.event(cluster, NORMAL, EVENT_RESUMED, f"fail-back to cluster {name} resumed: {why}")
+            self.reported.pop(name, None)
+        elif stuck - self.reported.get(name, set()):  # paused, and more are stuck now (or first seen since a start)
+            self._paused_event(cluster, plan, "still paused")
+            self.reported[name] = stuck | self.reported.get(name, set())
         self._set_paused(name, progress.paused_since(cluster) is not None)
         return cluster
+
+    def _paused_event(self, cluster: Obj, plan: progress.Plan, state: str) -> None:
+        stuck = "; ".join(f"{f.workload}: {f.not_healthy}" for f in plan.stuck)
+        self.events.event(cluster, WARNING, EVENT_PAUSED,
+                          f"fail-back to cluster {objects.name(cluster)} {state}: {len(plan.stuck)} workload(s) not "
+                          f"healthy within {format_duration(self.options.progress_deadline)} ({stuck}); it resumes "
+                          f"when they are healthy, or with the annotation {progress.RESUME_ANNOTATION}=<a time at or "
+                          f"after {progress.PAUSED_ANNOTATION}>")
 
     async def _start_batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
                            in_flight: int) -> None:
