@@ -158,10 +158,10 @@ class ClusterFailback:
         self.reported: dict[str, set[str]] = {}
         """cluster → the stuck workloads a FailbackPaused event named (in this process)."""
         self.adopted: set[tuple[str, str]] = set()
+        """(cluster, round) whose earlier batches were adopted by this process (:meth:`_adopt`)."""
         self.marked: dict[str, set[tuple[str, str]]] = {}
         """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
         mark, it is found here (the binding itself is then read through the mutation cache)."""
-        """(cluster, round) whose earlier batches were adopted by this process (:meth:`_adopt`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
         self.controller: Controller | None = None
@@ -256,14 +256,15 @@ class ClusterFailback:
         plan = progress.plan(health_now, len(pending), now=now(), max_concurrent=self.options.max_concurrent,
                              deadline=self.options.progress_deadline, may_start=may_start,
                              paused_at=progress.paused_since(cluster), resume=resume)
-        by_display = {_display(b): (kind, b) for kind, b, _ in flights}
-        done = {*plan.finished, *plan.given_up}
-        await self._write_all([(*by_display[w], progress.finished_change(name)) for w in sorted(done)])
-        self._set_flights(name, [b for _, b, _ in flights if _display(b) not in done])
+        given_up = set(plan.given_up)
+        over = [(kind, b) for (kind, b, _), seen in zip(flights, health_now, strict=True)
+                if seen.not_healthy is None or seen.workload in given_up]
+        await self._write_all([(kind, b, progress.finished_change(name)) for kind, b in over])
+        self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
             await self._start_batch(cluster, pending, plan.start,
-                                    in_flight=len(flights) - len(plan.finished) - len(plan.given_up))
+                                    in_flight=len(flights) - len(over))
         IN_FLIGHT.labels(name).set(len(self.flights.get(name, ())))
         waits = [w for w in (requeue, plan.next_deadline) if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
