@@ -41,6 +41,8 @@ RETRYABLE = (BenchError, aiohttp.ClientError, OSError, TimeoutError)
 
 @dataclass
 class FailbackFigures:
+    """What fault (f) found: how many workloads were failed back, repeated, forgotten, and the budget kept."""
+
     workloads: int
     done: int = 0
     listed_twice: int = 0
@@ -50,14 +52,12 @@ class FailbackFigures:
     notes: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
-        found = []
-        if self.listed_twice:
-            found.append(f"{self.listed_twice} workloads failed back twice")
-        if self.forgotten:
-            found.append(f"{self.forgotten} workloads forgotten")
-        if self.most_in_flight > MAX_CONCURRENT:
-            found.append(f"{self.most_in_flight} in flight, more than --failback-max-concurrent {MAX_CONCURRENT}")
-        return found
+        """Every "must" that failed."""
+        checks = ((self.listed_twice > 0, f"{self.listed_twice} workloads failed back twice"),
+                  (self.forgotten > 0, f"{self.forgotten} workloads forgotten"),
+                  (self.most_in_flight > MAX_CONCURRENT,
+                   f"{self.most_in_flight} in flight, more than --failback-max-concurrent {MAX_CONCURRENT}"))
+        return [message for failed, message in checks if failed]
 
 
 @dataclass

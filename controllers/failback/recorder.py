@@ -12,7 +12,7 @@ import structlog
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import MERGE_PATCH, ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import MERGE_PATCH, KubeClient, retry_on_conflict_unless_gone
 from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
@@ -52,12 +52,7 @@ async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: s
                                           namespace=namespace, content_type=MERGE_PATCH)
         return written
 
-    try:
-        return await retry_on_conflict(attempt)
-    except ApiError as exc:
-        if exc.is_not_found:
-            return None
-        raise
+    return await retry_on_conflict_unless_gone(attempt)
 
 
 class EvictionRecorder:
