@@ -11,6 +11,7 @@ its TLS and credentials) and streams the answer back, watches included. On comma
 - drops every open watch's connection (``cut_watches``), or ends each watch cleanly (``end_watches``) so
   that informers resume from their last resourceVersion, while new watches can be held back
   (``watches_held``);
+- loses the answer of one chosen request (``lose_answer``), e.g. a create;
 - plays kube-apiserver's restart (``play_restart``): connections refused, then ``503 server is
   starting``, then ``404 page not found`` (text/plain) on custom-resource paths, then normal answers;
   used when the server itself cannot be restarted (a real Karmada given by ``--kubeconfig``).
@@ -148,8 +149,25 @@ class FaultProxy:
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._lose: list[tuple[str, str, int]] = []  # (method, path part, matches to let through first)
 
     # ------------------------------------------------------------------ faults
+
+    def lose_answer(self, method: str, path_contains: str, *, after: int = 0) -> None:
+        """Forward the next ``method`` request whose path contains ``path_contains`` (after letting ``after``
+        of them through) and drop its answer: the server acted on it, the client never hears."""
+        self._lose.append((method, path_contains, after))
+
+    def _answer_lost(self, request: web.Request) -> bool:
+        for i, (method, part, after) in enumerate(self._lose):
+            if request.method == method and part in request.path:
+                if after > 0:
+                    self._lose[i] = (method, part, after - 1)
+                    return False
+                del self._lose[i]
+                self.injected["lost"] += 1
+                return True
+        return False
 
     def inject_errors(self, rate: float, seconds: float) -> None:
         """For ``seconds`` from now, answer ``rate`` of the requests with an error (the kinds in turn)."""
@@ -209,8 +227,8 @@ class FaultProxy:
                 return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
         if request.query.get("watch") in ("true", "1") and not self._watches_open.is_set():
             await self._watches_open.wait()
-        kind = ""
-        if now < self._errors_until and self._random.random() < self._error_rate:
+        kind = "lost" if self._lose and self._answer_lost(request) else ""
+        if not kind and now < self._errors_until and self._random.random() < self._error_rate:
             kind = ERROR_KINDS[self._next_kind % len(ERROR_KINDS)]
             self._next_kind += 1
             watch = request.query.get("watch") in ("true", "1")

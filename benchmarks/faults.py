@@ -18,6 +18,9 @@ c  errors      for ``--error-seconds`` (20 s), ``--error-rate`` (5 %) of the req
 d  leader      two controller-manager replicas with leader election; the leader is SIGKILLed.
 e  member      (the descheduler) a member cluster's API server is restarted while the descheduler and
                its estimator run every second; see ``member_fault``.
+f  failback    a progressive fail-back (``--failback-workloads``, 20 at a time) loses the answer of a
+               rebalancer create, then the API server restarts as in (a); see ``failback_fault``: no
+               workload failed back twice, none forgotten.
 
 Faults b and c (and a, with ``--kubeconfig``) put ``benchmarks/faultproxy.py`` between the
 controller-manager and the server. The benchmark's own requests never go through it.
@@ -28,7 +31,7 @@ twice), and the seconds from the end of the fault until all work was done. Fault
 replicas descheduled on stale or partial data (must be 0). The exit status is 1 when any "must be 0"
 figure is not, or a run did not finish.
 
-    .venv/bin/python benchmarks/faults.py                       # all five faults (~3 min)
+    .venv/bin/python benchmarks/faults.py                       # all six faults (~4 min)
     .venv/bin/python benchmarks/faults.py --faults a,c          # some of them
     .venv/bin/python benchmarks/faults.py --kubeconfig ~/.kube/karmada.config --faults b,c,d
 
@@ -65,6 +68,7 @@ if str(REPO) not in sys.path:  # run as a script: make the repository importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.faultproxy import FaultProxy, Upstream  # noqa: E402
+from benchmarks.faults_failback import MAX_CONCURRENT, failback_fault  # noqa: E402
 from benchmarks.faults_member import member_fault  # noqa: E402
 from benchmarks.rebalancer import (  # noqa: E402
     RB_GROUP,
@@ -81,7 +85,7 @@ from benchmarks.support import BenchError, ServerProcess, free_port, log_tail, r
 from devplane.kubeconfig import write_kubeconfig  # noqa: E402
 
 FAULTS = {"a": "API server restart", "b": "watch expiry (410)", "c": "injected errors",
-          "d": "leader killed", "e": "member restart (descheduler)"}
+          "d": "leader killed", "e": "member restart (descheduler)", "f": "fail-back: lost create, restart"}
 POLL = 0.5
 RETRYABLE = (aiohttp.ClientError, OSError, TimeoutError)
 CLUSTER_BINDINGS = f"{RB_GROUP}/clusterresourcebindings"
@@ -480,10 +484,17 @@ async def run_all(args: argparse.Namespace, tmp: Path) -> list[Figures]:
                 member = await member_fault(args, folder)
                 figures = Figures(fault, stale_descheduled=member.stale_descheduled,
                                   recovery_seconds=member.recovery_seconds, notes=member.notes)
+            elif fault == "f":
+                back = await failback_fault(args, folder)
+                figures = Figures(fault, recovery_seconds=back.recovery_seconds, error="; ".join(back.problems()),
+                                  notes=[f"{back.done}/{back.workloads} failed back; listed twice {back.listed_twice}, "
+                                         f"forgotten {back.forgotten} (both must be 0); at most "
+                                         f"{back.most_in_flight} in flight (budget {MAX_CONCURRENT})",
+                                         *back.notes])
             else:
                 figures = await rebalancer_fault(fault, args, folder)
         except BenchError as exc:
-            figures = Figures(fault, rebalancers=args.rebalancers if fault != "e" else 0, error=str(exc))
+            figures = Figures(fault, rebalancers=args.rebalancers if fault not in "ef" else 0, error=str(exc))
             for log in sorted(folder.glob("*.log")):
                 print(f"--- {log.name}\n{log_tail(log, 15)}", file=sys.stderr)
         results.append(figures)
@@ -526,12 +537,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--error-rate", type=float, default=0.05, help="(c) share of requests that fail")
     p.add_argument("--error-seconds", type=float, default=20.0, help="(c) how long requests fail")
     p.add_argument("--member-workloads", type=int, default=30, help="(e) workloads over the members")
+    p.add_argument("--failback-workloads", type=int, default=300, help="(f) workloads evicted from member1")
     p.add_argument("--run-time", type=float, default=240.0, help="time limit of each run, seconds")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the children's logs here")
     args = p.parse_args(argv)
-    if args.kubeconfig and "e" in args.faults:
-        p.error("fault e needs member API servers it can restart: run it without --kubeconfig")
+    if args.kubeconfig and ("e" in args.faults or "f" in args.faults):
+        p.error("faults e and f need API servers they can restart: run them without --kubeconfig")
     if args.rebalancers < 3 or args.workloads < 1:
         p.error("--rebalancers must be at least 3 and --workloads at least 1")
     return args

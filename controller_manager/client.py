@@ -582,3 +582,14 @@ async def retry_on_conflict(operation: Callable[[], Awaitable[T]], *, steps: int
                 raise
         await asyncio.sleep(delay * (1 + jitter * random.random()))
     raise AssertionError("unreachable")
+
+
+async def retry_on_conflict_unless_gone(operation: Callable[[], Awaitable[T]]) -> T | None:
+    """:func:`retry_on_conflict`; None when the object is gone meanwhile (404 NotFound: deleted between the
+    read and the write), which ends a read-modify-write with nothing left to write."""
+    try:
+        return await retry_on_conflict(operation)
+    except ApiError as exc:
+        if exc.is_not_found:
+            return None
+        raise

@@ -1,114 +1,240 @@
-"""``karmada-devplane demo failback``: the Workload Rebalancer tutorial with ``clusterFailback`` on.
+"""``karmada-devplane demo failback``: the Workload Rebalancer tutorial with ``clusterFailback`` on, and six more
+workloads, two of which never get healthy.
 
-The tutorial's gap is that replicas stay on member2 after member1's taint is removed until someone
-applies a WorkloadRebalancer. Here ``karmada-controller-manager`` runs with
-``--controllers=*,clusterFailback`` (docs/failback.md): the same documents' Deployment goes
-{member1:2, member2:1} → taint → {member2:3} → untaint → ``FailbackScheduled`` → after the window
-``FailbackTriggered`` and {member1:2, member2:1} again, through a ``failback-member1-…`` rebalancer
-nobody wrote, which its TTL then deletes. Window and TTL are shortened (and the demo says so).
+The tutorial's gap is that replicas stay on member2 after member1's taint is removed until someone applies a
+WorkloadRebalancer. Here ``karmada-controller-manager`` runs with ``--controllers=*,clusterFailback``
+(docs/failback.md): seven Deployments are evicted from member1 by a NoExecute taint; once the taint is gone
+and the window is over they fail back in batches, never more than ``--failback-max-concurrent`` (2) in flight.
+``web-3`` and ``web-4`` ask for a node no member has, so they never get ready: after the progress deadline
+fail-back pauses (``FailbackPaused`` events naming them) and ``web-5``/``web-6`` wait, until the operator resumes it
+with the Cluster annotation (a value it does not understand first: a Warning, nothing changes). Window and
+deadline are shortened (and the demo says so).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import yaml
 
 from controller_manager import objects
-from controllers.failback.controller import EVENT_SCHEDULED, EVENT_TRIGGERED, FailbackOptions
+from controllers.failback.controller import (
+    EVENT_PAUSED,
+    EVENT_RESUME_INVALID,
+    EVENT_RESUMED,
+    EVENT_SCHEDULED,
+    EVENT_TRIGGERED,
+    FailbackOptions,
+)
+from controllers.failback.progress import FAILING_BACK_ANNOTATION, PAUSED_ANNOTATION, RESUME_ANNOTATION
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
-from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.resources import RESOURCE_BINDINGS
 from sharedcli.flagtypes import format_duration
 
-from .demo import (
-    STEP_TIMEOUT,
-    Session,
-    StepFailed,
-    distribution_is,
-    document,
-    eventually,
-    hold,
-    no_eviction_tasks,
-    rebalancer_gone,
-    rebalancer_successful,
-)
+from .demo import STEP_TIMEOUT, Session, StepFailed, document, eventually, hold, no_eviction_tasks
 
 WINDOW_SECONDS = 10.0
-TTL_SECONDS = 15.0  # long enough to show the finished rebalancer on a loaded machine
+MAX_CONCURRENT = 2
+DEADLINE_SECONDS = 15.0
 CONTROLLER_MANAGER_FLAGS = ("--controllers=*,clusterFailback",
                             f"--failback-stabilization-window={format_duration(WINDOW_SECONDS)}",
-                            f"--failback-rebalancer-ttl={format_duration(TTL_SECONDS)}")
+                            f"--failback-max-concurrent={MAX_CONCURRENT}",
+                            f"--failback-progress-deadline={format_duration(DEADLINE_SECONDS)}",
+                            "--failback-rebalancer-ttl=0s")
 CLUSTER = "member1"
-BINDING = "foo-deployment"
+WEB = tuple(f"web-{i}" for i in range(1, 7))
+STUCK = ("web-3", "web-4")
+WORKLOADS = ("foo", *WEB)
+"""In the order fail-back takes them (apiVersion, kind, namespace, name)."""
+
+
+def web_manifests() -> str:
+    """Six 2-replica Deployments split 1:1 over the members; the STUCK ones need a node label no member has."""
+    docs: list[dict[str, Any]] = []
+    for name in WEB:
+        pod: dict[str, Any] = {"terminationGracePeriodSeconds": 0, "containers": [
+            {"name": "web", "image": "nginx", "resources": {"limits": {"cpu": "10m", "memory": "10Mi"}}}]}
+        if name in STUCK:
+            pod["nodeSelector"] = {"demo.karmada-rebalance.io/no-such-node": "true"}
+        docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+                     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                              "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}})
+    docs.append({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                 "metadata": {"name": "web-pp"},
+                 "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                                                 "namespace": "default"} for name in WEB],
+                          "placement": {
+                              "clusterTolerations": [{"effect": "NoExecute", "key": "workload-rebalancer-test",
+                                                      "operator": "Exists", "tolerationSeconds": 0}],
+                              "clusterAffinity": {"clusterNames": ["member1", "member2"]},
+                              "replicaScheduling": {
+                                  "replicaDivisionPreference": "Weighted", "replicaSchedulingType": "Divided",
+                                  "weightPreference": {"staticWeightList": [
+                                      {"targetCluster": {"clusterNames": [c]}, "weight": 1}
+                                      for c in ("member1", "member2")]}}}}})
+    return yaml.safe_dump_all(docs, sort_keys=False)
 
 
 async def play_failback(s: Session) -> None:
-    """The tutorial without its step 3: the controller-manager's fail-back puts the replicas back."""
+    """The tutorial without its step 3, for seven workloads: fail-back puts them back, two at a time."""
     defaults = FailbackOptions()
-    s.say.title("Fail-back, step 1: create a Deployment (the Workload Rebalancer tutorial's manifests)")
+    s.say.title("Fail-back, step 1: the tutorial's Deployment foo, and web-1 … web-6")
     s.say.note(f"karmada-controller-manager runs with {' '.join(CONTROLLER_MANAGER_FLAGS)}")
     s.say.note(f"the demo shortens the window to {format_duration(WINDOW_SECONDS)} (default "
-               f"{format_duration(defaults.stabilization_window)}) and the rebalancers' TTL to "
-               f"{format_duration(TTL_SECONDS)} (default {format_duration(defaults.rebalancer_ttl)})")
+               f"{format_duration(defaults.stabilization_window)}) and the progress deadline to "
+               f"{format_duration(DEADLINE_SECONDS)} (default {format_duration(defaults.progress_deadline)}); "
+               f"at most {MAX_CONCURRENT} workloads in flight (default {defaults.max_concurrent})")
+    s.say.note(f"{' and '.join(STUCK)} ask for a node label no member has: their replicas never get ready")
     s.write("deployment.yaml", document("deployment.yaml"))
+    s.write("web.yaml", web_manifests())
     await s.kubectl("--context", "karmada-apiserver", "apply", "-f", "deployment.yaml")
-    await s.wait_distribution("foo", {"member1": 2, "member2": 1}, "step 1: 2 replicas in member1 and 1 in member2")
+    await s.kubectl("--context", "karmada-apiserver", "apply", "-f", "web.yaml")
+    await s.wait_distribution("foo", {"member1": 2, "member2": 1},
+                              "step 1: foo runs 2 replicas in member1, 1 in member2")
+    for name in WEB:
+        await eventually(f"step 1: {name} is scheduled 1:1 on member1 and member2",
+                         partial(_assigned_is, s, name, {"member1": 1, "member2": 1}))
     await s.karmadactl_get_deploy("foo")
 
     s.say.title(f"Step 2: add a NoExecute taint to {CLUSTER} to mock cluster failover")
     await s.karmadactl_taint(CLUSTER, "workload-rebalancer-test:NoExecute")
-    await s.wait_distribution("foo", {"member2": 3}, "step 2: all 3 replicas moved to member2")
+    for name in WORKLOADS:
+        await eventually(f"step 2: {name}'s binding records its eviction from {CLUSTER} ({EVICTED_FROM_ANNOTATION})",
+                         partial(_record_is, s, name, CLUSTER))
+    await s.wait_distribution("foo", {"member2": 3}, "step 2: all 3 replicas of foo moved to member2")
     await s.karmadactl_get_deploy("foo")
-    await eventually(f"step 2: the binding records its eviction from {CLUSTER} ({EVICTED_FROM_ANNOTATION})",
-                     lambda: _record_is(s, CLUSTER))
-    jsonpath = f"{{.metadata.annotations.{_escaped(EVICTED_FROM_ANNOTATION)}}}"
-    await s.kubectl("--context", "karmada-apiserver", "get", "rb", BINDING, "-o", f"jsonpath={jsonpath}",
-                    show=f"--context karmada-apiserver get rb {BINDING} -o jsonpath='{jsonpath}'")
-    await eventually(f"step 2: the graceful eviction of {CLUSTER} is finished", lambda: no_eviction_tasks(s, BINDING))
+    await _show_records(s)
+    await eventually(f"step 2: the graceful eviction of foo from {CLUSTER} is finished",
+                     lambda: no_eviction_tasks(s, "foo-deployment"))
 
     s.say.title(f"Step 3: remove the taint; {CLUSTER} must stay recovered for the window")
     await s.karmadactl_taint(CLUSTER, "workload-rebalancer-test:NoExecute-")
     await eventually(f"step 3: a {EVENT_SCHEDULED} event on cluster {CLUSTER}",
                      lambda: _cluster_events(s, EVENT_SCHEDULED))
     await _show_events(s, EVENT_SCHEDULED)
-    watch = WINDOW_SECONDS / 2
-    s.say.note(f"during the window nothing moves: watching for {watch:.0f} seconds")
-    await hold("step 3: replicas stay in member2 during the window",
-               lambda: distribution_is(s, "foo", {"member2": 3}), seconds=watch)
-    await s.karmadactl_get_deploy("foo")
 
-    s.say.title("Step 4: after the window, clusterFailback creates a WorkloadRebalancer")
-    triggered = await eventually(f"step 4: a {EVENT_TRIGGERED} event on cluster {CLUSTER}",
-                                 lambda: _cluster_events(s, EVENT_TRIGGERED), timeout=WINDOW_SECONDS + STEP_TIMEOUT)
-    # quick, before its TTL: the only WorkloadRebalancer there is, and its status
-    await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancers")
-    name = await _only_rebalancer(s)
-    if name not in triggered[0].get("message", ""):
-        raise StepFailed(f"step 4: the {EVENT_TRIGGERED} event does not name the rebalancer {name}")
-    await eventually(f"step 4: observedWorkloads of {name} reports deployment foo Successful",
-                     lambda: rebalancer_successful(s, name))
-    await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancer", name, "-o", "yaml")
+    s.say.title(f"Step 4: batches, at most {MAX_CONCURRENT} workloads in flight, each next one when those are healthy")
+    watch = Progress(s)
+    await eventually(f"step 4: {EVENT_PAUSED} events on cluster {CLUSTER} naming {' and '.join(STUCK)} once they "
+                     f"miss the {format_duration(DEADLINE_SECONDS)} deadline",
+                     lambda: watch.until(lambda: _paused_naming(s, STUCK)),
+                     timeout=WINDOW_SECONDS + DEADLINE_SECONDS + 2 * STEP_TIMEOUT)
     await _show_events(s, EVENT_TRIGGERED)
+    await _show_events(s, EVENT_PAUSED)
 
-    s.say.title("Step 5: the replicas are back, with no hand-made rebalancer")
-    await s.wait_distribution("foo", {"member1": 2, "member2": 1},
-                              "step 5: 2 replicas back in member1, 1 still in member2")
+    s.say.title("Step 5: paused: web-5 and web-6 wait")
+    await hold("step 5: web-5 and web-6 are not failed back while paused",
+               lambda: watch.until(lambda: _none_started(s, ("web-5", "web-6"))), seconds=5)
+    jsonpath = f"{{.metadata.annotations.{_escaped(PAUSED_ANNOTATION)}}}"
+    paused_at = (await s.kubectl("--context", "karmada-apiserver", "get", "cluster", CLUSTER, "-o",
+                                 f"jsonpath={jsonpath}",
+                                 show=f"--context karmada-apiserver get cluster {CLUSTER} -o jsonpath='{jsonpath}'"))
+    paused_at = paused_at.strip()
+
+    s.say.title("Step 6: the operator resumes it (a value it does not understand changes nothing)")
+    await _annotate(s, "yes")
+    await eventually(f"step 6: a {EVENT_RESUME_INVALID} Warning on cluster {CLUSTER}",
+                     lambda: _cluster_events(s, EVENT_RESUME_INVALID))
+    await _show_events(s, EVENT_RESUME_INVALID)
+    if not await _none_started(s, ("web-5", "web-6")):
+        raise StepFailed("step 6: a resume value that is not understood started a batch")
+    await _annotate(s, paused_at)
+    await eventually(f"step 6: a {EVENT_RESUMED} event on cluster {CLUSTER}", lambda: _cluster_events(s, EVENT_RESUMED))
+    await eventually("step 6: every workload's fail-back is over (web-5 and web-6 too)",
+                     lambda: watch.until(lambda: _all_done(s)), timeout=2 * STEP_TIMEOUT)
+    await _show_events(s, EVENT_RESUMED)
+
+    s.say.title("Step 7: the replicas are back, with no hand-made rebalancer")
+    await s.wait_distribution("foo", {"member1": 2, "member2": 1}, "step 7: 2 replicas of foo back in member1")
     await s.karmadactl_get_deploy("foo")
-    await eventually(f"step 5: the record of {CLUSTER} is removed from the binding", lambda: _record_is(s, None))
+    await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancers")
+    await _show_records(s)
 
-    s.say.title(f"Step 6: the rebalancer is deleted {format_duration(TTL_SECONDS)} after it finished")
-    await eventually(f"step 6: WorkloadRebalancer {name} is deleted by its TTL", lambda: rebalancer_gone(s, name),
-                     timeout=TTL_SECONDS + STEP_TIMEOUT)
-    await s.kubectl("--context", "karmada-apiserver", "get", "workloadrebalancer", name, check=False)
+
+class Progress:
+    """Watches the bindings while something else is awaited: prints each change of what is in flight, and
+    fails the step if more than ``--failback-max-concurrent`` ever are."""
+
+    def __init__(self, s: Session) -> None:
+        self.s = s
+        self.last: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+        self.most = 0
+
+    async def observe(self) -> None:
+        items = (await self.s.host_client.list(RESOURCE_BINDINGS, "default")).get("items") or []
+        by_name = {objects.name(b).removesuffix("-deployment"): objects.annotations(b) for b in items}
+        flying = tuple(n for n in WORKLOADS if CLUSTER in _flight(by_name.get(n, {})))
+        waiting = tuple(n for n in WORKLOADS if CLUSTER in (by_name.get(n, {}).get(EVICTED_FROM_ANNOTATION) or "")
+                        and n not in flying)
+        if len(flying) > MAX_CONCURRENT:
+            raise StepFailed(f"{len(flying)} workloads in flight ({', '.join(flying)}), more than "
+                             f"--failback-max-concurrent {MAX_CONCURRENT}")
+        self.most = max(self.most, len(flying))
+        if (flying, waiting) != self.last:
+            self.last = (flying, waiting)
+            done = [n for n in WORKLOADS if n not in flying and n not in waiting]
+            self.s.say.note(f"in flight: {', '.join(flying) or '-'} | waiting: {', '.join(waiting) or '-'} | "
+                            f"done: {', '.join(done) or '-'}")
+
+    async def until(self, check: Any) -> Any:
+        await self.observe()
+        return await check()
+
+
+def _flight(annotations: Mapping[str, str]) -> dict[str, str]:
+    text = annotations.get(FAILING_BACK_ANNOTATION) or "{}"
+    value = yaml.safe_load(text)
+    return value if isinstance(value, dict) else {}
+
+
+async def _paused_naming(s: Session, names: tuple[str, ...]) -> bool:
+    """The Cluster's FailbackPaused events (the pause, and "still paused" as more get stuck) name ``names``."""
+    text = " ".join(e.get("message", "") for e in await _cluster_events(s, EVENT_PAUSED))
+    return all(f"Deployment/default/{name}:" in text for name in names)
+
+
+async def _assigned_is(s: Session, name: str, want: dict[str, int]) -> bool:
+    binding = await s.host_client.get_or_none(RESOURCE_BINDINGS, f"{name}-deployment", "default")
+    clusters = {c["name"]: int(c.get("replicas") or 0) for c in objects.spec(binding or {}).get("clusters") or []}
+    return clusters == want
+
+
+async def _record_is(s: Session, name: str, want: str | None) -> bool:
+    binding = await s.host_client.get_or_none(RESOURCE_BINDINGS, f"{name}-deployment", "default")
+    return binding is not None and objects.annotations(binding).get(EVICTED_FROM_ANNOTATION) == want
+
+
+async def _none_started(s: Session, names: tuple[str, ...]) -> bool:
+    for name in names:
+        binding = await s.binding(f"{name}-deployment")
+        annotations = objects.annotations(binding)
+        if annotations.get(EVICTED_FROM_ANNOTATION) != CLUSTER or CLUSTER in _flight(annotations):
+            return False
+    return True
+
+
+async def _all_done(s: Session) -> bool:
+    for name in WORKLOADS:
+        if not await _record_is(s, name, None):
+            return False
+    return True
+
+
+async def _show_records(s: Session) -> None:
+    columns = (f"NAME:.metadata.name,EVICTED-FROM:.metadata.annotations.{_escaped(EVICTED_FROM_ANNOTATION)},"
+               f"FAILING-BACK:.metadata.annotations.{_escaped(FAILING_BACK_ANNOTATION)}")
+    await s.kubectl("--context", "karmada-apiserver", "get", "rb", "-o", f"custom-columns={columns}")
+
+
+async def _annotate(s: Session, value: str) -> None:
+    await s.kubectl("--context", "karmada-apiserver", "annotate", "--overwrite", "cluster", CLUSTER,
+                    f"{RESUME_ANNOTATION}={value}")
 
 
 def _escaped(annotation: str) -> str:
     return annotation.replace(".", "\\.")
-
-
-async def _record_is(s: Session, want: str | None) -> bool:
-    annotations = objects.annotations(await s.binding(BINDING))
-    return annotations.get(EVICTED_FROM_ANNOTATION) == want
 
 
 def _event_selector(reason: str) -> str:
@@ -124,13 +250,4 @@ async def _cluster_events(s: Session, reason: str) -> list[dict[str, Any]]:
 
 async def _show_events(s: Session, reason: str) -> None:
     await s.kubectl("--context", "karmada-apiserver", "get", "events", "-n", "default",
-                    "--field-selector", _event_selector(reason))
-
-
-async def _only_rebalancer(s: Session) -> str:
-    """The one WorkloadRebalancer there is: fail-back's, named ``failback-<cluster>-…``."""
-    items = (await s.host_client.list(WORKLOAD_REBALANCERS)).get("items") or []
-    names = [objects.name(item) for item in items]
-    if len(names) != 1 or not names[0].startswith(f"failback-{CLUSTER}-"):
-        raise StepFailed(f"step 4: expected one WorkloadRebalancer failback-{CLUSTER}-…, found {names}")
-    return names[0]
+                    "--field-selector", _event_selector(reason), "--sort-by", ".metadata.creationTimestamp")

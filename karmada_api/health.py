@@ -23,6 +23,7 @@ Each check returns why the workload is not healthy yet (for Events and ``--wait`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from controller_manager import objects
@@ -47,13 +48,20 @@ def _counts_ready(api_version: str, kind: str, status: Mapping[str, Any]) -> boo
     return (api_version, kind) in READY_COUNTING_KINDS or "readyReplicas" in status
 
 
-def reschedule_pending(binding: Obj) -> NotHealthy:
-    """Why the binding's current assignment is not the scheduler's answer to its latest spec, or None."""
+def reschedule_pending(binding: Obj, moved_at: datetime | None = None) -> NotHealthy:
+    """Why the binding's current assignment is not the scheduler's answer to its latest spec, or None.
+
+    ``moved_at``: when a rebalancer asked for the move (its creationTimestamp, which Karmada's rebalancer
+    controller writes as ``rescheduleTriggeredAt`` at the earliest); until a trigger that late is there the
+    binding still shows the assignment from before the move, healthy or not.
+    """
     spec, status = binding_spec(binding), binding_status(binding)
     observed, generation = _int(status.get("schedulerObservedGeneration")), objects.generation(binding)
     if observed < generation:
         return f"not scheduled yet (schedulerObservedGeneration {observed} < generation {generation})"
     triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))
+    if moved_at is not None and (triggered is None or triggered < moved_at):
+        return "reschedule not triggered yet"
     if triggered is not None:
         scheduled = parse_optional_time(status.get("lastScheduledTime"))
         if scheduled is None or scheduled < triggered:
@@ -81,9 +89,10 @@ def _member_not_ready(cluster: str, assigned: int, item: AggregatedStatusItem | 
     return None
 
 
-def binding_not_healthy(binding: Obj) -> NotHealthy:
-    """Why the binding's targets are not all applied with their assigned replicas ready; None when they are."""
-    pending = reschedule_pending(binding)
+def binding_not_healthy(binding: Obj, moved_at: datetime | None = None) -> NotHealthy:
+    """Why the binding's targets are not all applied with their assigned replicas ready; None when they are.
+    ``moved_at``: see :func:`reschedule_pending`."""
+    pending = reschedule_pending(binding, moved_at)
     if pending is not None:
         return pending
     spec, status = binding_spec(binding), binding_status(binding)
@@ -119,9 +128,9 @@ def template_not_healthy(template: Obj) -> NotHealthy:
     return None
 
 
-def workload_not_healthy(binding: Obj, template: Obj | None) -> NotHealthy:
+def workload_not_healthy(binding: Obj, template: Obj | None, moved_at: datetime | None = None) -> NotHealthy:
     """:func:`binding_not_healthy`, then :func:`template_not_healthy` (a missing template: not healthy)."""
-    reason = binding_not_healthy(binding)
+    reason = binding_not_healthy(binding, moved_at)
     if reason is not None:
         return reason
     if template is None:

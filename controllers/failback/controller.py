@@ -2,12 +2,13 @@
 
 Two controllers share one setup (docs/failback.md):
 
-* ``failback-recorder`` watches both binding kinds and records, in the annotation
-  :data:`~.recovery.EVICTED_FROM_ANNOTATION`, each cluster a binding lost through eviction. The record
-  lives on the binding so that it survives a restart and users can see it.
+* ``failback-recorder`` (:mod:`.recorder`) watches both binding kinds and records, in the annotation
+  :data:`~.recovery.EVICTED_FROM_ANNOTATION`, each cluster a binding lost through eviction.
 * ``cluster-failback`` watches the Clusters (and the records). Once a cluster named by records has stayed
-  recovered for ``--failback-stabilization-window``, it creates WorkloadRebalancers for the recorded
-  workloads whose placement still allows the cluster, then removes the cluster from the records.
+  recovered for ``--failback-stabilization-window``, it fails the recorded workloads whose placement still
+  allows the cluster back in batches: at most ``--failback-max-concurrent`` in flight, each next one when
+  those are healthy again (:mod:`.progress` decides, :mod:`.caches` reads), pausing on a workload not healthy
+  within ``--failback-progress-deadline``. Its state is in the API, never only here.
 
 It only *creates* WorkloadRebalancers: Karmada's scheduler does the rest, with this project's
 rebalancer controller or Karmada's own.
@@ -16,32 +17,41 @@ rebalancer controller or Karmada's own.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import structlog
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import MERGE_PATCH, ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import MERGE_PATCH, ApiError, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
+from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnnotationChangedPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
+from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, workload_reference
-from karmada_api.rebalancers import workload_key
+from karmada_api.names import binding_name
+from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from sharedcli.flagtypes import duration, format_duration, positive_int
+from karmada_api.shapes import Workload
+from kube_api.timeutil import format_time, now, parse_time
+from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int
 
-from . import recovery
+from . import progress, recovery
+from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
+from .recorder import EvictionRecorder, rewrite
 
 log = structlog.get_logger(__name__)
 
@@ -50,14 +60,28 @@ FAILBACK_NAME = "cluster-failback"
 EVENT_SCHEDULED = "FailbackScheduled"
 EVENT_TRIGGERED = "FailbackTriggered"
 EVENT_SKIPPED = "FailbackSkipped"
+EVENT_PAUSED = "FailbackPaused"
+EVENT_RESUMED = "FailbackResumed"
+EVENT_RESUME_INVALID = "FailbackResumeInvalid"
 RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
+FLIGHT_INDEX = "failback.failingBack"
+"""Binding informer index: the clusters a binding is being failed back to now."""
+WRITE_CONCURRENCY = 8
+"""Binding writes of one reconcile in flight at once (a batch's marks, the finished ones' records)."""
+ROUND_INDEX = "failback.round"
+"""Rebalancer informer index: the round digest of a fail-back batch."""
 
 REBALANCERS_CREATED = Counter("failback_rebalancers_created_total",
                               "WorkloadRebalancers created by the cluster-failback controller, by cluster.",
                               ["cluster"])
 WORKLOADS_FAILED_BACK = Counter("failback_workloads_total",
                                 "Workloads listed in fail-back WorkloadRebalancers, by cluster.", ["cluster"])
+BATCHES = Counter("failback_batches_total", "Fail-back batches started, by cluster.", ["cluster"])
+IN_FLIGHT = Gauge("failback_in_flight_workloads",
+                  "Workloads being failed back to a cluster and not healthy yet, by cluster.", ["cluster"])
+PAUSES = Counter("failback_pauses_total", "Times a cluster's fail-back paused on a missed deadline.", ["cluster"])
+PAUSED_CLUSTERS = Gauge("failback_paused_clusters", "Clusters whose fail-back is paused now.")
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,8 @@ class FailbackOptions:
     stabilization_window: float = 300.0
     max_workloads: int = 100
     rebalancer_ttl: float = 3600.0
+    max_concurrent: int = 10
+    progress_deadline: float = 600.0
 
 
 def add_flags(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +106,14 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--failback-max-workloads", type=positive_int, default=defaults.max_workloads,
         help="The most workloads one fail-back WorkloadRebalancer lists; more make several. "
              f"(default {defaults.max_workloads})")
+    add("--failback-max-concurrent", type=positive_int, default=defaults.max_concurrent,
+        help="The most workloads being failed back to one recovered cluster at a time; the next start as those "
+             f"are healthy again. (default {defaults.max_concurrent})")
+    add("--failback-progress-deadline", type=positive_duration, default=defaults.progress_deadline,
+        metavar="DURATION",
+        help="How long a workload being failed back may take to be healthy again; one that takes longer pauses "
+             "the cluster's fail-back until it is healthy or the Cluster is annotated "
+             f"{progress.RESUME_ANNOTATION}. (default {format_duration(defaults.progress_deadline)})")
     add("--failback-rebalancer-ttl", type=duration, default=defaults.rebalancer_ttl, metavar="DURATION",
         help="ttlSecondsAfterFinished of the fail-back WorkloadRebalancers; 0 keeps them. "
              f"(default {format_duration(defaults.rebalancer_ttl)})")
@@ -87,215 +121,354 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace) -> FailbackOptions:
     return FailbackOptions(stabilization_window=args.failback_stabilization_window,
-                           max_workloads=args.failback_max_workloads, rebalancer_ttl=args.failback_rebalancer_ttl)
+                           max_workloads=args.failback_max_workloads, rebalancer_ttl=args.failback_rebalancer_ttl,
+                           max_concurrent=args.failback_max_concurrent,
+                           progress_deadline=args.failback_progress_deadline)
 
 
-def _kind(request: Request) -> BindingKind:
-    return RB_KIND if request.namespace else CRB_KIND
+Entry = tuple[BindingKind, Obj]
 
 
-async def _rewrite_record(client: KubeClient, kind: BindingKind, namespace: str, name: str,
-                          change: Callable[[set[str], Obj], set[str]]) -> bool:
-    """Re-read the binding and merge-patch its record to ``change(recorded)``; False when it is gone.
-
-    Conditional on the resourceVersion just read (409 → read again), so that concurrent writers of
-    the record (the other controller, another cluster's fail-back) never lose each other's change.
-    """
-    async def attempt() -> bool:
-        binding = await client.get_or_none(kind.resource, name, namespace)
-        if binding is None:
-            return False
-        recorded = set(recovery.recorded_clusters(binding))
-        wanted = set(change(recorded, binding))
-        if wanted != recorded:
-            await client.patch(kind.resource, name, recovery.record_patch(binding, wanted), namespace=namespace,
-                               content_type=MERGE_PATCH)
-        return True
-
-    try:
-        return await retry_on_conflict(attempt)
-    except ApiError as exc:
-        if exc.is_not_found:
-            return False
-        raise
-
-
-class EvictionRecorder:
-    """Turns binding events into pending records (``pending``), then writes them (``reconcile``)."""
-
-    def __init__(self, client: KubeClient, clusters: Indexer) -> None:
-        self.client = client
-        self.clusters = clusters
-        self.pending: dict[Request, set[str]] = {}
-        self.unverified: dict[Request, set[str]] = {}
-        """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
-        start-up): whether they were unhealthy is checked by the reconcile, which runs once it has synced."""
-        self.controller: Controller | None = None
-
-    def observe(self, old: MutableObj | None, new: MutableObj) -> None:
-        """Informer handler: note what ``new`` lost through eviction and queue the binding."""
-        unknown: set[str] = set()
-        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown)
-        if not (evicted or unknown) or self.controller is None:
-            return
-        request = Request.for_object(new)
-        if evicted:
-            self.pending.setdefault(request, set()).update(evicted)
-        if unknown:
-            self.unverified.setdefault(request, set()).update(unknown)
-        self.controller.enqueue(request)
-
-    def verify(self, request: Request) -> None:
-        """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
-        for name in self.unverified.pop(request, ()):
-            cluster = self.clusters.get(name)
-            if cluster is not None and recovery.is_unhealthy(cluster):
-                self.pending.setdefault(request, set()).add(name)
-
-    async def reconcile(self, request: Request) -> Result:
-        self.verify(request)
-        pending = set(self.pending.get(request, ()))
-        if not pending:
-            return Result()
-
-        def add(recorded: set[str], binding: Obj) -> set[str]:
-            return recorded if objects.is_deleting(binding) else recorded | pending
-
-        written = await _rewrite_record(self.client, _kind(request), request.namespace, request.name, add)
-        if written:
-            log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
-        left = self.pending.get(request, set()) - pending  # noted meanwhile: the next reconcile writes them
-        if left:
-            self.pending[request] = left
-        else:
-            self.pending.pop(request, None)
-        return Result()
+def _display(binding: Obj) -> str:
+    ref = workload_reference(binding)
+    namespace = ref.get("namespace") or ""
+    return f"{ref.get('kind')}/{namespace + '/' if namespace else ''}{ref.get('name')}"
 
 
 class ClusterFailback:
-    """One Cluster per reconcile: track its recovery window, then fail its recorded bindings back."""
+    """One Cluster per reconcile: track its recovery window, then fail its recorded bindings back in batches of
+    at most ``--failback-max-concurrent`` in flight, each next one when those are healthy (docs/failback.md)."""
 
-    def __init__(self, client: KubeClient, clusters: Indexer, bindings: Indexer, cluster_bindings: Indexer, *,
-                 events: EventRecorder, options: FailbackOptions) -> None:
+    def __init__(self, client: KubeClient, clusters: MutationCache, bindings: MutationCache,
+                 cluster_bindings: MutationCache, *, events: EventRecorder, options: FailbackOptions,
+                 templates: Templates | None = None, policies: Policies | None = None,
+                 rebalancers: Indexer | None = None) -> None:
         self.client = client
         self.clusters = clusters
         self.binding_stores = ((RB_KIND, bindings), (CRB_KIND, cluster_bindings))
         self.events = events
         self.options = options
+        self.templates = templates
+        self.policies = policies
+        self.rebalancers = rebalancers
         self.windows = recovery.RecoveryWindows(options.stabilization_window)
-        self._cleared: dict[tuple[str, str], str] = {}
-        """(binding resource, cache key) → the resourceVersion the binding had when this process cleared a
-        record on it: until the cache shows a newer version, that cached record is already handled (a
-        cluster heartbeat arriving before the binding's watch event must not start a new window)."""
+        self.flights: dict[str, set[WorkloadKey]] = {}
+        """cluster → the workloads in flight to it (as last seen): template events map back through it."""
+        self.paused: set[str] = set()
+        self.reported: dict[str, set[str]] = {}
+        """cluster → the stuck workloads a FailbackPaused event named (in this process)."""
+        self.adopted: set[tuple[str, str]] = set()
+        """(cluster, round) whose earlier batches were adopted by this process (:meth:`_adopt`)."""
+        self.marked: dict[str, set[tuple[str, str]]] = {}
+        """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
+        mark, it is found here (the binding itself is then read through the mutation cache)."""
+        self.warned_resume: dict[str, str] = {}
+        """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
+        self.controller: Controller | None = None
 
-    def _forget_caught_up(self) -> None:
-        """Drop the entries the cache has caught up with (a newer copy, or the binding gone)."""
-        stores = {kind.resource.key: store for kind, store in self.binding_stores}
-        for (resource, key), version in list(self._cleared.items()):
-            cached = stores[resource].get(key)
-            if cached is None or objects.resource_version(cached) != version:
-                del self._cleared[(resource, key)]
+    # ------------------------------------------------------------------ reads
 
-    def _recorded(self, cluster: str) -> list[tuple[BindingKind, Obj]]:
-        self._forget_caught_up()
-        found: list[tuple[BindingKind, Obj]] = []
-        for kind, store in self.binding_stores:
-            for binding in store.by_index(RECORD_INDEX, cluster):
-                if (kind.resource.key, objects.key(binding)) not in self._cleared:
-                    found.append((kind, binding))
-        return found
+    def _record_keys(self, cluster: str) -> list[tuple[BindingKind, str]]:
+        """The bindings whose record names the cluster (per the index: it may be behind our own writes), in
+        the order fail-back takes them: by namespace and name. Keys only: a reconcile loads what it needs."""
+        found = [(kind, key) for kind, store in self.binding_stores
+                 for key in store.store.index_keys(RECORD_INDEX, cluster)]
+        return sorted(found, key=lambda entry: (entry[1], entry[0].resource.key))
+
+    def _load(self, kind: BindingKind, key: str, cluster: str) -> Obj | None:
+        """The binding, our own writes included, if its record still names the cluster."""
+        binding = dict(self.binding_stores)[kind].get(key)
+        return binding if binding is not None and cluster in recovery.recorded_clusters(binding) else None
+
+    def _in_flight(self, cluster: str) -> list[tuple[BindingKind, Obj, datetime]]:
+        """The bindings being failed back to the cluster, and since when, by workload."""
+        found: dict[tuple[str, str], tuple[BindingKind, Obj, datetime]] = {}
+        marked = self.marked.get(cluster, set())
+        candidates = [(kind, objects.key(b)) for kind, store in self.binding_stores
+                      for b in store.by_index(FLIGHT_INDEX, cluster)]
+        kinds = {kind.resource.key: kind for kind, _ in self.binding_stores}
+        candidates += [(kinds[resource], key) for resource, key in marked]  # our marks the index may not show yet
+        for kind, key in candidates:
+            binding = self._load(kind, key, cluster)
+            started = progress.failing_back(binding).get(cluster) if binding is not None else None
+            if binding is not None and started is not None:
+                found[(kind.resource.key, key)] = (kind, binding, started)
+        marked.intersection_update(found.keys())  # the rest are over (in place: &= would rebind)
+        return sorted(found.values(), key=lambda flight: _display(flight[1]))
+
+    def template_changed(self, workload: WorkloadKey) -> None:
+        if self.controller is None:
+            return
+        for cluster, workloads in list(self.flights.items()):
+            if workload in workloads:
+                self.controller.enqueue(Request("", cluster))
+
+    def _not_healthy(self, binding: Obj, started: datetime) -> str | None:
+        ref = workload_reference(binding)
+        tracked, template = self.templates.lookup(ref) if self.templates is not None else (False, None)
+        if tracked:
+            return health.workload_not_healthy(binding, template, started)
+        return health.binding_not_healthy(binding, started)
+
+    # ------------------------------------------------------------------ reconcile
 
     async def reconcile(self, request: Request) -> Result:
         name = request.name
         cluster = self.clusters.get(name)
-        records = self._recorded(name)
-        if cluster is None or not records:
+        keys = self._record_keys(name) if cluster is not None else []
+        if cluster is None or not keys:
             self.windows.forget(name)
+            self.marked.pop(name, None)
+            self._set_flights(name, [])
+            if cluster is not None:
+                await self._annotate(cluster, {progress.ROUND_ANNOTATION: None, progress.PAUSED_ANNOTATION: None})
+            self._set_paused(name, False)
             return Result()
         recovered = recovery.is_recovered(cluster)
-        started, left = self.windows.observe(name, recovered, time.monotonic())
-        if started:
-            self.events.event(cluster, NORMAL, EVENT_SCHEDULED,
-                              f"cluster {name} has recovered; {len(records)} evicted workload(s) fail back if it "
-                              f"stays recovered for {format_duration(self.options.stabilization_window)}")
-            log.info("fail-back scheduled", cluster=name, bindings=len(records))
-        if not recovered:
-            return Result()  # a relapse: the window was reset; the Cluster's next change brings it back
-        if left > 0:
-            return Result(requeue_after=left)
-        await self._fail_back(cluster, records)
-        self.windows.forget(name)
-        return Result()
+        annotations = objects.annotations(cluster)
+        round_value = annotations.get(progress.ROUND_ANNOTATION)
+        if not recovered and round_value:  # a relapse ends the round: what has not started waits for a new one
+            cluster = await self._annotate(cluster, {progress.ROUND_ANNOTATION: None})
+            round_value = None
+        if round_value and (name, round_value) not in self.adopted:
+            await self._adopt(name, round_value)
+            self.adopted.add((name, round_value))
+        flights = self._in_flight(name)
+        flying = {(kind.resource.key, objects.key(b)) for kind, b, _ in flights}
+        pending = [(kind, key) for kind, key in keys if (kind.resource.key, key) not in flying]
+        self._set_flights(name, [b for _, b, _ in flights])
+        may_start, requeue = False, None
+        if pending:
+            started, left = self.windows.observe(name, recovered, time.monotonic())
+            if started:
+                self.events.event(cluster, NORMAL, EVENT_SCHEDULED,
+                                  f"cluster {name} has recovered; {len(pending)} evicted workload(s) fail back if it "
+                                  f"stays recovered for {format_duration(self.options.stabilization_window)}")
+                log.info("fail-back scheduled", cluster=name, bindings=len(pending))
+            may_start = recovered and left <= 0
+            requeue = left if recovered and left > 0 else None
+        else:
+            self.windows.forget(name)
+        resume = progress.read_resume(cluster)
+        self._warn_resume(cluster, resume)
+        health_now = [progress.InFlight(_display(b), started, self._not_healthy(b, started))
+                      for _, b, started in flights]
+        plan = progress.plan(health_now, len(pending), now=now(), max_concurrent=self.options.max_concurrent,
+                             deadline=self.options.progress_deadline, may_start=may_start,
+                             paused_at=progress.paused_since(cluster), resume=resume)
+        given_up = set(plan.given_up)
+        over = [(kind, b) for (kind, b, _), seen in zip(flights, health_now, strict=True)
+                if seen.not_healthy is None or seen.workload in given_up]
+        await self._write_all([(kind, b, progress.finished_change(name)) for kind, b in over])
+        self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o in over)])
+        cluster = await self._pause_or_resume(cluster, plan)
+        if plan.start:
+            await self._start_batch(cluster, pending, plan.start,
+                                    in_flight=len(flights) - len(over))
+        IN_FLIGHT.labels(name).set(len(self.flights.get(name, ())))
+        waits = [w for w in (requeue, plan.next_deadline) if w is not None]
+        return Result(requeue_after=min(waits) + 0.05) if waits else Result()
 
-    async def _fail_back(self, cluster: Obj, records: list[tuple[BindingKind, Obj]]) -> None:
-        """Each rebalancer first, then the records of its workloads: a failure in between never loses a
-        fail-back, and the retry finds the rebalancers already made (:meth:`_create_once`) instead of
-        making them again (unless the process restarted in between: a new window, a new batch)."""
+    def _set_flights(self, cluster: str, bindings: Iterable[Obj]) -> None:
+        keys = {workload_key(workload_reference(b)) for b in bindings}
+        if keys:
+            self.flights[cluster] = keys
+        else:
+            self.flights.pop(cluster, None)
+        IN_FLIGHT.labels(cluster).set(len(keys))
+
+    def _set_paused(self, cluster: str, paused: bool) -> None:
+        (self.paused.add if paused else self.paused.discard)(cluster)
+        PAUSED_CLUSTERS.set(len(self.paused))
+
+    def _warn_resume(self, cluster: Obj, resume: progress.Resume) -> None:
         name = objects.name(cluster)
-        allowed: dict[tuple[str, ...], list[tuple[BindingKind, Obj]]] = {}
-        skipped: list[tuple[BindingKind, Obj, str]] = []
-        for kind, binding in records:
-            reason = recovery.skip_reason(binding, cluster)
-            if reason is None:
-                allowed.setdefault(workload_key(workload_reference(binding)), []).append((kind, binding))
-            else:
-                skipped.append((kind, binding, reason))
-        bodies = recovery.rebalancers_for(name, (workload_reference(b) for group in allowed.values()
-                                                 for _, b in group),
-                                          max_workloads=self.options.max_workloads,
-                                          ttl_seconds=int(self.options.rebalancer_ttl))
-        created, workloads = [], 0
-        window = repr(self.windows.started.get(name))
-        for body in bodies:
-            rebalancer = await self._create_once(body, recovery.batch_id(name, window, body["spec"]["workloads"]))
+        value = objects.annotations(cluster).get(progress.RESUME_ANNOTATION, "")
+        if resume.invalid is None:
+            self.warned_resume.pop(name, None)
+        elif self.warned_resume.get(name) != value:
+            self.warned_resume[name] = value
+            self.events.event(cluster, WARNING, EVENT_RESUME_INVALID, resume.invalid)
+
+    async def _pause_or_resume(self, cluster: Obj, plan: progress.Plan) -> Obj:
+        """Write the pause (or its end) and say so; while paused, name each workload that gets stuck too."""
+        name = objects.name(cluster)
+        stuck = {f.workload for f in plan.stuck}
+        if plan.pause:
+            cluster = await self._annotate(cluster, {progress.PAUSED_ANNOTATION: format_time(now())})
+            PAUSES.labels(name).inc()
+            self._paused_event(cluster, plan, "paused")
+            log.warning("fail-back paused", cluster=name, stuck=sorted(stuck))
+            self.reported[name] = stuck
+        elif plan.unpause:
+            cluster = await self._annotate(cluster, {progress.PAUSED_ANNOTATION: None})
+            why = (f"resumed by {progress.RESUME_ANNOTATION}; given up: {', '.join(plan.given_up)}"
+                   if plan.given_up else "the workloads that held it are healthy")
+            self.events.event(cluster, NORMAL, EVENT_RESUMED, f"fail-back to cluster {name} resumed: {why}")
+            self.reported.pop(name, None)
+        elif stuck - self.reported.get(name, set()):  # paused, and more are stuck now (or first seen since a start)
+            self._paused_event(cluster, plan, "still paused")
+            self.reported[name] = stuck | self.reported.get(name, set())
+        self._set_paused(name, progress.paused_since(cluster) is not None)
+        return cluster
+
+    def _paused_event(self, cluster: Obj, plan: progress.Plan, state: str) -> None:
+        stuck = "; ".join(f"{f.workload}: {f.not_healthy}" for f in plan.stuck)
+        self.events.event(cluster, WARNING, EVENT_PAUSED,
+                          f"fail-back to cluster {objects.name(cluster)} {state}: {len(plan.stuck)} workload(s) not "
+                          f"healthy within {format_duration(self.options.progress_deadline)} ({stuck}); it resumes "
+                          f"when they are healthy, or with the annotation {progress.RESUME_ANNOTATION}=<a time at or "
+                          f"after {progress.PAUSED_ANNOTATION}>")
+
+    async def _start_batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
+                           in_flight: int) -> None:
+        """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
+        decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
+        bindings it looks at. A failure after the create lets the next reconcile adopt what was made."""
+        name = objects.name(cluster)
+        try:
+            await self._batch(cluster, pending, slots, in_flight=in_flight)
+        except BaseException:
+            self.adopted = {entry for entry in self.adopted if entry[0] != name}
+            raise
+
+    async def _batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
+                     in_flight: int) -> None:
+        name = objects.name(cluster)
+        chosen: dict[WorkloadKey, list[Entry]] = {}
+        for kind, key in pending:
+            if len(chosen) >= slots:
+                break
+            binding = self._load(kind, key, name)
+            if binding is None or name in progress.failing_back(binding):
+                continue
+            workload = workload_key(workload_reference(binding))
+            if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
+                chosen[workload].append((kind, binding))
+                continue
+            policy = self.policies.opting_out(binding) if self.policies is not None else None
+            reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
+            if reason is not None:
+                await self._write(kind, binding, progress.finished_change(name))
+                self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
+                continue
+            chosen[workload] = [(kind, binding)]
+        if not chosen:
+            return
+        round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
+        if not round_value:
+            round_value = format_time(now())
+            cluster = await self._annotate(cluster, {progress.ROUND_ANNOTATION: round_value})
+        created = []
+        for group in chunks(sorted(chosen), self.options.max_workloads):
+            body = progress.batch_body(name, round_value, [Workload(**workload_reference(chosen[k][0][1]))
+                                                           for k in group],
+                                       ttl_seconds=int(self.options.rebalancer_ttl))
+            rebalancer = await self._create_once(body)
+            started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+            await self._write_all([(kind, binding, progress.started_change(name, started))
+                                   for key in group for kind, binding in chosen[key]])
             created.append(objects.name(rebalancer))
-            listed = body["spec"]["workloads"]
-            workloads += len(listed)
             REBALANCERS_CREATED.labels(name).inc()
-            WORKLOADS_FAILED_BACK.labels(name).inc(len(listed))
-            await self._clear(name, [kb for w in listed for kb in allowed[workload_key(w)]])
-        await self._clear(name, [(kind, b) for kind, b, _ in skipped])
-        for _, binding, reason in skipped:
-            self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
-        if created:
-            self.events.event(cluster, NORMAL, EVENT_TRIGGERED,
-                              f"created WorkloadRebalancer(s) {', '.join(created)} for {workloads} workload(s) "
-                              f"evicted from cluster {name}")
-        log.info("failed back", cluster=name, rebalancers=created, skipped=len(skipped))
+            WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
+        BATCHES.labels(name).inc()
+        self.flights.setdefault(name, set()).update(chosen)
+        waiting = len(pending) - len(chosen)
+        listed = ", ".join(_display(entries[0][1]) for entries in chosen.values())
+        self.events.event(cluster, NORMAL, EVENT_TRIGGERED,
+                          f"created WorkloadRebalancer(s) {', '.join(created)} for {len(chosen)} workload(s) evicted "
+                          f"from cluster {name} ({listed}); {in_flight + len(chosen)} in flight, at most "
+                          f"{self.options.max_concurrent}; {max(waiting, 0)} waiting")
+        log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
+                 waiting=waiting)
 
-    async def _create_once(self, body: dict[str, Any], batch: str) -> Obj:
-        """Create the rebalancer unless an earlier attempt of this fail-back did: a create that timed out or
-        answered 5xx may have been stored, and the records it would have cleared are still there."""
-        selector = f"{recovery.BATCH_LABEL}={batch}"
-        existing = (await self.client.list(WORKLOAD_REBALANCERS, label_selector=selector)).get("items") or []
-        if existing:
-            found: Obj = existing[0]
-            return found
-        labelled = {**body, "metadata": {**body["metadata"], "labels": {recovery.BATCH_LABEL: batch}}}
-        created: Obj = await self.client.create(WORKLOAD_REBALANCERS, labelled)
-        return created
+    async def _create_once(self, body: dict[str, Any]) -> Obj:
+        """Create the batch's rebalancer; 409 AlreadyExists means an earlier attempt did (an answer lost, a
+        restart between the create and the marks): that one is the batch."""
+        try:
+            created: Obj = await self.client.create(WORKLOAD_REBALANCERS, body)
+            return created
+        except ApiError as exc:
+            if not exc.is_already_exists:
+                raise
+        existing: Obj = await self.client.get(WORKLOAD_REBALANCERS, body["metadata"]["name"])
+        return existing
 
-    async def _clear(self, cluster: str, records: Iterable[tuple[BindingKind, Obj]]) -> None:
-        for kind, binding in records:
-            def remove(recorded: set[str], _binding: Obj) -> set[str]:
-                return recorded - {cluster}
+    async def _adopt(self, cluster: str, round_value: str) -> None:
+        """Mark in flight the pending workloads a batch of this round already lists (its rebalancer was made,
+        the marks were not: a crash or a failure in between). Once per round and process, and again after a
+        failed batch: in between, this process's own batches are marked before anything else starts."""
+        if self.rebalancers is None:
+            return
+        for rebalancer in self.rebalancers.by_index(ROUND_INDEX, progress.round_digest(cluster, round_value)):
+            began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+            for workload in objects.spec(rebalancer).get("workloads") or []:
+                namespace = str(workload.get("namespace") or "")
+                kind = RB_KIND if namespace else CRB_KIND
+                key = objects.join_key(namespace, binding_name(str(workload.get("kind", "")),
+                                                               str(workload.get("name", ""))))
+                binding = self._load(kind, key, cluster)
+                if binding is not None and cluster not in progress.failing_back(binding):
+                    await self._write(kind, binding, progress.started_change(cluster, began))
 
-            await _rewrite_record(self.client, kind, objects.namespace(binding), objects.name(binding), remove)
-            self._cleared[(kind.resource.key, objects.key(binding))] = objects.resource_version(binding)
+    # ------------------------------------------------------------------ writes
+
+    async def _write(self, kind: BindingKind, binding: Obj, change: progress.Change) -> Obj | None:
+        written = await rewrite(self.client, kind, objects.namespace(binding), objects.name(binding), change,
+                                 cached=binding)
+        if written is not None:
+            dict(self.binding_stores)[kind].mutated(written)
+            for cluster in progress.failing_back(written):
+                self.marked.setdefault(cluster, set()).add((kind.resource.key, objects.key(written)))
+        return written
+
+    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]]) -> None:
+        """:meth:`_write` each, ``WRITE_CONCURRENCY`` at a time (different bindings: independent writes)."""
+        limit = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+        async def one(kind: BindingKind, binding: Obj, change: progress.Change) -> None:
+            async with limit:
+                await self._write(kind, binding, change)
+
+        outcomes = await asyncio.gather(*(one(*write) for write in writes), return_exceptions=True)
+        for outcome in outcomes:  # all ended: the first failure fails the reconcile (retried with backoff)
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _annotate(self, cluster: Obj, annotations: dict[str, str | None]) -> Obj:
+        """Merge-patch the Cluster's annotations of ours (only those that differ); the Cluster as it is now."""
+        current = objects.annotations(cluster)
+        change = {k: v for k, v in annotations.items() if current.get(k) != v}
+        if not change:
+            return cluster
+        written: Obj = await self.client.patch(CLUSTERS, objects.name(cluster), {"metadata": {"annotations": change}},
+                                               content_type=MERGE_PATCH)
+        return self.clusters.mutated(written)
 
 
 def _clusters_of_record(binding: MutableObj) -> list[Request]:
     return [Request("", cluster) for cluster in recovery.recorded_clusters(binding)]
 
 
+def _clusters_in_flight(binding: MutableObj) -> list[Request]:
+    return [Request("", cluster) for cluster in progress.failing_back_clusters(binding)]
+
+
+def _round_of(rebalancer: MutableObj) -> list[str]:
+    value = objects.labels(rebalancer).get(progress.ROUND_LABEL)
+    return [value] if value else []
 RBAC_RULES: list[PolicyRule] = [
-    # setup(): informers on the Clusters and both binding kinds
-    *informer_rules(CLUSTERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS),
-    # _rewrite_record(): a fresh GET, then a merge patch of the record annotation
+    # setup(): informers on the Clusters, both binding kinds, the rebalancers and the policies; caches.Templates:
+    # one on each template kind whose readiness its status reports, from the first workload of it in flight
+    *informer_rules(CLUSTERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS,
+                    *POLICY_RESOURCES, *TEMPLATE_RESOURCES.values()),
+    # recorder.rewrite(): a merge patch of the record and in-flight marks (a fresh GET first for the recorder, on 409)
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "patch")),
-    # _fail_back(): the WorkloadRebalancers
-    *for_resources((WORKLOAD_REBALANCERS,), ("create", "list")),  # list: _create_once's look for an earlier try
-    *EVENT_RULES,  # FailbackScheduled, FailbackTriggered, FailbackSkipped
+    # _create_once(): the batches' WorkloadRebalancers (get: the one an earlier attempt made, on 409)
+    *for_resources((WORKLOAD_REBALANCERS,), ("create", "get")),
+    # _annotate(): the round and pause annotations of a Cluster
+    *for_resources((CLUSTERS,), ("patch",)),
+    *EVENT_RULES,  # FailbackScheduled, FailbackTriggered, FailbackSkipped, FailbackPaused, FailbackResumed, ...
 ]
 """The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""
 
@@ -310,19 +483,28 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
     clusters = manager.informer(CLUSTERS)
     binding_informers: list[SharedInformer] = [manager.informer(RESOURCE_BINDINGS),
                                                manager.informer(CLUSTER_RESOURCE_BINDINGS)]
+    rebalancers = manager.informer(WORKLOAD_REBALANCERS)
+    policy_informers = [manager.informer(resource) for resource in POLICY_RESOURCES]
     recorder = EvictionRecorder(manager.client, clusters.store)
     record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)
     recorder.controller = record_controller
     record_controller.wait_for_caches(clusters, *binding_informers)
-    failback = ClusterFailback(manager.client, clusters.store, binding_informers[0].store,
-                               binding_informers[1].store, events=manager.event_recorder(FAILBACK_NAME),
-                               options=options)
-    failback_controller = Controller(FAILBACK_NAME, failback, workers=1, **controller_options)
-    failback_controller.watches(clusters)
     for informer in binding_informers:
         informer.ensure_indexer(RECORD_INDEX, recovery.recorded_clusters)
+        informer.ensure_indexer(FLIGHT_INDEX, progress.failing_back_clusters)
+    rebalancers.ensure_indexer(ROUND_INDEX, _round_of)
+    failback = ClusterFailback(manager.client, clusters.mutation_cache(), binding_informers[0].mutation_cache(),
+                               binding_informers[1].mutation_cache(), events=manager.event_recorder(FAILBACK_NAME),
+                               options=options, policies=Policies(*policy_informers), rebalancers=rebalancers.store)
+    failback.templates = Templates(manager.informers, failback.template_changed)
+    failback_controller = Controller(FAILBACK_NAME, failback, workers=1, **controller_options)
+    failback.controller = failback_controller
+    failback_controller.watches(clusters)
+    failback_controller.wait_for_caches(rebalancers, *policy_informers)
+    for informer in binding_informers:
         informer.add_event_handler(_record_handler(recorder))
         failback_controller.watches(informer, map_func=_clusters_of_record, predicates=[AnnotationChangedPredicate()])
+        failback_controller.watches(informer, map_func=_clusters_in_flight)  # their health: any change
     manager.add_controller(record_controller)
     manager.add_controller(failback_controller)
     return [record_controller, failback_controller]

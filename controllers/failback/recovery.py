@@ -1,33 +1,26 @@
 """The fail-back rules, pure: is a cluster recovered, which bindings lost a cluster through eviction, the
-record kept on a binding, whether its placement still allows the cluster, and the rebalancers to create.
+record kept on a binding, and whether its placement still allows the cluster (the batches: :mod:`.progress`).
 
 No I/O here: :mod:`.controller` reads the caches, calls these and writes the results.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.bindings import binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.placement import affinity_allows, applied_placement
-from karmada_api.rebalancers import chunks, rebalancer_body, workload_key
-from karmada_api.shapes import Workload, as_placement, binding_spec, cluster_spec
+from karmada_api.shapes import as_placement, binding_spec, cluster_spec
 from karmada_api.taints import has_no_execute_taints
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
 EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
 """On a binding: the clusters it was evicted from and has not failed back to (sorted, comma-separated)."""
 
-GENERATE_NAME_PREFIX = "failback-"
-BATCH_LABEL = "failback.karmada-rebalance.io/batch"
-"""On a rebalancer this controller created: which fail-back made it (cluster, window, workloads), so that a
-retry after an uncertain create (a timeout, a 5xx: created or not?) finds it instead of making a second."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,15 +93,6 @@ def record_value(clusters: Iterable[str]) -> str | None:
     return ",".join(names) if names else None
 
 
-def record_patch(binding: Obj, clusters: Iterable[str]) -> dict[str, Any]:
-    """A merge patch setting the record to ``clusters``, conditional on the binding's resourceVersion.
-
-    Metadata only: Karmada's own controllers write these bindings, so a full update would race them.
-    """
-    return {"metadata": {"resourceVersion": objects.resource_version(binding),
-                         "annotations": {EVICTED_FROM_ANNOTATION: record_value(clusters)}}}
-
-
 def eviction_task_clusters(binding: Obj) -> set[str]:
     """The clusters the binding's graceful-eviction tasks evict it from."""
     tasks = binding_spec(binding).get("gracefulEvictionTasks") or []
@@ -116,8 +100,9 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
-                     unknown: set[str] | None = None) -> set[str]:
-    """The clusters ``new`` lost through eviction and does not record yet.
+                     unknown: set[str] | None = None, *, again: Iterable[str] = ()) -> set[str]:
+    """The clusters ``new`` lost through eviction and does not record yet (or records, but names in ``again``:
+    those it was being failed back to, an eviction that undoes the fail-back).
 
     Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
     ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``
@@ -138,7 +123,7 @@ def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | 
                     unknown.add(name)
             elif is_unhealthy(cluster):
                 evicted.add(name)
-    return evicted - set(recorded_clusters(new))
+    return evicted - (set(recorded_clusters(new)) - set(again))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -171,23 +156,3 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
         return (f"its placement does not tolerate the taint {taint.get('key')}:{taint.get('effect')} "
                 f"of cluster {name}")
     return None
-
-
-def rebalancers_for(cluster: str, workloads: Iterable[Workload], *, max_workloads: int,
-                    ttl_seconds: int) -> list[dict[str, Any]]:
-    """The WorkloadRebalancers to create: sorted distinct workloads, ``max_workloads`` per rebalancer.
-
-    ``ttl_seconds`` 0 leaves ``ttlSecondsAfterFinished`` out: the rebalancer is kept.
-    """
-    distinct = {workload_key(w): Workload(**w) for w in workloads}
-    ordered = [distinct[key] for key in sorted(distinct)]
-    metadata = {"generateName": f"{GENERATE_NAME_PREFIX}{cluster}-"}
-    return [rebalancer_body(metadata, group, ttl_seconds if ttl_seconds > 0 else None)
-            for group in chunks(ordered, max_workloads)]
-
-
-def batch_id(cluster: str, window: str, workloads: Iterable[Workload]) -> str:
-    """The :data:`BATCH_LABEL` value of one rebalancer of a fail-back: the same fail-back (cluster, the
-    window it ended, the same workloads) gives the same value; another one, another value."""
-    text = "\n".join([cluster, window, *("/".join(workload_key(w)) for w in workloads)])
-    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -43,7 +43,7 @@ from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, retry_on_conflict_unless_gone
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
@@ -404,12 +404,7 @@ class ClusterStatusReconciler:
             written: Obj = await self.client.update_status(CLUSTERS, {**latest, "status": status})
             return written
 
-        try:
-            return await retry_on_conflict(attempt)
-        except ApiError as exc:
-            if exc.is_not_found:
-                return None
-            raise
+        return await retry_on_conflict_unless_gone(attempt)
 
 
 # ----------------------------------------------------------------------------- wiring

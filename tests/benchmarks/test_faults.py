@@ -60,3 +60,12 @@ def test_member_restart_deschedules_nothing_on_stale_data() -> None:
     out = run_faults("--faults", "e", "--member-workloads", "9", "--restart-after", "3", "--run-time", "120")
     assert row(out, "e")[-1] == "0"
     assert re.search(r"descheduled rightly \(stuck past the threshold\): [1-9]", out), out
+
+
+def test_failback_through_a_lost_create_and_a_restart_neither_repeats_nor_forgets() -> None:
+    out = run_faults("--faults", "f", "--failback-workloads", "90", "--restart-after", "2",
+                     "--crd-unserved-window", "2", "--run-time", "120")
+    assert "90/90 failed back; listed twice 0, forgotten 0 (both must be 0)" in out, out
+    most = re.search(r"at most (\d+) in flight \(budget 20\)", out)
+    assert most is not None and int(most.group(1)) <= 20, out
+    assert "the lost create: 1 answer lost" in out, out  # the fault really happened

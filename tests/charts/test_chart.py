@@ -81,6 +81,9 @@ FLAG_CASES = [FlagCase(*case) for case in [
      "failback_stabilization_window", 30.0),
     (CM, "failback.maxWorkloads", 20, "--failback-max-workloads=20", "failback_max_workloads", 20),
     (CM, "failback.rebalancerTTL", "0s", "--failback-rebalancer-ttl=0s", "failback_rebalancer_ttl", 0.0),
+    (CM, "failback.maxConcurrent", 50, "--failback-max-concurrent=50", "failback_max_concurrent", 50),
+    (CM, "failback.progressDeadline", "30m0s", "--failback-progress-deadline=30m0s", "failback_progress_deadline",
+     1800.0),
     # NON_DEFAULT_VALUES also turns preserveAvailableReplicas.enabled on (the --preserve-* flags come with it)
     (CM, "preserveAvailableReplicas.enabled", True, "--enable-preserve-available-replicas=true",
      "enable_preserve_available_replicas", True),

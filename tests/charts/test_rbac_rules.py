@@ -130,7 +130,10 @@ def test_controller_manager_declares_what_its_controllers_call() -> None:
         assert (resource.group, f"{resource.plural}/status", "update", "") in declared
     # nothing beyond that: no Secrets, no writes to templates' spec, no Work writes
     assert not {g for g in declared if g[1] in ("secrets", "works") and g[2] not in ("list", "watch")}
-    assert not {g for g in declared if g[1] in ("deployments", "pods") and g[2] != "get"}
+    assert not {g for g in declared if g[1] == "pods" and g[2] != "get"}
+    # templates are read, never written: clusterFailback's health check watches them (caches.Templates)
+    assert not {g for g in declared if g[1] in ("deployments", "statefulsets", "replicasets")
+                and g[2] not in ("get", "list", "watch")}
 
 
 def test_descheduler_declares_what_it_calls() -> None:

@@ -17,7 +17,7 @@ import structlog
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from controller_manager.client import ApiError, KubeClient, RequestTarget
+from controller_manager.client import ApiError, KubeClient, RequestTarget, retry_on_conflict_unless_gone
 from karmada_api.resources import RESOURCE_BINDINGS as _RB
 
 RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings/foo-deployment"
@@ -224,3 +224,26 @@ async def test_get_or_none_is_none_for_a_status_naming_the_object(play: Any) -> 
                  {"name": "foo-deployment", "group": "work.karmada.io", "kind": "resourcebindings"})
     kube, _ = await play([(404, raw, {})])
     assert await kube.get_or_none(_RB, "foo-deployment", "default") is None
+
+
+async def test_retry_on_conflict_unless_gone_retries_409s_and_ends_quietly_on_a_404() -> None:
+    answers: list[Exception | str] = [ApiError(409, "Conflict", "stale"), "written"]
+
+    async def write() -> str:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert await retry_on_conflict_unless_gone(write) == "written"
+
+    async def gone() -> str:
+        raise ApiError(404, "NotFound", "gone", {"details": {"name": "x", "kind": "pods"}})
+
+    assert await retry_on_conflict_unless_gone(gone) is None
+
+    async def refused() -> str:
+        raise ApiError(403, "Forbidden", "no")
+
+    with pytest.raises(ApiError, match="Forbidden"):
+        await retry_on_conflict_unless_gone(refused)

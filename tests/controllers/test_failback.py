@@ -20,23 +20,40 @@ from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers.app import main
 from controllers.failback import controller as failback
+from controllers.failback.progress import (
+    FAILING_BACK_ANNOTATION,
+    OPT_OUT_ANNOTATION,
+    PAUSED_ANNOTATION,
+    PP_NAME_ANNOTATION,
+    PP_NAMESPACE_ANNOTATION,
+    RESUME_ANNOTATION,
+    ROUND_ANNOTATION,
+    batch_body,
+)
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.shapes import Workload
 from tests.conftest import events_about, eventually, get_or_none, running, send
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 RB = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings"
 WR = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+PP = "/apis/policy.karmada.io/v1alpha1/namespaces/default/propagationpolicies"
 NO_EXECUTE = {"key": "workload-rebalancer-test", "effect": "NoExecute"}
 WINDOW = 1.0
 
 
+DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
+
+
 @asynccontextmanager
-async def controller(kube: KubeClient, *, max_workloads: int = 100, window: float = WINDOW) -> AsyncIterator[Manager]:
+async def controller(kube: KubeClient, *, max_workloads: int = 100, window: float = WINDOW, max_concurrent: int = 10,
+                     deadline: float = 60.0) -> AsyncIterator[Manager]:
     mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
-    options = failback.FailbackOptions(stabilization_window=window, max_workloads=max_workloads, rebalancer_ttl=60)
+    options = failback.FailbackOptions(stabilization_window=window, max_workloads=max_workloads, rebalancer_ttl=60,
+                                       max_concurrent=max_concurrent, progress_deadline=deadline)
     failback.setup(mgr, options, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=1.0))
     async with running(mgr):
         yield mgr
@@ -59,9 +76,36 @@ async def set_health(http: aiohttp.ClientSession, name: str, *, ready: bool | No
     return obj
 
 
+async def make_template(http: aiohttp.ClientSession, name: str) -> None:
+    """The Deployment the binding is for, reporting its 3 replicas ready (as Karmada aggregates them)."""
+    labels = {"app": name}
+    await send(http, "POST", DEPLOY, {
+        "metadata": {"name": name}, "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    await send(http, "PATCH", f"{DEPLOY}/{name}/status",
+                {"status": {"replicas": 3, "readyReplicas": 3, "observedGeneration": 1}})
+
+
+async def make_healthy(http: aiohttp.ClientSession, name: str, clusters: list[str]) -> None:
+    """What Karmada does after a fail-back rebalancer: the reschedule (triggered at the rebalancer's
+    creationTimestamp) puts the workload on ``clusters``, whose members report its replicas ready."""
+    listing = [r for r in await rebalancers(http) if any(w["name"] == name for w in r["spec"]["workloads"])]
+    trigger = max(r["metadata"]["creationTimestamp"] for r in listing)
+    binding = await send(http, "PATCH", f"{RB}/{name}-deployment",
+                         {"spec": {"rescheduleTriggeredAt": trigger,
+                                   "clusters": [{"name": c, "replicas": 1} for c in clusters]}})
+    items = [{"clusterName": c, "applied": True, "status": {"replicas": 1, "readyReplicas": 1}} for c in clusters]
+    await send(http, "PATCH", f"{RB}/{name}-deployment/status",
+               {"status": {"schedulerObservedGeneration": binding["metadata"]["generation"],
+                           "lastScheduledTime": trigger, "aggregatedStatus": items}})
+
+
 async def make_binding(http: aiohttp.ClientSession, name: str, clusters: list[str],
-                       placement: dict[str, Any] | None = None) -> dict[str, Any]:
+                       placement: dict[str, Any] | None = None, policy: str | None = None) -> dict[str, Any]:
+    await make_template(http, name)
     annotations = {APPLIED_PLACEMENT_ANNOTATION: json.dumps(placement)} if placement else {}
+    if policy is not None:
+        annotations |= {PP_NAME_ANNOTATION: policy, PP_NAMESPACE_ANNOTATION: "default"}
     body = {"metadata": {"name": f"{name}-deployment", "annotations": annotations},
             "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "namespace": "default"},
                      "replicas": 3, "clusters": [{"name": c, "replicas": 1} for c in clusters]}}
@@ -78,6 +122,17 @@ async def evict(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: s
 
 def record_of(binding: dict[str, Any] | None) -> str | None:
     return ((binding or {}).get("metadata", {}).get("annotations") or {}).get(EVICTED_FROM_ANNOTATION)
+
+
+def in_flight_of(binding: dict[str, Any] | None) -> list[str]:
+    return sorted(json.loads(((binding or {}).get("metadata", {}).get("annotations") or {})
+                             .get(FAILING_BACK_ANNOTATION) or "{}"))
+
+
+def failing_back(http: aiohttp.ClientSession, name: str) -> Callable[[], Any]:
+    async def check() -> bool:
+        return in_flight_of(await get_or_none(http, f"{RB}/{name}-deployment")) == ["member1"]
+    return check
 
 
 async def rebalancers(http: aiohttp.ClientSession) -> list[dict[str, Any]]:
@@ -121,7 +176,11 @@ async def test_eviction_is_recorded_and_fails_back_after_the_window(kube: KubeCl
         assert made[0]["metadata"]["name"].startswith("failback-member1-")
         assert made[0]["spec"] == {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo",
                                                   "namespace": "default"}], "ttlSecondsAfterFinished": 60}
+        await eventually(failing_back(http, "foo"))
+        assert record_of(await get_or_none(http, f"{RB}/foo-deployment")) == "member1"  # until it is healthy
+        await make_healthy(http, "foo", ["member1", "member2"])
         await eventually(recorded(http, "foo", None))
+        assert in_flight_of(await get_or_none(http, f"{RB}/foo-deployment")) == []
         triggered = await eventually(lambda: events_about(http, sick, "FailbackTriggered"))
         assert made[0]["metadata"]["name"] in triggered[0]["message"]
     assert counter("failback_rebalancers_created_total", "member1") == created_before + 1
@@ -153,7 +212,7 @@ async def test_a_create_whose_answer_was_lost_is_not_made_twice(kube: KubeClient
         await evict(http, foo, "member1", ["member2"])
         await eventually(recorded(http, "foo", "member1"))
         await set_health(http, "member1", taints=[])
-        await eventually(recorded(http, "foo", None), timeout=10)  # the retry found it, and cleared the record
+        await eventually(failing_back(http, "foo"), timeout=10)  # the retry met 409: it is the batch
     assert lossy.lost
     assert len(await rebalancers(http)) == 1
 
@@ -201,7 +260,7 @@ async def test_a_restart_in_the_window_still_fails_back_after_a_full_window(kube
         await eventually(scheduled_twice)  # a new window
         assert await rebalancers(http) == []
         await eventually(lambda: rebalancers(http), timeout=10 + window)
-        await eventually(recorded(http, "foo", None))
+        await eventually(failing_back(http, "foo"))
 
 
 async def test_skipped_bindings_get_an_event_and_rebalancers_are_chunked(kube: KubeClient,
@@ -220,17 +279,23 @@ async def test_skipped_bindings_get_an_event_and_rebalancers_are_chunked(kube: K
         await set_health(http, "member1", taints=[])
         skipped = await eventually(lambda: events_about(http, moved, "FailbackSkipped"), timeout=10)
         assert "no longer matches cluster member1" in skipped[0]["message"]
-        made = await eventually(lambda: rebalancers(http))
+        async def both() -> list[dict[str, Any]]:
+            found = await rebalancers(http)
+            return found if len(found) == 2 else []
+
+        made = await eventually(both)
         assert sorted(len(r["spec"]["workloads"]) for r in made) == [1, 2]
         listed = sorted(w["name"] for r in made for w in r["spec"]["workloads"])
         assert listed == names  # "moved" is not listed
         await eventually(recorded(http, "moved", None))
+        for n in names:
+            await eventually(failing_back(http, n))
 
 
 async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
         server: ApiServer, kube: KubeClient, http: aiohttp.ClientSession) -> None:
-    """Rebalancer, then its records: a failed write after the second rebalancer (chunks a,b | c) leaves
-    a and b done; the retry finds c's rebalancer (its batch label) and clears c: no rebalancer is made twice."""
+    """Rebalancer, then its marks: a failed write after the second rebalancer (chunks a,b | c) leaves a and b
+    in flight; the retry finds c's rebalancer (its round label) and marks c: no rebalancer is made twice."""
     await make_cluster(http, "member1")
     names = ["a", "b", "c"]
     bindings = [await make_binding(http, n, ["member1", "member2"]) for n in names]
@@ -240,21 +305,237 @@ async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
             await evict(http, binding, "member1", ["member2"])
         for n in names:
             await eventually(recorded(http, n, "member1"))
-        # the re-read of c's record (after the rebalancer listing c) fails once
-        fault = server.inject_fault("GET", "/resourcebindings/c-deployment")
+        # the mark of c (after the rebalancer listing c) fails once
+        fault = server.inject_fault("PATCH", "/resourcebindings/c-deployment")
         await set_health(http, "member1", taints=[])
         await eventually(lambda: fault.times == 0, timeout=10)
         for n in names:
-            await eventually(recorded(http, n, None), timeout=10)
+            await eventually(failing_back(http, n), timeout=10)
         listed = sorted(w["name"] for r in await rebalancers(http) for w in r["spec"]["workloads"])
         assert listed == ["a", "b", "c"]
 
 
 @pytest.mark.parametrize("flag", ["--failback-max-workloads=0", "--failback-stabilization-window=5x",
-                                  "--failback-rebalancer-ttl=-1s"])
+                                  "--failback-rebalancer-ttl=-1s", "--failback-max-concurrent=0",
+                                  "--failback-max-concurrent=-3", "--failback-progress-deadline=0s",
+                                  "--failback-progress-deadline=-1m"])
 def test_bad_flags_exit_2_with_one_line(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--kubeconfig", "/nonexistent", flag])
     assert exit_info.value.code == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1 and flag.split("=", maxsplit=1)[0] in errors[0]
+
+
+# ------------------------------------------------------------------------------------------ progressive fail-back
+
+QUICK = 0.2
+"""The window of the progressive tests: only the batches' pace matters there."""
+
+
+async def evicted_from_member1(kube: KubeClient, http: aiohttp.ClientSession, names: list[str]) -> None:
+    """``names`` placed on member1 and member2, then evicted from a tainted member1 (recorded by a controller
+    that then stops: the records are on the bindings)."""
+    await make_cluster(http, "member1")
+    bindings = {n: await make_binding(http, n, ["member1", "member2"]) for n in names}
+    async with controller(kube, window=3600):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        for binding in bindings.values():
+            await evict(http, binding, "member1", ["member2"])
+        for n in names:
+            await eventually(recorded(http, n, "member1"))
+
+
+async def in_flight_names(http: aiohttp.ClientSession) -> list[str]:
+    items = (await send(http, "GET", RB))["items"]
+    return sorted(b["spec"]["resource"]["name"] for b in items if "member1" in in_flight_of(b))
+
+
+async def listed_names(http: aiohttp.ClientSession) -> list[str]:
+    return sorted(w["name"] for r in await rebalancers(http) for w in r["spec"]["workloads"])
+
+
+def cluster_event(http: aiohttp.ClientSession, cluster: dict[str, Any], reason: str, count: int = 1) -> Any:
+    async def check() -> list[dict[str, Any]]:
+        found = await events_about(http, cluster, reason)
+        return found if sum(e.get("count", 1) for e in found) >= count else []
+    return check
+
+
+def cluster_annotation(http: aiohttp.ClientSession, name: str, key: str) -> Callable[[], Any]:
+    async def read() -> str | None:
+        value: str | None = ((await send(http, "GET", f"{CLUSTERS}/{name}"))["metadata"].get("annotations")
+                             or {}).get(key)
+        return value
+    return read
+
+
+@pytest.mark.slow
+async def test_never_more_than_max_concurrent_in_flight(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    names = [f"w{i}" for i in range(7)]
+    await evicted_from_member1(kube, http, names)
+    most, healed = 0, set()
+    async with controller(kube, window=QUICK, max_concurrent=2):
+        await set_health(http, "member1", taints=[])
+
+        async def karmada_heals_them() -> bool:  # what the members do, one workload at a time
+            nonlocal most
+            flying = await in_flight_names(http)
+            most = max(most, len(flying))
+            for name in flying:
+                if name not in healed:
+                    healed.add(name)
+                    await make_healthy(http, name, ["member1", "member2"])
+                    break
+            records = [record_of(await get_or_none(http, f"{RB}/{n}-deployment")) for n in names]
+            return records == [None] * len(names)
+
+        await eventually(karmada_heals_them, timeout=30)
+    assert most == 2  # the budget was used, and never exceeded
+    assert await listed_names(http) == names  # each failed back once
+    assert len(await rebalancers(http)) >= 4  # in batches
+
+
+@pytest.mark.slow
+async def test_a_stuck_batch_pauses_until_it_is_healthy(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await evicted_from_member1(kube, http, ["a", "b"])
+    async with controller(kube, window=QUICK, max_concurrent=1, deadline=0.5):
+        healthy = await set_health(http, "member1", taints=[])
+        paused = await eventually(cluster_event(http, healthy, "FailbackPaused"))
+        assert "1 workload(s) not healthy within 500ms (Deployment/default/a: not scheduled yet" in paused[0]["message"]
+        assert await eventually(cluster_annotation(http, "member1", PAUSED_ANNOTATION))
+        assert REGISTRY.get_sample_value("failback_paused_clusters") == 1
+        assert await in_flight_names(http) == ["a"] and await listed_names(http) == ["a"]  # b waits
+        await make_healthy(http, "a", ["member1", "member2"])
+        resumed = await eventually(cluster_event(http, healthy, "FailbackResumed"))
+        assert "the workloads that held it are healthy" in resumed[0]["message"]
+        await eventually(failing_back(http, "b"))
+        assert await cluster_annotation(http, "member1", PAUSED_ANNOTATION)() is None
+        assert await listed_names(http) == ["a", "b"]
+        await make_healthy(http, "b", ["member1", "member2"])
+        await eventually(recorded(http, "b", None))
+        await eventually(lambda: REGISTRY.get_sample_value("failback_paused_clusters") == 0)
+
+
+@pytest.mark.slow
+async def test_the_resume_annotation_releases_a_pause_once_and_a_bad_one_changes_nothing(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await evicted_from_member1(kube, http, ["a", "b"])
+    async with controller(kube, window=QUICK, max_concurrent=1, deadline=0.5):
+        healthy = await set_health(http, "member1", taints=[])
+        await eventually(cluster_event(http, healthy, "FailbackPaused"))
+        paused_at = await eventually(cluster_annotation(http, "member1", PAUSED_ANNOTATION))
+        await send(http, "PATCH", f"{CLUSTERS}/member1", {"metadata": {"annotations": {RESUME_ANNOTATION: "now"}}})
+        invalid = await eventually(cluster_event(http, healthy, "FailbackResumeInvalid"))
+        assert invalid[0]["type"] == "Warning" and 'resume="now" is not understood' in invalid[0]["message"]
+        assert await cluster_annotation(http, "member1", PAUSED_ANNOTATION)() == paused_at
+        assert await in_flight_names(http) == ["a"]
+        await send(http, "PATCH", f"{CLUSTERS}/member1", {"metadata": {"annotations": {RESUME_ANNOTATION: paused_at}}})
+        resumed = await eventually(cluster_event(http, healthy, "FailbackResumed"))
+        assert "given up: Deployment/default/a" in resumed[0]["message"]
+        await eventually(recorded(http, "a", None))  # released: its fail-back is over
+        await eventually(failing_back(http, "b"))
+        # b is stuck too: a new pause, which the old resume value does not release
+        await eventually(cluster_event(http, healthy, "FailbackPaused", count=2))
+        assert await in_flight_names(http) == ["b"]
+
+
+@pytest.mark.slow
+async def test_a_relapse_stops_the_batches_not_started(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await evicted_from_member1(kube, http, ["a", "b"])
+    window = 1.0
+    async with controller(kube, window=window, max_concurrent=1):
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"), timeout=10)
+        assert await eventually(cluster_annotation(http, "member1", ROUND_ANNOTATION))
+        await set_health(http, "member1", ready=False)  # a relapse
+        round_of = cluster_annotation(http, "member1", ROUND_ANNOTATION)
+
+        async def round_over() -> bool:
+            return await round_of() is None
+
+        await eventually(round_over)
+        await make_healthy(http, "a", ["member1", "member2"])  # a's slot frees up, but member1 is sick
+        await eventually(recorded(http, "a", None))
+        await holds(lambda: b_waits(http), seconds=window + 0.5)  # longer than a window
+
+        await set_health(http, "member1", ready=True)
+        await eventually(failing_back(http, "b"), timeout=10)
+
+
+async def test_an_opted_out_policy_is_left_alone(kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    await send(http, "POST", PP, {"metadata": {"name": "pinned", "annotations": {OPT_OUT_ANNOTATION: "true"}},
+                                  "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}})
+    await make_cluster(http, "member1")
+    pinned = await make_binding(http, "pinned", ["member1", "member2"], policy="pinned")
+    free = await make_binding(http, "free", ["member1", "member2"])
+    async with controller(kube, window=QUICK):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        for binding in (pinned, free):
+            await evict(http, binding, "member1", ["member2"])
+        await eventually(recorded(http, "pinned", "member1"))
+        await set_health(http, "member1", taints=[])
+        skipped = await eventually(lambda: events_about(http, pinned, "FailbackSkipped"))
+        assert "its PropagationPolicy default/pinned opts out of fail-back" in skipped[0]["message"]
+        await eventually(failing_back(http, "free"))
+        await eventually(recorded(http, "pinned", None))
+    assert await listed_names(http) == ["free"]
+
+
+@pytest.mark.slow
+async def test_a_restart_in_the_middle_neither_forgets_nor_repeats_a_batch(kube: KubeClient,
+                                                                          http: aiohttp.ClientSession) -> None:
+    await evicted_from_member1(kube, http, ["a", "b", "c"])
+    async with controller(kube, window=QUICK, max_concurrent=1):
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"))
+    await make_healthy(http, "a", ["member1", "member2"])  # while it is down
+    async with controller(kube, window=QUICK, max_concurrent=1):
+        await eventually(recorded(http, "a", None))
+        await eventually(failing_back(http, "b"))
+    async with controller(kube, window=QUICK, max_concurrent=1):  # b still in flight: nothing new
+        await eventually(lambda: failback_windows_idle(http))
+        assert await in_flight_names(http) == ["b"]
+        await make_healthy(http, "b", ["member1", "member2"])
+        await eventually(failing_back(http, "c"))
+        await make_healthy(http, "c", ["member1", "member2"])
+        await eventually(recorded(http, "c", None))
+    assert await listed_names(http) == ["a", "b", "c"]  # each once
+    assert await cluster_annotation(http, "member1", ROUND_ANNOTATION)() is None  # the round is over
+
+
+async def b_waits(http: aiohttp.ClientSession) -> bool:
+    return await listed_names(http) == ["a"] and await in_flight_names(http) == []
+
+
+async def holds(check: Callable[[], Any], *, seconds: float) -> None:
+    """``check`` stays true for ``seconds`` (what "nothing happens" looks like), checked as often as it answers."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert await check()
+
+
+async def failback_windows_idle(http: aiohttp.ClientSession) -> bool:
+    return len(await rebalancers(http)) == 2
+
+
+async def test_a_batch_made_before_a_crash_but_not_marked_is_adopted_not_repeated(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The previous process created b's batch and died before marking it: b is in flight at once (before a,
+    which comes first in order), and never listed again."""
+    await evicted_from_member1(kube, http, ["a", "b"])
+    round_value = "2026-01-01T00:00:00Z"
+    await set_health(http, "member1", taints=[])
+    await send(http, "PATCH", f"{CLUSTERS}/member1", {"metadata": {"annotations": {ROUND_ANNOTATION: round_value}}})
+    b = Workload(apiVersion="apps/v1", kind="Deployment", namespace="default", name="b")
+    await send(http, "POST", WR, batch_body("member1", round_value, [b], ttl_seconds=60))
+    async with controller(kube, window=QUICK, max_concurrent=1):
+        await eventually(failing_back(http, "b"))
+        await holds(lambda: a_waits_for_b(http), seconds=2 * QUICK)  # b holds the only slot
+        await make_healthy(http, "b", ["member1", "member2"])
+        await eventually(failing_back(http, "a"))
+    assert await listed_names(http) == ["a", "b"]
+
+
+async def a_waits_for_b(http: aiohttp.ClientSession) -> bool:
+    return await in_flight_names(http) == ["b"] and await listed_names(http) == ["b"]

@@ -10,9 +10,8 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
-from controllers.failback.controller import EvictionRecorder
+from controllers.failback.recorder import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
-from karmada_api.bindings import workload_reference
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
 
@@ -109,8 +108,7 @@ def test_recording_is_idempotent_and_skips_bindings_being_deleted() -> None:
 def test_record_value_is_sorted_and_none_removes_it() -> None:
     assert recovery.recorded_clusters(binding([], record="member3, member1,,member1")) == ["member1", "member3"]
     assert recovery.record_value({"b", "a"}) == "a,b"
-    patch = recovery.record_patch(binding([]), set())
-    assert patch == {"metadata": {"resourceVersion": "7", "annotations": {EVICTED_FROM_ANNOTATION: None}}}
+    assert recovery.record_value([]) is None
 
 
 def test_skip_reasons() -> None:
@@ -127,22 +125,6 @@ def test_skip_reasons() -> None:
     assert "does not tolerate the taint maintenance:NoSchedule" in (recovery.skip_reason(kept, tainted) or "")
     tolerant = binding([], placement={"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]})
     assert recovery.skip_reason(tolerant, tainted) is None
-
-
-def test_rebalancers_are_chunked_sorted_and_deduplicated() -> None:
-    workloads = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": f"d{i}", "namespace": "ns"}
-                 for i in (3, 1, 2, 1, 0)]
-    bodies = recovery.rebalancers_for("member1", workloads, max_workloads=2, ttl_seconds=3600)
-    assert [[w["name"] for w in b["spec"]["workloads"]] for b in bodies] == [["d0", "d1"], ["d2", "d3"]]
-    assert all(b["metadata"] == {"generateName": "failback-member1-"} for b in bodies)
-    assert all(b["spec"]["ttlSecondsAfterFinished"] == 3600 for b in bodies)
-
-
-def test_ttl_zero_keeps_the_rebalancer() -> None:
-    body = recovery.rebalancers_for("m", [workload_reference(binding([]))], max_workloads=100, ttl_seconds=0)[0]
-    assert "ttlSecondsAfterFinished" not in body["spec"]
-    assert body["spec"]["workloads"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "foo",
-                                          "namespace": "default"}]
 
 
 def test_chunk_size_must_be_positive() -> None:
@@ -169,3 +151,14 @@ def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_late
     clusters.upsert(cluster(taints=[NO_EXECUTE]))
     recorder.verify(request)  # the reconcile, once the cache has synced: it was an eviction
     assert recorder.pending == {request: {"member1"}} and recorder.unverified == {}
+
+
+def test_an_eviction_while_failing_back_is_recorded_again_only_for_the_clusters_in_flight() -> None:
+    sick = {"member1": cluster(taints=[NO_EXECUTE])}
+    old = binding(["member1", "member2"], record="member1")
+    dropped = binding(["member2"], record="member1")
+    assert recovery.evicted_clusters(old, dropped, sick.get) == set()  # recorded, not in flight: nothing new
+    assert recovery.evicted_clusters(old, dropped, sick.get, again=["member1"]) == {"member1"}
+    tasked = binding(["member1", "member2"], record="member1", tasks=["member1"])
+    assert recovery.evicted_clusters(old, tasked, sick.get, again=["member1"]) == {"member1"}
+    assert recovery.evicted_clusters(tasked, tasked, sick.get, again=["member1"]) == set()  # the same task

@@ -6,7 +6,7 @@ import anyio
 
 from benchmarks.support import log_tail
 from controller_manager.client import KubeClient
-from controllers.failback.recovery import BATCH_LABEL
+from controllers.failback.progress import CLUSTER_LABEL
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from tests.conftest import eventually
 from tests.realplane.conftest import Ours
@@ -51,7 +51,7 @@ async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_remov
 
         async def failed_back() -> bool:
             """A fail-back WorkloadRebalancer listed the workload, and our rebalancer ran it."""
-            found = (await karmada.list(WORKLOAD_REBALANCERS, label_selector=BATCH_LABEL)).get("items") or []
+            found = (await karmada.list(WORKLOAD_REBALANCERS, label_selector=CLUSTER_LABEL)).get("items") or []
             return any(results(r).get(f"{ns}/back") == "Successful" for r in found)
 
         await eventually(failed_back, timeout=SCHEDULED, interval=0.5)

@@ -1,0 +1,243 @@
+"""Progressive fail-back, pure: what is in flight, which batch starts next, when a cluster pauses or resumes.
+
+Everything the controller needs to remember is in the API (docs/failback.md, "Restart safety"):
+
+* a binding's :data:`~.recovery.EVICTED_FROM_ANNOTATION` names the clusters it still has to go back to;
+* its :data:`FAILING_BACK_ANNOTATION` names those it is going back to now, with when that move began (the
+  creationTimestamp of the batch's WorkloadRebalancer, the time Karmada's rebalancer triggers the reschedule at);
+* the Cluster's :data:`ROUND_ANNOTATION` names the fail-back in progress (batch names derive from it), its
+  :data:`PAUSED_ANNOTATION` says since when it is paused, and the operator's :data:`RESUME_ANNOTATION` resumes it.
+
+No I/O here: :mod:`.controller` reads the caches, calls these and writes the results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from controller_manager import objects
+from controller_manager.objects import Obj
+from karmada_api.rebalancers import rebalancer_body, workload_key
+from karmada_api.shapes import Workload
+from kube_api.timeutil import format_time, parse_optional_time
+
+from .recovery import EVICTED_FROM_ANNOTATION, record_value, recorded_clusters
+
+PREFIX = "failback.karmada-rebalance.io"
+FAILING_BACK_ANNOTATION = f"{PREFIX}/failing-back"
+"""On a binding: ``{"<cluster>": "<RFC 3339 start>", ...}``, the fail-backs in flight (JSON)."""
+ROUND_ANNOTATION = f"{PREFIX}/round"
+"""On a Cluster: when the fail-back in progress began (RFC 3339); batch names derive from it."""
+PAUSED_ANNOTATION = f"{PREFIX}/paused"
+"""On a Cluster: since when its fail-back is paused (RFC 3339), a batch having missed its deadline."""
+RESUME_ANNOTATION = f"{PREFIX}/resume"
+"""On a Cluster, written by the operator: an RFC 3339 time; resumes a pause that began at or before it."""
+OPT_OUT_ANNOTATION = f"{PREFIX}/opt-out"
+"""On a PropagationPolicy or ClusterPropagationPolicy: ``"true"`` leaves its workloads where eviction put them."""
+CLUSTER_LABEL = f"{PREFIX}/cluster"
+"""On a fail-back rebalancer: the cluster it fails back to."""
+ROUND_LABEL = f"{PREFIX}/round"
+"""On a fail-back rebalancer: a digest of (cluster, round); finds a round's batches after a restart."""
+NAME_PREFIX = "failback-"
+
+Change = Callable[[set[str], dict[str, datetime]], tuple[set[str], dict[str, datetime]]]
+"""A rewrite of a binding's (record, in flight), given the current ones."""
+
+PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
+PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
+CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
+
+
+# --------------------------------------------------------------------------------------------------
+# In flight, on the binding
+
+
+def failing_back(binding: Obj) -> dict[str, datetime]:
+    """The binding's fail-backs in flight: cluster → when it began. Entries that cannot be read are left out
+    (the cluster is then simply pending again, as its record still names it)."""
+    text = objects.annotations(binding).get(FAILING_BACK_ANNOTATION)
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    found: dict[str, datetime] = {}
+    if isinstance(value, dict):
+        for cluster, started in value.items():
+            moment = parse_optional_time(started)
+            if moment is not None:
+                found[str(cluster)] = moment
+    return found
+
+
+def failing_back_clusters(binding: Obj) -> list[str]:
+    """Informer index: the clusters the binding is being failed back to now."""
+    return sorted(failing_back(binding))
+
+
+def progress_patch(binding: Obj, evicted: Iterable[str], in_flight: Mapping[str, datetime]) -> dict[str, Any]:
+    """A merge patch setting both annotations, conditional on the binding's resourceVersion."""
+    flight = {cluster: format_time(moment) for cluster, moment in sorted(in_flight.items())}
+    return {"metadata": {"resourceVersion": objects.resource_version(binding),
+                         "annotations": {EVICTED_FROM_ANNOTATION: record_value(evicted),
+                                         FAILING_BACK_ANNOTATION: json.dumps(flight) if flight else None}}}
+
+
+def started_change(cluster: str, started: datetime) -> Change:
+    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding began at ``started``."""
+    def change(evicted: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
+        if cluster not in evicted or cluster in flight:
+            return evicted, flight  # done meanwhile, or already marked: keep what is there
+        return evicted, {**flight, cluster: started}
+    return change
+
+
+def finished_change(cluster: str) -> Change:
+    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding is over (or given up)."""
+    def change(evicted: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
+        return evicted - {cluster}, {c: t for c, t in flight.items() if c != cluster}
+    return change
+
+
+def current(binding: Obj) -> tuple[set[str], dict[str, datetime]]:
+    return set(recorded_clusters(binding)), failing_back(binding)
+
+
+# --------------------------------------------------------------------------------------------------
+# Per-policy opt-out
+
+
+def policy_of(binding: Obj) -> tuple[str, str] | None:
+    """The binding's policy as (namespace, name); namespace "" for a ClusterPropagationPolicy; None: none known."""
+    annotations = objects.annotations(binding)
+    labels = objects.labels(binding)
+    name = annotations.get(PP_NAME_ANNOTATION) or labels.get(PP_NAME_ANNOTATION)
+    if name:
+        namespace = (annotations.get(PP_NAMESPACE_ANNOTATION) or labels.get(PP_NAMESPACE_ANNOTATION)
+                     or objects.namespace(binding))
+        return namespace, name
+    name = annotations.get(CPP_NAME_ANNOTATION) or labels.get(CPP_NAME_ANNOTATION)
+    return ("", name) if name else None
+
+
+def opted_out(policy: Obj | None) -> bool:
+    return policy is not None and objects.annotations(policy).get(OPT_OUT_ANNOTATION) == "true"
+
+
+def opt_out_reason(policy: Obj) -> str:
+    kind = "PropagationPolicy" if objects.namespace(policy) else "ClusterPropagationPolicy"
+    return f"its {kind} {objects.key(policy)} opts out of fail-back ({OPT_OUT_ANNOTATION}=true)"
+
+
+# --------------------------------------------------------------------------------------------------
+# Batches
+
+
+def round_digest(cluster: str, round_value: str) -> str:
+    return hashlib.sha256(f"{cluster}\n{round_value}".encode()).hexdigest()[:16]
+
+
+def batch_body(cluster: str, round_value: str, workloads: Sequence[Workload], *, ttl_seconds: int) -> dict[str, Any]:
+    """One batch's WorkloadRebalancer, named from (cluster, round, workloads): the same batch has the same name,
+    so a create repeated after a lost answer or a restart meets 409 AlreadyExists instead of a second move."""
+    ordered = sorted(workloads, key=workload_key)
+    text = "\n".join([cluster, round_value, *("/".join(workload_key(w)) for w in ordered)])
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    metadata = {"name": f"{NAME_PREFIX}{cluster[:200]}-{digest}",
+                "labels": {CLUSTER_LABEL: cluster[:63], ROUND_LABEL: round_digest(cluster, round_value)}}
+    return rebalancer_body(metadata, ordered, ttl_seconds if ttl_seconds > 0 else None)
+
+
+# --------------------------------------------------------------------------------------------------
+# Pause and resume
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What the Cluster's resume annotation says: ``at`` (None: no resume), or ``invalid`` naming the problem."""
+
+    at: datetime | None = None
+    invalid: str | None = None
+
+
+def read_resume(cluster: Obj) -> Resume:
+    text = objects.annotations(cluster).get(RESUME_ANNOTATION)
+    if text is None:
+        return Resume()
+    at = parse_optional_time(text.strip())
+    if at is None:
+        return Resume(invalid=f'{RESUME_ANNOTATION}="{text}" is not understood: want an RFC 3339 time '
+                              f'(such as the value of {PAUSED_ANNOTATION}); nothing was changed')
+    return Resume(at=at)
+
+
+def paused_since(cluster: Obj) -> datetime | None:
+    return parse_optional_time(objects.annotations(cluster).get(PAUSED_ANNOTATION))
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """One workload being failed back: its name for messages, when it began, why it is not healthy (None: it is)."""
+
+    workload: str
+    started: datetime
+    not_healthy: str | None
+
+
+@dataclass
+class Plan:
+    """One reconcile's decisions for a cluster."""
+
+    finished: list[str] = field(default_factory=list)
+    """Healthy again: their fail-back is over."""
+    stuck: list[InFlight] = field(default_factory=list)
+    """Not healthy within the deadline."""
+    given_up: list[str] = field(default_factory=list)
+    """Stuck ones the operator's resume releases (their fail-back is over, healthy or not)."""
+    pause: bool = False
+    """Write the pause now (it was not paused)."""
+    unpause: bool = False
+    """Remove the pause (the stuck ones are healthy, or the operator resumed)."""
+    start: int = 0
+    """How many pending workloads to start now."""
+    next_deadline: float | None = None
+    """Seconds until the earliest unhealthy workload misses its deadline."""
+
+
+def plan(in_flight: Sequence[InFlight], pending: int, *, now: datetime, max_concurrent: int, deadline: float,
+         may_start: bool, paused_at: datetime | None, resume: Resume) -> Plan:
+    """The rules of progressive fail-back for one cluster.
+
+    At most ``max_concurrent`` in flight; a workload not healthy ``deadline`` seconds after its start is stuck;
+    any stuck one pauses the cluster (no new start) until all stuck ones are healthy or a resume at or after
+    the pause releases them. ``may_start``: the cluster is recovered and its window is over (a relapse stops
+    only what has not started).
+    """
+    result = Plan(finished=[f.workload for f in in_flight if f.not_healthy is None])
+    unhealthy = [f for f in in_flight if f.not_healthy is not None]
+    waits: list[float] = []
+    for flight in unhealthy:
+        left = deadline - (now - flight.started).total_seconds()
+        if left <= 0:
+            result.stuck.append(flight)
+        else:
+            waits.append(left)
+    result.next_deadline = min(waits) if waits else None
+    resumed = paused_at is not None and resume.at is not None and paused_at <= resume.at
+    if resumed:
+        result.given_up = [f.workload for f in result.stuck]
+    held = bool(result.stuck) and not resumed
+    if paused_at is None:
+        result.pause = held
+    else:
+        result.unpause = not held
+    busy = len(unhealthy) - len(result.given_up)
+    if may_start and not held:
+        result.start = max(0, min(pending, max_concurrent - busy))
+    return result

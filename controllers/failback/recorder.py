@@ -1,0 +1,111 @@
+"""``failback-recorder``: records, on each binding, the clusters a graceful eviction took it from.
+
+The record is :data:`~.recovery.EVICTED_FROM_ANNOTATION` on the binding, so that it survives a restart and
+users can see it; :func:`rewrite` is also how ``cluster-failback`` writes the record and its in-flight marks.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import structlog
+
+from controller_manager import objects
+from controller_manager.cache import Indexer
+from controller_manager.client import MERGE_PATCH, KubeClient, retry_on_conflict_unless_gone
+from controller_manager.controller import Controller
+from controller_manager.objects import MutableObj, Obj
+from controller_manager.reconcile import Request, Result
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+
+from . import progress, recovery
+
+log = structlog.get_logger(__name__)
+
+
+def _kind(request: Request) -> BindingKind:
+    return RB_KIND if request.namespace else CRB_KIND
+
+
+async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: str, change: progress.Change, *,
+                   unless_deleting: bool = False, cached: Obj | None = None) -> Obj | None:
+    """Merge-patch the binding's record and in-flight marks to ``change(record, in flight)``; the binding as
+    written (or as read, when nothing changed), None when it is gone (or being deleted and ``unless_deleting``).
+
+    Conditional on the resourceVersion it was read at, so that concurrent writers (the other controller,
+    another cluster's fail-back, Karmada's status writes) never lose each other's change: the first attempt
+    starts from ``cached`` when given (a cache copy, which saves a GET), any 409 from a fresh GET.
+    """
+    start = cached
+
+    async def attempt() -> Obj | None:
+        nonlocal start
+        binding = start if start is not None else await client.get_or_none(kind.resource, name, namespace)
+        start = None
+        if binding is None or (unless_deleting and objects.is_deleting(binding)):
+            return None
+        record, flight = progress.current(binding)
+        wanted, wanted_flight = change(set(record), dict(flight))
+        if wanted == record and wanted_flight == flight:
+            return binding
+        written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted, wanted_flight),
+                                          namespace=namespace, content_type=MERGE_PATCH)
+        return written
+
+    return await retry_on_conflict_unless_gone(attempt)
+
+
+class EvictionRecorder:
+    """Turns binding events into pending records (``pending``), then writes them (``reconcile``)."""
+
+    def __init__(self, client: KubeClient, clusters: Indexer) -> None:
+        self.client = client
+        self.clusters = clusters
+        self.pending: dict[Request, set[str]] = {}
+        self.unverified: dict[Request, set[str]] = {}
+        """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
+        start-up): whether they were unhealthy is checked by the reconcile, which runs once it has synced."""
+        self.controller: Controller | None = None
+
+    def observe(self, old: MutableObj | None, new: MutableObj) -> None:
+        """Informer handler: note what ``new`` lost through eviction and queue the binding."""
+        unknown: set[str] = set()
+        # An eviction from a cluster the binding is being failed back to undoes that fail-back: it is pending
+        # again. Not on the initial list, where a graceful-eviction task may be the one that started it all.
+        again = progress.failing_back(new).keys() if old is not None else ()
+        evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
+        if not (evicted or unknown) or self.controller is None:
+            return
+        request = Request.for_object(new)
+        if evicted:
+            self.pending.setdefault(request, set()).update(evicted)
+        if unknown:
+            self.unverified.setdefault(request, set()).update(unknown)
+        self.controller.enqueue(request)
+
+    def verify(self, request: Request) -> None:
+        """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
+        for name in self.unverified.pop(request, ()):
+            cluster = self.clusters.get(name)
+            if cluster is not None and recovery.is_unhealthy(cluster):
+                self.pending.setdefault(request, set()).add(name)
+
+    async def reconcile(self, request: Request) -> Result:
+        self.verify(request)
+        pending = set(self.pending.get(request, ()))
+        if not pending:
+            return Result()
+
+        def add(recorded: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
+            return recorded | pending, {c: t for c, t in flight.items() if c not in pending}
+
+        written = await rewrite(self.client, _kind(request), request.namespace, request.name, add,
+                                 unless_deleting=True)
+        if written is not None:
+            log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
+        left = self.pending.get(request, set()) - pending  # noted meanwhile: the next reconcile writes them
+        if left:
+            self.pending[request] = left
+        else:
+            self.pending.pop(request, None)
+        return Result()

@@ -1,0 +1,149 @@
+"""The progressive fail-back rules: the budget, the deadline, pause and resume, the batch names, the marks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controllers.failback import progress
+from controllers.failback.progress import InFlight, Resume, plan
+from karmada_api.health import binding_not_healthy
+from karmada_api.shapes import Workload
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = T0 + timedelta(seconds=100)
+
+
+def flight(name: str, started_ago: float, not_healthy: str | None = "0/1 replicas ready on member1") -> InFlight:
+    return InFlight(name, NOW - timedelta(seconds=started_ago), not_healthy)
+
+
+NO_RESUME = Resume()
+
+
+def decide(in_flight: list[InFlight], pending: int = 10, *, paused_at: datetime | None = None,
+           resume: Resume = NO_RESUME, may_start: bool = True) -> progress.Plan:
+    return plan(in_flight, pending, now=NOW, max_concurrent=3, deadline=60, may_start=may_start,
+                paused_at=paused_at, resume=resume)
+
+
+def test_starts_only_what_the_budget_leaves() -> None:
+    assert decide([]).start == 3
+    assert decide([], pending=2).start == 2
+    assert decide([flight("a", 10), flight("b", 10)]).start == 1
+    assert decide([flight("a", 10), flight("b", 10), flight("c", 10)]).start == 0
+
+
+def test_healthy_ones_finish_and_free_their_slot() -> None:
+    result = decide([flight("a", 10, None), flight("b", 10), flight("c", 10, None)])
+    assert result.finished == ["a", "c"] and result.start == 2
+    assert result.next_deadline == pytest.approx(50)
+
+
+def test_a_relapse_or_a_window_not_over_starts_nothing() -> None:
+    assert decide([], may_start=False).start == 0
+
+
+def test_a_missed_deadline_pauses_and_starts_nothing() -> None:
+    result = decide([flight("a", 61), flight("b", 10, None)])
+    assert [f.workload for f in result.stuck] == ["a"] and result.pause and result.start == 0
+    assert result.finished == ["b"]
+
+
+def test_a_pause_holds_until_the_stuck_ones_are_healthy() -> None:
+    held = decide([flight("a", 61)], paused_at=T0)
+    assert not held.pause and not held.unpause and held.start == 0
+    healed = decide([flight("a", 61, None)], paused_at=T0)
+    assert healed.unpause and healed.finished == ["a"] and healed.start == 3
+
+
+def test_a_resume_at_or_after_the_pause_gives_the_stuck_ones_up_once() -> None:
+    resumed = decide([flight("a", 61), flight("b", 10)], paused_at=T0, resume=Resume(at=T0))
+    assert resumed.unpause and resumed.given_up == ["a"] and resumed.start == 2
+    stale = decide([flight("a", 61)], paused_at=T0, resume=Resume(at=T0 - timedelta(seconds=1)))
+    assert not stale.unpause and stale.given_up == [] and stale.start == 0
+    unpaused = decide([flight("a", 61)], resume=Resume(at=T0))  # a resume before the pause: a new pause
+    assert unpaused.pause and unpaused.given_up == []
+
+
+def cluster(annotations: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": "member1", "annotations": annotations}}
+
+
+@pytest.mark.parametrize("value", ["now", "", "yesterday", "2026-13-01T00:00:00Z"])
+def test_a_resume_value_not_understood_is_invalid(value: str) -> None:
+    resume = progress.read_resume(cluster({progress.RESUME_ANNOTATION: value}))
+    assert resume.at is None and resume.invalid is not None and f'resume="{value}"' in resume.invalid
+
+
+def test_a_resume_value_is_a_time() -> None:
+    assert progress.read_resume(cluster({progress.RESUME_ANNOTATION: "2026-01-01T00:00:00Z"})) == Resume(at=T0)
+    assert progress.read_resume(cluster({})) == Resume()
+
+
+def test_batch_names_are_the_same_for_the_same_batch_only() -> None:
+    a = Workload(apiVersion="apps/v1", kind="Deployment", namespace="default", name="a")
+    b = Workload(apiVersion="apps/v1", kind="Deployment", namespace="default", name="b")
+    body = progress.batch_body("member1", "2026-01-01T00:00:00Z", [b, a], ttl_seconds=60)
+    assert body == progress.batch_body("member1", "2026-01-01T00:00:00Z", [a, b], ttl_seconds=60)
+    assert body["metadata"]["name"].startswith("failback-member1-")
+    assert body["metadata"]["labels"] == {progress.CLUSTER_LABEL: "member1",
+                                          progress.ROUND_LABEL: progress.round_digest("member1",
+                                                                                      "2026-01-01T00:00:00Z")}
+    assert [w["name"] for w in body["spec"]["workloads"]] == ["a", "b"]
+    other_round = progress.batch_body("member1", "2026-01-02T00:00:00Z", [a, b], ttl_seconds=60)
+    assert other_round["metadata"]["name"] != body["metadata"]["name"]
+    assert progress.batch_body("member1", "r", [a], ttl_seconds=0)["spec"] == {"workloads": [a]}
+
+
+def binding(annotations: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": "a-deployment", "namespace": "default", "resourceVersion": "7",
+                         "annotations": annotations}}
+
+
+def test_the_marks_round_trip_and_bad_entries_are_pending_again() -> None:
+    patch = progress.progress_patch(binding({}), {"member1", "member2"}, {"member1": T0})
+    annotations = patch["metadata"]["annotations"]
+    assert annotations == {progress.EVICTED_FROM_ANNOTATION: "member1,member2",
+                           progress.FAILING_BACK_ANNOTATION: '{"member1": "2026-01-01T00:00:00Z"}'}
+    assert progress.failing_back(binding(annotations)) == {"member1": T0}
+    assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: "{bad"})) == {}
+    assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: json.dumps({"m": "x"})})) == {}
+    cleared = progress.progress_patch(binding({}), set(), {})["metadata"]["annotations"]
+    assert cleared == {progress.EVICTED_FROM_ANNOTATION: None, progress.FAILING_BACK_ANNOTATION: None}
+
+
+def test_started_and_finished_changes() -> None:
+    evicted, flight_ = progress.started_change("member1", T0)({"member1"}, {})
+    assert (evicted, flight_) == ({"member1"}, {"member1": T0})
+    assert progress.started_change("member1", NOW)({"member1"}, {"member1": T0}) == ({"member1"}, {"member1": T0})
+    assert progress.started_change("member1", T0)(set(), {}) == (set(), {})  # finished meanwhile
+    assert progress.finished_change("member1")({"member1", "m2"}, {"member1": T0}) == ({"m2"}, {})
+
+
+def test_the_policy_of_a_binding_and_its_opt_out() -> None:
+    pp = binding({progress.PP_NAME_ANNOTATION: "p", progress.PP_NAMESPACE_ANNOTATION: "ns"})
+    assert progress.policy_of(pp) == ("ns", "p")
+    assert progress.policy_of(binding({progress.CPP_NAME_ANNOTATION: "c"})) == ("", "c")
+    assert progress.policy_of(binding({})) is None
+    policy = {"metadata": {"name": "p", "namespace": "ns", "annotations": {progress.OPT_OUT_ANNOTATION: "true"}}}
+    assert progress.opted_out(policy) and not progress.opted_out(None)
+    assert progress.opt_out_reason(policy).startswith("its PropagationPolicy ns/p opts out")
+
+
+def test_a_binding_is_not_healthy_until_the_move_was_triggered() -> None:
+    healthy = {"metadata": {"generation": 1},
+               "spec": {"replicas": 1, "clusters": [{"name": "member1", "replicas": 1}],
+                        "resource": {"apiVersion": "apps/v1", "kind": "Deployment"}},
+               "status": {"schedulerObservedGeneration": 1,
+                          "aggregatedStatus": [{"clusterName": "member1", "applied": True,
+                                                "status": {"readyReplicas": 1}}]}}
+    assert binding_not_healthy(healthy) is None
+    assert binding_not_healthy(healthy, T0) == "reschedule not triggered yet"
+    triggered = {**healthy, "spec": {**healthy["spec"], "rescheduleTriggeredAt": "2026-01-01T00:00:00Z"},
+                 "status": {**healthy["status"], "lastScheduledTime": "2026-01-01T00:00:01Z"}}
+    assert binding_not_healthy(triggered, T0) is None
+    assert binding_not_healthy(triggered, T0 + timedelta(seconds=1)) == "reschedule not triggered yet"
