@@ -41,6 +41,7 @@ from tests.realplane.support import (
     make_replicas_unschedulable,
     policy,
     propagate,
+    set_taint,
     versions_seen,
     wait_assigned,
     wait_finished,
@@ -223,6 +224,41 @@ async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours,
     assert waited >= PRESERVE_RETRY_TIMEOUT - timedelta(seconds=1), waited  # both stamps are whole seconds
     await assert_untouched(karmada, binding)
     await karmada.delete(WORKLOAD_REBALANCERS, ns)
+
+
+async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient) -> None:
+    """A NoExecute taint on member1: Karmada's taint manager moves the workload to member2 through a graceful
+    eviction task, which stays until the new replicas are healthy (the readiness faker paused keeps them not
+    ready); while it lasts the workload is not judged: retried, then Failed."""
+    ns = await fresh_namespace(karmada, "rp-preserve-evicting")
+    await propagate(karmada, ns, ["web"], 4)
+    await wait_assigned(karmada, ns, "web", lambda a: set(a) == {"member1", "member2"} and sum(a.values()) == 4)
+
+    async def evicting() -> dict[str, Any] | None:
+        binding = await binding_of(karmada, ns, "web")
+        if binding is None or assigned(binding) != {"member2": 4} or not binding["spec"].get("gracefulEvictionTasks"):
+            return None
+        status = binding.get("status") or {}  # the scheduler done with the eviction's spec change
+        return binding if status.get("schedulerObservedGeneration") == binding["metadata"]["generation"] else None
+
+    async with faker_paused(ours.plane):
+        await set_taint(karmada, "member1", [{"key": "rp-preserve", "effect": "NoExecute"}])
+        try:
+            # the taint evicts every binding on member1 that does not tolerate it, as in test_failback.py
+            binding: dict[str, Any] = await eventually(evicting, timeout=SCHEDULED, interval=0.25)
+            _, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+            await assert_untouched(karmada, binding)  # before the faker is back and Karmada ends the eviction
+        finally:
+            await set_taint(karmada, "member1", [])
+    assert outcomes(finished) == {f"{ns}/web": ("Failed", f"GracefulEvictionInProgress: evicting from member1 "
+                                                          f"{RETRY_BOUND}")}
+    await karmada.delete(WORKLOAD_REBALANCERS, ns)
+
+    async def evicted() -> bool:  # the faker back: member2's replicas healthy, the eviction over
+        done = await binding_of(karmada, ns, "web")
+        return done is not None and not done["spec"].get("gracefulEvictionTasks")
+
+    await eventually(evicted, timeout=SCHEDULED, interval=0.25)
 
 
 async def test_a_member_that_cannot_answer_fails_closed(ours: Ours, karmada: KubeClient) -> None:
