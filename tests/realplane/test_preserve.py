@@ -11,10 +11,13 @@ descheduler, running in the same tier on the same evidence, leaves them to the r
 from __future__ import annotations
 
 import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import anyio
+import pytest
 
 from benchmarks.refplane import RefPlane, listening
 from controller_manager.client import KubeClient
@@ -34,6 +37,7 @@ from tests.realplane.support import (
     assigned,
     binding_of,
     delete_pod_now,
+    delete_quietly,
     deployment,
     events_of,
     faker_paused,
@@ -56,17 +60,42 @@ MEMBER1_PORT = 6441  # member1's kube-apiserver (fixed by the kit)
 RETRY_BOUND = f"(for longer than the retry timeout, {format_duration(PRESERVE_RETRY_TIMEOUT.total_seconds())})"
 
 
-def ref(ns: str, name: str, kind: str = "Deployment", api_version: str = "apps/v1") -> Workload:
-    return Workload(apiVersion=api_version, kind=kind, namespace=ns, name=name)
+@dataclass
+class Scene:
+    """A test's namespace on Karmada and the rebalancers it made, all taken away after it (:func:`scene`)."""
+
+    karmada: KubeClient
+    ns: str
+    rebalancers: list[str] = field(default_factory=list)
+
+    def ref(self, name: str, kind: str = "Deployment", api_version: str = "apps/v1") -> Workload:
+        return Workload(apiVersion=api_version, kind=kind, namespace=self.ns, name=name)
+
+    async def rebalance(self, refs: list[Workload], annotation: str = "true",
+                        name: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+        """A WorkloadRebalancer (named after the namespace unless ``name``) asking for preserve mode by the
+        annotation (Karmada's CRD prunes the proposed field); it as created, and once finished."""
+        name = name or self.ns
+        created = await self.karmada.create(WORKLOAD_REBALANCERS, rebalancer_body(
+            {"name": name, "annotations": {PRESERVE_ANNOTATION: annotation}}, refs, None))
+        self.rebalancers.append(name)
+        return created, await wait_finished(self.karmada, name)
 
 
-async def rebalance(karmada: KubeClient, name: str, refs: list[Workload],
-                    annotation: str = "true") -> tuple[dict[str, Any], dict[str, Any]]:
-    """A WorkloadRebalancer asking for preserve mode (the annotation: Karmada's CRD prunes the proposed field); it
-    as created, and once finished."""
-    created = await karmada.create(WORKLOAD_REBALANCERS, rebalancer_body(
-        {"name": name, "annotations": {PRESERVE_ANNOTATION: annotation}}, refs, None))
-    return created, await wait_finished(karmada, name)
+@pytest.fixture
+async def scene(karmada: KubeClient) -> AsyncIterator[Scene]:
+    """A fresh namespace; afterwards its rebalancers and workloads deleted (Karmada then deletes the members'
+    copies, and the faker their Pods). Left behind they would tilt the dynamic division of later workloads: the
+    eviction test's NoExecute taint, like test_failback's, moves every workload on member1 to member2."""
+    made = Scene(karmada, await fresh_namespace(karmada, "rp-preserve"))
+    try:
+        yield made
+    finally:
+        for name in made.rebalancers:
+            await delete_quietly(karmada, WORKLOAD_REBALANCERS, name)
+        for resource in (DEPLOYMENTS, JOBS):
+            for obj in (await karmada.list(resource, made.ns)).get("items") or []:
+                await delete_quietly(karmada, resource, obj["metadata"]["name"], made.ns)
 
 
 def outcomes(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
@@ -99,12 +128,12 @@ async def scheduled(karmada: KubeClient, ns: str, name: str) -> dict[str, Any]:
 # ---- what moves ---------------------------------------------------------------------------------------------
 
 
-async def test_only_the_stuck_replicas_leave_and_karmada_places_them_again(ours: Ours, karmada: KubeClient,
-                                                                           member1: KubeClient) -> None:
+async def test_only_the_stuck_replicas_leave_and_karmada_places_them_again(
+        ours: Ours, karmada: KubeClient, scene: Scene, member1: KubeClient) -> None:
     """#7662's user story: 10 replicas over member1 and member2, 2 of member1's stuck; the rebalancer lowers
     member1 by exactly those 2 and writes nothing else, and Karmada's scheduler (its scale-up path, by the
     policy's dynamic weight) assigns 2 again."""
-    ns = await fresh_namespace(karmada, "rp-preserve")
+    ns = scene.ns
     await propagate(karmada, ns, ["web"], REPLICAS)
     binding = await scheduled(karmada, ns, "web")
     before = assigned(binding)
@@ -117,7 +146,7 @@ async def test_only_the_stuck_replicas_leave_and_karmada_places_them_again(ours:
                 # preserve mode never takes a cluster below its ready replicas as the binding reports them (the
                 # descheduler's floor), so the rebalancer is created once the binding shows member1's stuck Pods
                 await wait_ready_reported(karmada, binding, "member1", before["member1"] - STUCK)
-                rebalancer, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+                rebalancer, finished = await scene.rebalance([scene.ref("web")])
             assert outcomes(finished) == {f"{ns}/web": ("Successful", "")}
             events = await events_of(karmada, rebalancer, PRESERVED)
             assert [e["message"] for e in events] == [
@@ -137,17 +166,16 @@ async def test_only_the_stuck_replicas_leave_and_karmada_places_them_again(ours:
         # (with a third member, the story's "member3", some would go there); those stay Pending until member1
         # finds room. Karmada's scheduler bumps schedulerObservedGeneration once more after its own spec write.
         assert sum(assigned(refilled).values()) == REPLICAS
-        await karmada.delete(WORKLOAD_REBALANCERS, ns)
     finally:
         for pod in stuck:  # so the descheduler never finds them past its own threshold later in the tier
             await delete_pod_now(member1, ns, pod)
 
 
-async def test_nothing_unschedulable_moves_nothing(ours: Ours, karmada: KubeClient) -> None:
-    ns = await fresh_namespace(karmada, "rp-preserve-calm")
+async def test_nothing_unschedulable_moves_nothing(ours: Ours, karmada: KubeClient, scene: Scene) -> None:
+    ns = scene.ns
     await propagate(karmada, ns, ["web"], REPLICAS)
     binding = await scheduled(karmada, ns, "web")
-    rebalancer, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+    rebalancer, finished = await scene.rebalance([scene.ref("web")])
     assert outcomes(finished) == {f"{ns}/web": ("Successful", "")}
     events = await events_of(karmada, rebalancer, NOTHING_TO_MOVE)
     threshold = format_duration(PRESERVE_THRESHOLD.total_seconds())
@@ -155,7 +183,6 @@ async def test_nothing_unschedulable_moves_nothing(ours: Ours, karmada: KubeClie
         f"nothing had to move, no replica unschedulable for longer than {threshold}, for 1 workload(s): "
         f"apps/v1 Deployment {ns}/web"]
     await assert_untouched(karmada, binding)
-    await karmada.delete(WORKLOAD_REBALANCERS, ns)
 
 
 # ---- fail closed --------------------------------------------------------------------------------------------
@@ -166,22 +193,22 @@ def job(name: str, parallelism: int) -> dict[str, Any]:
     dynamic weight divides it, but no estimator counts a Job's unschedulable Pods."""
     template = deployment(name, parallelism)["spec"]["template"]
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"parallelism": parallelism, "completions": parallelism,
+            "spec": {"parallelism": parallelism,
                      "template": {**template, "spec": {**template["spec"], "restartPolicy": "Never"}}}}
 
 
-async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(ours: Ours,
-                                                                               karmada: KubeClient) -> None:
-    ns = await fresh_namespace(karmada, "rp-preserve-refused")
+async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(
+        ours: Ours, karmada: KubeClient, scene: Scene) -> None:
+    ns = scene.ns
     await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), ns)
     await karmada.create(PROPAGATION_POLICIES, policy("jobs", selector={"apiVersion": "batch/v1", "kind": "Job"}), ns)
     await karmada.create(DEPLOYMENTS, deployment("halves", 2), ns)
     await karmada.create(JOBS, job("batch", 4), ns)
     halves = await wait_assigned(karmada, ns, "halves", lambda a: a == {"member1": 1, "member2": 1})
     batch = await wait_assigned(karmada, ns, "batch", lambda a: sum(a.values()) == 4, kind="Job")
-    refs = [ref(ns, "halves"), ref(ns, "batch", "Job", "batch/v1")]
+    refs = [scene.ref("halves"), scene.ref("batch", "Job", "batch/v1")]
 
-    rebalancer, finished = await rebalance(karmada, ns, refs)
+    rebalancer, finished = await scene.rebalance(refs)
     assert outcomes(finished) == {
         f"{ns}/halves": ("Failed", "NotDynamicDivided: the placement is StaticWeight; preserve mode needs Divided "
                                    "with a dynamicWeight or Aggregated"),
@@ -190,19 +217,18 @@ async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(o
         assert (await events_of(karmada, rebalancer, reason))[0]["type"] == "Warning"
 
     # a value other than true/false: not a guess either way (a full reschedule would move what the user keeps)
-    _, finished = await rebalance(karmada, f"{ns}-yes", refs, annotation="yes")
+    _, finished = await scene.rebalance(refs, annotation="yes", name=f"{ns}-yes")
     why = f'InvalidPreserveAnnotation: {PRESERVE_ANNOTATION}="yes", want "true" or "false"'
     assert outcomes(finished) == {f"{ns}/halves": ("Failed", why), f"{ns}/batch": ("Failed", why)}
     for binding in (halves, batch):
         await assert_untouched(karmada, binding)
-    for name in (ns, f"{ns}-yes"):
-        await karmada.delete(WORKLOAD_REBALANCERS, name)
 
 
-async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient) -> None:
+async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient,
+                                                                     scene: Scene) -> None:
     """A binding Karmada's scheduler cannot place (no cluster fits its affinity) is never judged: retried, then
     Failed once the retry timeout has passed."""
-    ns = await fresh_namespace(karmada, "rp-preserve-unplaced")
+    ns = scene.ns
     nowhere = policy("nowhere")
     nowhere["spec"]["placement"]["clusterAffinity"] = {"clusterNames": ["member3"]}
     await propagate(karmada, ns, ["web"], 2, nowhere)
@@ -216,57 +242,55 @@ async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours,
     # match the placement cluster affinity constraint.") and no schedulerObservedGeneration, which it sets only
     # on a successful schedule: the refusal reads "schedulerObservedGeneration None != generation 1"
     binding: dict[str, Any] = await eventually(tried, timeout=SCHEDULED, interval=0.25)
-    rebalancer, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+    rebalancer, finished = await scene.rebalance([scene.ref("web")])
     result, reason = outcomes(finished)[f"{ns}/web"]
     assert (result, reason.partition(":")[0], reason.endswith(RETRY_BOUND)) == (
         "Failed", "SchedulingNotComplete", True), reason
     waited = parse_time(finished["status"]["finishTime"]) - parse_time(rebalancer["metadata"]["creationTimestamp"])
     assert waited >= PRESERVE_RETRY_TIMEOUT - timedelta(seconds=1), waited  # both stamps are whole seconds
     await assert_untouched(karmada, binding)
-    await karmada.delete(WORKLOAD_REBALANCERS, ns)
 
 
-async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient) -> None:
+async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient,
+                                                                              scene: Scene) -> None:
     """A NoExecute taint on member1: Karmada's taint manager moves the workload to member2 through a graceful
     eviction task, which stays until the new replicas are healthy (the readiness faker paused keeps them not
     ready); while it lasts the workload is not judged: retried, then Failed."""
-    ns = await fresh_namespace(karmada, "rp-preserve-evicting")
+    ns = scene.ns
     await propagate(karmada, ns, ["web"], 4)
-    await wait_assigned(karmada, ns, "web", lambda a: set(a) == {"member1", "member2"} and sum(a.values()) == 4)
+    await wait_assigned(karmada, ns, "web", lambda a: a.get("member1", 0) > 0 and sum(a.values()) == 4)
 
-    async def evicting() -> dict[str, Any] | None:
+    async def evicting() -> dict[str, Any]:
         binding = await binding_of(karmada, ns, "web")
-        if binding is None or assigned(binding) != {"member2": 4} or not binding["spec"].get("gracefulEvictionTasks"):
-            return None
-        status = binding.get("status") or {}  # the scheduler done with the eviction's spec change
-        return binding if status.get("schedulerObservedGeneration") == binding["metadata"]["generation"] else None
+        assert binding is not None
+        status = binding.get("status") or {}
+        # moved, the eviction task still there, and the scheduler done with the eviction's spec change
+        assert (assigned(binding) == {"member2": 4} and binding["spec"].get("gracefulEvictionTasks")
+                and status.get("schedulerObservedGeneration") == binding["metadata"]["generation"]), (
+            binding["metadata"]["generation"], binding["spec"], {k: v for k, v in status.items()
+                                                                 if k != "aggregatedStatus"})
+        return binding
 
     async with faker_paused(ours.plane):
         await set_taint(karmada, "member1", [{"key": "rp-preserve", "effect": "NoExecute"}])
         try:
             # the taint evicts every binding on member1 that does not tolerate it, as in test_failback.py
             binding: dict[str, Any] = await eventually(evicting, timeout=SCHEDULED, interval=0.25)
-            _, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+            _, finished = await scene.rebalance([scene.ref("web")])
             await assert_untouched(karmada, binding)  # before the faker is back and Karmada ends the eviction
         finally:
             await set_taint(karmada, "member1", [])
     assert outcomes(finished) == {f"{ns}/web": ("Failed", f"GracefulEvictionInProgress: evicting from member1 "
                                                           f"{RETRY_BOUND}")}
-    await karmada.delete(WORKLOAD_REBALANCERS, ns)
-
-    async def evicted() -> bool:  # the faker back: member2's replicas healthy, the eviction over
-        done = await binding_of(karmada, ns, "web")
-        return done is not None and not done["spec"].get("gracefulEvictionTasks")
-
-    await eventually(evicted, timeout=SCHEDULED, interval=0.25)
 
 
-async def test_a_member_that_cannot_answer_fails_closed(ours: Ours, karmada: KubeClient) -> None:
+@pytest.mark.realplane_last
+async def test_a_member_that_cannot_answer_fails_closed(ours: Ours, karmada: KubeClient, scene: Scene) -> None:
     """member1's kube-apiserver killed: the estimator has no answer for member1, so the workload, which has
     replicas there, is not judged from member2's alone; Failed after the retry timeout, the binding as it was.
     Back within seconds, well before Karmada's cluster-status controller would call member1 NotReady (30 s) and its
     NoExecute taint evict everything there."""
-    ns = await fresh_namespace(karmada, "rp-preserve-silent")
+    ns = scene.ns
     await propagate(karmada, ns, ["web"], REPLICAS)
     binding = await scheduled(karmada, ns, "web")
     plane: RefPlane = ours.plane
@@ -277,17 +301,18 @@ async def test_a_member_that_cannot_answer_fails_closed(ours: Ours, karmada: Kub
         # away) and the caches keep answering; a closed connection fails the relist at once
         await eventually(lambda: not listening(MEMBER1_PORT), timeout=10)
         await eventually(lambda: _sample(ours.controller_manager, reachable, 0.0), timeout=20, interval=0.25)
-        _, finished = await rebalance(karmada, ns, [ref(ns, "web")])
+        _, finished = await scene.rebalance([scene.ref("web")])
         assert outcomes(finished) == {f"{ns}/web": (
             "Failed", f"EstimatorUnavailable: no unschedulable-replica estimate for member1 {RETRY_BOUND}")}
         await assert_untouched(karmada, binding)
     finally:
         await anyio.to_thread.run_sync(plane.restart, "apiserver-member1")
+    # our estimator reads member1 again at once; Karmada's work-status controller reflected member1's workload
+    # status only ~30 s after the restart (seen on this plane): hence this test runs last in the tier
     await eventually(lambda: _sample(ours.controller_manager, reachable, 1.0), timeout=SCHEDULED, interval=0.5)
     cluster = await karmada.get(CLUSTERS, "member1")
     assert (find_condition(cluster["status"]["conditions"], "Ready") or {}).get("status") == "True"
     assert not cluster["spec"].get("taints"), cluster["spec"]
-    await karmada.delete(WORKLOAD_REBALANCERS, ns)
 
 
 async def _sample(program: Program, series: str, value: float) -> bool:
