@@ -21,6 +21,7 @@ import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -35,23 +36,35 @@ from tests.realplane import customkind
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
                  "--leader-elect-retry-period=1s")
 DESCHEDULING_INTERVAL = "3s"
+PRESERVE_THRESHOLD = timedelta(minutes=2)
+"""Our controller-manager's ``--preserve-unschedulable-threshold``: below the descheduler's 5 minutes (Karmada's
+default, kept here), so that Pods stuck for a time between the two are preserve mode's alone to move
+(test_preserve.py); both would act on Pods stuck longer."""
+PRESERVE_RETRY_TIMEOUT = timedelta(seconds=5)
+"""``--preserve-available-replicas-retry-timeout``: short, so a transient refusal fails within seconds."""
+PRESERVE_FLAGS = ("--enable-preserve-available-replicas",
+                  f"--preserve-unschedulable-threshold={PRESERVE_THRESHOLD.total_seconds():g}s",
+                  f"--preserve-available-replicas-retry-timeout={PRESERVE_RETRY_TIMEOUT.total_seconds():g}s")
 RESTART_DELAY = 1.0  # seconds before a program that exited is started again
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test in this folder is marked ``realplane`` (``pytest -m realplane`` / ``-m "not realplane"``), and
-    the custom kind's run last here: Karmada's detector discovers the kind's CRD (installed when our programs
-    start) only at its next 30-second discovery, a wait the tests before them cover instead of adding."""
+    the custom kind's run late here: Karmada's detector discovers the kind's CRD (installed when our programs
+    start) only at its next 30-second discovery, a wait the tests before them cover instead of adding. Those
+    marked ``realplane_last`` run after them: they leave the plane whole but slow for a while (a member's
+    kube-apiserver restarted: Karmada reflects that member's workload status again only some 30 s later)."""
     here = Path(__file__).parent
     ours = [item for item in items if here in item.path.parents]
     for item in ours:
         item.add_marker(pytest.mark.realplane)
-    late = [item for item in ours if item.path.name == customkind.TESTS]
-    early = [item for item in ours if item not in late]
-    if late and early:
-        rest = [item for item in items if item not in late]
+    last = [item for item in ours if item.get_closest_marker("realplane_last")]
+    late = [item for item in ours if item.path.name == customkind.TESTS and item not in last]
+    early = [item for item in ours if item not in late and item not in last]
+    if early and (late or last):
+        rest = [item for item in items if item not in late and item not in last]
         after = rest.index(early[-1]) + 1  # the folder's tests stay together: its fixtures are package-scoped
-        items[:] = [*rest[:after], *late, *rest[after:]]
+        items[:] = [*rest[:after], *late, *last, *rest[after:]]
 
 
 @pytest.fixture(scope="package")
@@ -124,12 +137,17 @@ class Program:
     def leads(self, lease: str) -> bool:
         """Whether it holds ``lease`` (its ``leader_election_master_status``); blocking: async tests call it in a
         thread."""
-        wanted = f'leader_election_master_status{{name="{lease}"}} 1'
+        return self.sample(f'leader_election_master_status{{name="{lease}"}}') == 1
+
+    def sample(self, series: str) -> float | None:
+        """The value of one series of its metrics (``name{labels}`` as exposed), None when it has none or does not
+        serve yet; blocking: async tests call it in a thread."""
         try:
             with urllib.request.urlopen(self.metrics_url, timeout=5) as answer:
-                return any(line.startswith(wanted) for line in answer.read().decode().splitlines())
+                lines = answer.read().decode().splitlines()
         except OSError:
-            return False  # not serving yet
+            return None  # not serving yet
+        return next((float(line.rpartition(" ")[2]) for line in lines if line.rpartition(" ")[0] == series), None)
 
 
 @dataclass
@@ -160,11 +178,13 @@ def _program(plane: RefPlane, directory: Path, module: str, name: str, *flags: s
 
 @pytest.fixture(scope="package")
 def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
-    """``karmada-controller-manager`` (every default controller) and ``karmada-descheduler`` (a short
-    interval, Karmada's default threshold, and the custom kind of :mod:`tests.realplane.customkind` declared in
-    ``--unschedulable-pod-selectors``), each leading on its Lease; stopped after the last test here."""
+    """``karmada-controller-manager`` (every default controller, preserve mode on: :data:`PRESERVE_FLAGS`) and
+    ``karmada-descheduler`` (a short interval, Karmada's default threshold, and the custom kind of
+    :mod:`tests.realplane.customkind` declared in ``--unschedulable-pod-selectors``), each leading on its Lease;
+    stopped after the last test here."""
     directory = tmp_path_factory.mktemp("ours")
-    controller_manager = _program(refplane, directory, "controller_manager", "karmada-controller-manager")
+    controller_manager = _program(refplane, directory, "controller_manager", "karmada-controller-manager",
+                                  *PRESERVE_FLAGS)
     controller_manager.start()
     try:
         selectors = customkind.install(refplane, directory)  # the descheduler's member informers need the CRD

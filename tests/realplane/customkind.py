@@ -34,7 +34,7 @@ API_VERSION = TASK_POOLS.api_version
 POD_SELECTOR = "app={name},component=worker"
 
 TESTS = "test_descheduler_customkind.py"
-"""The module of the kind's tests, run last in this folder (``conftest.pytest_collection_modifyitems``)."""
+"""The module of the kind's tests, run late in this folder (``conftest.pytest_collection_modifyitems``)."""
 
 SELECTORS = [{"apiVersion": API_VERSION, "kind": KIND, "podSelector": POD_SELECTOR}]
 """The ``--unschedulable-pod-selectors`` file our descheduler runs with on this plane."""

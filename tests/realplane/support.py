@@ -10,7 +10,7 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import anyio
@@ -21,8 +21,10 @@ from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS
 from karmada_api.bindings import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS
+from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS, REPLICA_SETS
 from tests.conftest import eventually
+
+T = TypeVar("T")
 
 SCHEDULED = 60.0  # seconds Karmada's scheduler and controllers get to place and apply a workload
 
@@ -140,6 +142,18 @@ async def wait_ready_reported(karmada: KubeClient, binding: dict[str, Any], clus
     return result
 
 
+async def wait_member_ready(member: KubeClient, ns: str, name: str, ready: int) -> None:
+    """Until the member's Deployment reports ``ready`` ready replicas (the readiness faker's doing)."""
+
+    async def reported() -> bool:
+        with contextlib.suppress(ApiError):
+            status = (await member.get(DEPLOYMENTS, name, ns)).get("status") or {}
+            return bool(status.get("readyReplicas") == ready)
+        return False
+
+    await eventually(reported, timeout=SCHEDULED)
+
+
 def rebalancer(name: str, workloads: list[tuple[str, str]], ttl: int | None = None) -> dict[str, Any]:
     """A WorkloadRebalancer of Deployments given as (namespace, name)."""
     spec: dict[str, Any] = {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "namespace": ns,
@@ -196,15 +210,60 @@ async def faker_paused(plane: RefPlane) -> AsyncIterator[None]:
         plane.send_signal("readiness-faker", signal.SIGCONT)
 
 
-async def make_unschedulable(member: KubeClient, pod: dict[str, Any]) -> None:
-    """Create ``pod`` and give it the status a member's scheduler writes for a Pod that cannot fit, ten minutes ago
-    (beyond the descheduler's 5-minute threshold)."""
+STUCK_FOR = timedelta(minutes=10)
+"""How long ago the tests' stuck Pods became unschedulable: beyond the descheduler's 5-minute threshold."""
+
+
+async def make_unschedulable(member: KubeClient, pod: dict[str, Any], stuck_for: timedelta = STUCK_FOR) -> None:
+    """Create ``pod`` and give it the status a member's scheduler writes for a Pod that cannot fit, ``stuck_for``
+    ago."""
     created = await member.create(PODS, pod)
-    long_ago = (datetime.now(UTC) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    long_ago = (datetime.now(UTC) - stuck_for).strftime("%Y-%m-%dT%H:%M:%SZ")
     created["status"] = {"phase": "Pending", "conditions": [{
         "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": long_ago,
         "message": "0/2 nodes are available: 2 Insufficient cpu."}]}
     await member.update_status(PODS, created)
+
+
+POD_TEMPLATE_HASH = "7f9d8c6b5d"
+
+
+async def make_replicas_unschedulable(member: KubeClient, ns: str, name: str, count: int = 1,
+                                      stuck_for: timedelta = STUCK_FOR) -> list[str]:
+    """What a member's controllers and scheduler would show for a Deployment with ``count`` Pods that cannot fit;
+    the stuck Pods' names.
+
+    The members have no ReplicaSet controller: the Deployment's current ReplicaSet (its template, which the
+    estimator matches) is made here, with the Pending Pods, and the member Deployment's status written as its
+    controller would (``count`` fewer ready). The readiness faker must be paused (:func:`faker_paused`), or it
+    writes every replica Ready again.
+    """
+    deployment = await member.get(DEPLOYMENTS, name, ns)
+    template = deployment["spec"]["template"]
+    labels = {**template["metadata"]["labels"], "pod-template-hash": POD_TEMPLATE_HASH}
+    replica_set = await member.create(REPLICA_SETS, {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": f"{name}-{POD_TEMPLATE_HASH}", "namespace": ns, "labels": labels,
+                     "ownerReferences": [controller_ref(deployment)]},
+        "spec": {"replicas": deployment["spec"]["replicas"],
+                 "selector": {"matchLabels": {**deployment["spec"]["selector"]["matchLabels"],
+                                              "pod-template-hash": POD_TEMPLATE_HASH}},
+                 "template": {**template, "metadata": {**template["metadata"], "labels": labels}}}})
+    stuck = [f"{name}-{POD_TEMPLATE_HASH}-stuck-{k}" for k in range(count)]
+    for pod in stuck:
+        await make_unschedulable(member, {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": ns, "labels": labels,
+                         "ownerReferences": [controller_ref(replica_set)]},
+            "spec": template["spec"]}, stuck_for)
+    deployment = await member.get(DEPLOYMENTS, name, ns)
+    replicas = deployment["spec"]["replicas"]
+    generation = deployment["metadata"]["generation"]
+    deployment["status"] = {**(deployment.get("status") or {}), "observedGeneration": generation,
+                            "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas - count,
+                            "availableReplicas": replicas - count, "unavailableReplicas": count}
+    await member.update_status(DEPLOYMENTS, deployment)
+    return stuck
 
 
 async def delete_pod_now(member: KubeClient, ns: str, name: str) -> None:
@@ -220,24 +279,44 @@ def controller_ref(owner: dict[str, Any]) -> dict[str, Any]:
             "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
 
 
-async def descheduled(karmada: KubeClient, binding: dict[str, Any]) -> list[dict[str, Any]]:
-    """The binding's ``DescheduleBindingSucceed`` events, once there is one."""
-    about = f"involvedObject.uid={binding['metadata']['uid']}"
+async def events_of(karmada: KubeClient, obj: dict[str, Any], reason: str) -> list[dict[str, Any]]:
+    """``obj``'s Events of ``reason`` (in its namespace, ``default`` for a cluster-scoped object), once there is
+    one."""
+    about = f"involvedObject.uid={obj['metadata']['uid']}"
 
     async def found() -> list[dict[str, Any]]:
-        events = await karmada.list(EVENTS, objects.namespace(binding), field_selector=about)
-        return [e for e in events.get("items") or [] if e["reason"] == "DescheduleBindingSucceed"]
+        events = await karmada.list(EVENTS, objects.namespace(obj) or "default", field_selector=about)
+        return [e for e in events.get("items") or [] if e["reason"] == reason]
 
     result: list[dict[str, Any]] = await eventually(found, timeout=SCHEDULED, interval=0.5)
     return result
+
+
+async def descheduled(karmada: KubeClient, binding: dict[str, Any]) -> list[dict[str, Any]]:
+    """The binding's ``DescheduleBindingSucceed`` events, once there is one."""
+    return await events_of(karmada, binding, "DescheduleBindingSucceed")
+
+
+@contextlib.asynccontextmanager
+async def versions_seen(karmada: KubeClient, binding: dict[str, Any]) -> AsyncIterator[list[dict[str, Any]]]:
+    """Every version the binding goes through from now on, however briefly each lasted (a watch sees each one)."""
+    async with _seen(karmada, binding, lambda obj: obj) as seen:
+        yield seen
 
 
 @contextlib.asynccontextmanager
 async def assignments_seen(karmada: KubeClient, binding: dict[str, Any]) -> AsyncIterator[list[dict[str, int]]]:
     """Every assignment the binding goes through from now on, however briefly each lasted (a watch sees each
     version), so a test can tell the descheduler's lowered assignment from the scheduler's refilled one."""
-    seen: list[dict[str, int]] = []
-    watcher = asyncio.create_task(_record_assignments(karmada, binding, seen))
+    async with _seen(karmada, binding, assigned) as seen:
+        yield seen
+
+
+@contextlib.asynccontextmanager
+async def _seen(karmada: KubeClient, binding: dict[str, Any],
+                project: Callable[[dict[str, Any]], T]) -> AsyncIterator[list[T]]:
+    seen: list[T] = []
+    watcher = asyncio.create_task(_record(karmada, binding, lambda obj: seen.append(project(obj))))
     try:
         yield seen
     finally:
@@ -246,7 +325,7 @@ async def assignments_seen(karmada: KubeClient, binding: dict[str, Any]) -> Asyn
             await watcher
 
 
-async def _record_assignments(karmada: KubeClient, binding: dict[str, Any], seen: list[dict[str, int]]) -> None:
+async def _record(karmada: KubeClient, binding: dict[str, Any], record: Callable[[dict[str, Any]], None]) -> None:
     """Watched again from the last version when the server ends a watch, and not at all after an error (an expired
     version cannot be watched from again: the test then fails on what was seen)."""
     version = binding["metadata"]["resourceVersion"]
@@ -258,7 +337,7 @@ async def _record_assignments(karmada: KubeClient, binding: dict[str, Any], seen
                 obj = event.get("object") or {}
                 version = (obj.get("metadata") or {}).get("resourceVersion") or version
                 if event.get("type") in ("ADDED", "MODIFIED"):
-                    seen.append(assigned(obj))
+                    record(obj)
 
 
 async def lowered_then_refilled(karmada: KubeClient, binding: dict[str, Any], seen: list[dict[str, int]], *,

@@ -10,54 +10,20 @@ replica away), creates the member Deployment's ReplicaSet with one Pending Pod t
 
 from __future__ import annotations
 
-import contextlib
-
-from controller_manager.client import ApiError, KubeClient
-from kube_api.resources import DEPLOYMENTS, REPLICA_SETS
-from tests.conftest import eventually
+from controller_manager.client import KubeClient
 from tests.realplane.conftest import Ours
 from tests.realplane.support import (
-    SCHEDULED,
     assigned,
     assignments_seen,
-    controller_ref,
     descheduled,
     faker_paused,
     fresh_namespace,
     lowered_then_refilled,
-    make_unschedulable,
+    make_replicas_unschedulable,
     propagate,
     wait_assigned,
+    wait_member_ready,
 )
-
-POD_TEMPLATE_HASH = "7f9d8c6b5d"
-
-
-async def make_one_replica_unschedulable(member: KubeClient, ns: str, name: str) -> None:
-    """What a member's controllers and scheduler would show for a Deployment with one Pod that cannot fit."""
-    deployment = await member.get(DEPLOYMENTS, name, ns)
-    template = deployment["spec"]["template"]
-    labels = {**template["metadata"]["labels"], "pod-template-hash": POD_TEMPLATE_HASH}
-    replica_set = await member.create(REPLICA_SETS, {
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": f"{name}-{POD_TEMPLATE_HASH}", "namespace": ns, "labels": labels,
-                     "ownerReferences": [controller_ref(deployment)]},
-        "spec": {"replicas": deployment["spec"]["replicas"],
-                 "selector": {"matchLabels": {**deployment["spec"]["selector"]["matchLabels"],
-                                              "pod-template-hash": POD_TEMPLATE_HASH}},
-                 "template": {**template, "metadata": {**template["metadata"], "labels": labels}}}})
-    await make_unschedulable(member, {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"{name}-{POD_TEMPLATE_HASH}-stuck", "namespace": ns, "labels": labels,
-                     "ownerReferences": [controller_ref(replica_set)]},
-        "spec": template["spec"]})
-    deployment = await member.get(DEPLOYMENTS, name, ns)
-    generation = deployment["metadata"]["generation"]
-    replicas = deployment["spec"]["replicas"]
-    deployment["status"] = {**(deployment.get("status") or {}), "observedGeneration": generation,
-                            "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas - 1,
-                            "availableReplicas": replicas - 1, "unavailableReplicas": 1}
-    await member.update_status(DEPLOYMENTS, deployment)
 
 
 async def test_replica_unschedulable_on_a_member_is_moved(ours: Ours, karmada: KubeClient,
@@ -67,17 +33,10 @@ async def test_replica_unschedulable_on_a_member_is_moved(ours: Ours, karmada: K
     await propagate(karmada, ns, ["stuck"], 4)
     binding = await wait_assigned(karmada, ns, "stuck", lambda a: a.get("member1", 0) >= 2 and sum(a.values()) == 4)
     on_member1 = assigned(binding)["member1"]
-
-    async def member_deployment_ready() -> bool:
-        with contextlib.suppress(ApiError):
-            status = (await member1.get(DEPLOYMENTS, "stuck", ns)).get("status") or {}
-            return bool(status.get("readyReplicas") == on_member1)
-        return False
-
-    await eventually(member_deployment_ready, timeout=SCHEDULED)
+    await wait_member_ready(member1, ns, "stuck", on_member1)
     async with assignments_seen(karmada, binding) as seen:
         async with faker_paused(ours.plane):
-            await make_one_replica_unschedulable(member1, ns, "stuck")
+            await make_replicas_unschedulable(member1, ns, "stuck")
             events = await descheduled(karmada, binding)
         assert "1 replica(s) in cluster(member1)" in events[0]["message"], events[0]["message"]
         await lowered_then_refilled(karmada, binding, seen, cluster="member1", before=on_member1)
