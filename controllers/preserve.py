@@ -108,8 +108,8 @@ def refusal(binding: Obj, gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> 
     spec, status = binding_spec(binding), binding_status(binding)
     observed, generation = status.get("schedulerObservedGeneration"), objects.generation(binding)
     if observed != generation:
-        return Refusal(SCHEDULING_NOT_COMPLETE, f"schedulerObservedGeneration {observed} != generation {generation}",
-                       transient=True)
+        seen = "no schedulerObservedGeneration" if observed is None else f"schedulerObservedGeneration {observed}"
+        return Refusal(SCHEDULING_NOT_COMPLETE, f"{seen} != generation {generation}", transient=True)
     scheduled = find_condition(status.get("conditions"), SCHEDULED_CONDITION)
     if scheduled is None or scheduled.get("status") != "True":
         why = f"Scheduled is {scheduled.get('status')} ({scheduled.get('reason')})" if scheduled else "no Scheduled"

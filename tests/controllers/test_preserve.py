@@ -270,7 +270,7 @@ async def test_a_transient_cause_is_retried_without_a_result(
 
 
 @pytest.mark.parametrize(("kwargs", "reason"), [
-    ({"observed_generation": None}, "SchedulingNotComplete: schedulerObservedGeneration None != generation 1"),
+    ({"observed_generation": None}, "SchedulingNotComplete: no schedulerObservedGeneration != generation 1"),
     ({"evicting": "member3"}, "GracefulEvictionInProgress: evicting from member3"),
 ])
 async def test_a_transient_cause_past_the_bound_fails(impatient: Manager, http: aiohttp.ClientSession,

@@ -98,7 +98,7 @@ def test_a_scheduled_dynamic_divided_deployment_may_be_lowered(placement: dict[s
 
 @pytest.mark.parametrize(("kwargs", "text", "transient"), [
     ({"observed": 2}, "SchedulingNotComplete: schedulerObservedGeneration 2 != generation 3", True),
-    ({"observed": None}, "SchedulingNotComplete: schedulerObservedGeneration None != generation 3", True),
+    ({"observed": None}, "SchedulingNotComplete: no schedulerObservedGeneration != generation 3", True),
     ({"scheduled": "False"}, "SchedulingNotComplete: Scheduled is False (Success) condition", True),
     ({"scheduled": None}, "SchedulingNotComplete: no Scheduled condition", True),
     ({"applied": json.dumps(AGGREGATED)},

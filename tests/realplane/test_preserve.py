@@ -240,7 +240,7 @@ async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours,
 
     # Karmada's scheduler writes Scheduled=False (NoClusterFit, "0/2 clusters are available: 2 cluster(s) did not
     # match the placement cluster affinity constraint.") and no schedulerObservedGeneration, which it sets only
-    # on a successful schedule: the refusal reads "schedulerObservedGeneration None != generation 1"
+    # on a successful schedule: the refusal reads "no schedulerObservedGeneration != generation 1"
     binding: dict[str, Any] = await eventually(tried, timeout=SCHEDULED, interval=0.25)
     rebalancer, finished = await scene.rebalance([scene.ref("web")])
     result, reason = outcomes(finished)[f"{ns}/web"]
