@@ -17,7 +17,7 @@ import sys
 from karmada_api.placement import target_contains
 from karmada_api.shapes import binding_spec
 
-from .demo import STEP_TIMEOUT, Session, StepFailed, eventually, hold
+from .demo_session import STEP_TIMEOUT, Session, StepFailed, eventually, hold
 
 DEPLOYMENTS = ("web", "api")
 CONFIGMAP = "settings"

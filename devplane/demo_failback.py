@@ -33,7 +33,7 @@ from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
 from sharedcli.flagtypes import format_duration
 
-from .demo import STEP_TIMEOUT, Session, StepFailed, document, eventually, hold, no_eviction_tasks
+from .demo_session import STEP_TIMEOUT, Session, StepFailed, document, eventually, hold, no_eviction_tasks
 
 WINDOW_SECONDS = 10.0
 MAX_CONCURRENT = 2

@@ -24,7 +24,8 @@ from kube_api.conditions import find_condition
 from kube_api.timeutil import parse_time
 
 from .config import MemberShape, NodeShape
-from .demo import (
+from .demo_bulk import deployment_manifest, karmada_rebalance
+from .demo_session import (
     STEP_TIMEOUT,
     Session,
     StepFailed,
@@ -33,7 +34,6 @@ from .demo import (
     eventually,
     hold,
 )
-from .demo_bulk import deployment_manifest, karmada_rebalance
 from .plane import PlaneOptions
 
 THRESHOLD_SECONDS = 5

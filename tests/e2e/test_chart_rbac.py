@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from devplane.demo import Narrator, Session, demo_plane_options, play_descheduler, play_rebalancer
+from devplane.demo import play_descheduler, play_rebalancer
+from devplane.demo_session import Narrator, Session, demo_plane_options
 from devplane.plane import DevPlane
 from tests.charts.chart_rbac import (
     CONTROLLER_MANAGER,
