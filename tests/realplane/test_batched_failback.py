@@ -5,6 +5,9 @@ A controller-manager of its own runs only ``clusterFailback`` on a Lease of its 
 session's controller-manager runs the rebalancer that executes what fail-back creates). The NoExecute taint evicts
 every workload on member1 that does not tolerate it, the earlier tests' leftovers too: they are failed back with
 ours, in binding order (namespace, then name), and share the budget; the bound is checked over every binding.
+This file runs before test_failback.py (its name sorts first): that test stops its controller-manager once its own
+workload is back, leaving the others' in-flight marks, which a later controller-manager inherits (restart safety) as
+slots taken.
 
 Seen on this plane: after the 3-second window a batch is healthy again about a second after it started (the
 rebalancer, Karmada's fresh schedule by the static weights, its Work applied on member1, the readiness faker's Pods,
@@ -55,8 +58,8 @@ FAILED_BACK = 150.0  # seconds for every evicted workload, the earlier tests' on
 
 @dataclass
 class Flights:
-    """What a watch of every binding saw: those in flight to member1 now, the most at once, and how many times each
-    binding was put in flight."""
+    """What a watch of every binding saw: those in flight to member1 now, the most in flight when one was put in
+    flight (marks left by an earlier controller-manager are not its doing), and how many times each binding was."""
 
     now: set[str] = field(default_factory=set)
     most: int = 0
@@ -68,7 +71,7 @@ class Flights:
             if key not in self.now:
                 self.started[key] += 1
                 self.now.add(key)
-            self.most = max(self.most, len(self.now))
+                self.most = max(self.most, len(self.now))
         else:
             self.now.discard(key)
 
