@@ -5,6 +5,11 @@ The stuck replicas are played as in test_descheduler.py (faker paused, a Replica
 scheduler marked ``Unschedulable`` ten minutes ago, the member Deployment's status one ready replica fewer per stuck
 Pod). The test also plays the member's ReplicaSet controller when Karmada scales member1's Deployment down: it
 deletes Pending Pods first, so after the first deschedule one stuck Pod is left, and none after the second.
+
+Seen on this plane: the two deschedules come in consecutive cycles, 3 s apart (the second within the cool-down of
+two intervals, which lets exactly the held-back replica through); Karmada's scheduler places each deficit again
+(its scale-up path) between or after them, and its writes only ever raise the total, so the versions that lower it
+are the descheduler's alone.
 """
 
 from __future__ import annotations
