@@ -36,6 +36,9 @@ from tests.realplane import customkind
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
                  "--leader-elect-retry-period=1s")
 DESCHEDULING_INTERVAL = "3s"
+CYCLE_BUDGET = 2
+"""The descheduler's ``--max-descheduled-replicas-per-cycle``: above the one replica each other descheduler test
+moves (they run one at a time, so none waits on another's), below test_descheduler_budget.py's three."""
 PRESERVE_THRESHOLD = timedelta(minutes=2)
 """Our controller-manager's ``--preserve-unschedulable-threshold``: below the descheduler's 5 minutes (Karmada's
 default, kept here), so that Pods stuck for a time between the two are preserve mode's alone to move
@@ -179,7 +182,7 @@ def _program(plane: RefPlane, directory: Path, module: str, name: str, *flags: s
 @pytest.fixture(scope="package")
 def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ours]:
     """``karmada-controller-manager`` (every default controller, preserve mode on: :data:`PRESERVE_FLAGS`) and
-    ``karmada-descheduler`` (a short interval, Karmada's default threshold, and the custom kind of
+    ``karmada-descheduler`` (a short interval, Karmada's default threshold, a cycle budget, and the custom kind of
     :mod:`tests.realplane.customkind` declared in ``--unschedulable-pod-selectors``), each leading on its Lease;
     stopped after the last test here."""
     directory = tmp_path_factory.mktemp("ours")
@@ -194,6 +197,7 @@ def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     running = Ours(refplane, directory, controller_manager,
                    _program(refplane, directory, "descheduler", "karmada-descheduler",
                             f"--descheduling-interval={DESCHEDULING_INTERVAL}",
+                            f"--max-descheduled-replicas-per-cycle={CYCLE_BUDGET}",
                             f"--unschedulable-pod-selectors={selectors}"))
     running.descheduler.start()
     try:

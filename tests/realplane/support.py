@@ -316,28 +316,55 @@ async def assignments_seen(karmada: KubeClient, binding: dict[str, Any]) -> Asyn
 async def _seen(karmada: KubeClient, binding: dict[str, Any],
                 project: Callable[[dict[str, Any]], T]) -> AsyncIterator[list[T]]:
     seen: list[T] = []
-    watcher = asyncio.create_task(_record(karmada, binding, lambda obj: seen.append(project(obj))))
+
+    def record(kind: str, obj: dict[str, Any]) -> None:
+        if kind != "DELETED":
+            seen.append(project(obj))
+
+    name, ns = binding["metadata"]["name"], binding["metadata"]["namespace"]
+    watcher = asyncio.create_task(_record(karmada, RESOURCE_BINDINGS, ns, binding["metadata"]["resourceVersion"],
+                                          record, field_selector=f"metadata.name={name}"))
     try:
         yield seen
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        await _cancel(watcher)
 
 
-async def _record(karmada: KubeClient, binding: dict[str, Any], record: Callable[[dict[str, Any]], None]) -> None:
+@contextlib.asynccontextmanager
+async def watching(karmada: KubeClient, resource: Resource, record: Callable[[str, dict[str, Any]], None], *,
+                   label_selector: str = "") -> AsyncIterator[None]:
+    """Every object of ``resource`` in every namespace passed to ``record`` (as ``ADDED``), then every change from
+    then on (``ADDED``, ``MODIFIED``, ``DELETED``), however briefly each version lasted."""
+    listed = await karmada.list(resource, label_selector=label_selector)
+    for obj in listed.get("items") or []:
+        record("ADDED", obj)
+    watcher = asyncio.create_task(_record(karmada, resource, "", listed["metadata"]["resourceVersion"], record,
+                                          label_selector=label_selector))
+    try:
+        yield
+    finally:
+        await _cancel(watcher)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def _record(karmada: KubeClient, resource: Resource, namespace: str, version: str,
+                  record: Callable[[str, dict[str, Any]], None], *, field_selector: str = "",
+                  label_selector: str = "") -> None:
     """Watched again from the last version when the server ends a watch, and not at all after an error (an expired
     version cannot be watched from again: the test then fails on what was seen)."""
-    version = binding["metadata"]["resourceVersion"]
-    name, ns = binding["metadata"]["name"], binding["metadata"]["namespace"]
     with contextlib.suppress(ApiError):
         while True:
-            async for event in karmada.watch(RESOURCE_BINDINGS, ns, resource_version=version,
-                                             field_selector=f"metadata.name={name}"):
+            async for event in karmada.watch(resource, namespace, resource_version=version,
+                                             field_selector=field_selector, label_selector=label_selector):
                 obj = event.get("object") or {}
                 version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    record(obj)
+                if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    record(event["type"], obj)
 
 
 async def lowered_then_refilled(karmada: KubeClient, binding: dict[str, Any], seen: list[dict[str, int]], *,
