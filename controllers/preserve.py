@@ -36,7 +36,7 @@ from karmada_api.placement import (
 from karmada_api.rebalancers import preserve_requested
 from karmada_api.shapes import TargetCluster, binding_spec, binding_status
 from kube_api.conditions import find_condition
-from kube_api.timeutil import format_time, parse_time
+from kube_api.timeutil import format_time, now, parse_time
 
 ENABLE_FLAG = "--enable-preserve-available-replicas"
 RETRY_SINCE_ANNOTATION = "rebalance.karmada-rebalance.io/preserve-retry-since"
@@ -204,3 +204,6 @@ class PreserveOptions:
     """``--preserve-available-replicas-retry-timeout``: how long a transient refusal is retried."""
     gvks: Collection[tuple[str, str]] = BUILTIN_KINDS
     """The kinds the estimator counts: the built-in ones and those of ``--unschedulable-pod-selectors``."""
+    started: datetime = field(default_factory=now)
+    """When this process began serving preserve mode: its member caches are empty before, so no retry bound
+    ends earlier than ``retry_timeout`` after it (a restart never turns a not-yet-judged workload Failed)."""

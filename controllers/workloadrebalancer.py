@@ -318,8 +318,8 @@ class WorkloadRebalancerReconciler:
     async def _retries_expired(self, rebalancer: Obj, outcomes: Sequence[Outcome]) -> bool:
         """Whether transient refusals have been retried for longer than the retry timeout (False: none to judge).
 
-        Measured from :func:`preserve.retry_started`; a later generation without a mark gets one now, so the
-        bound survives a restart of the controller.
+        Measured from :func:`preserve.retry_started`, or from this process's start when later (its member caches
+        start empty); a later generation without a mark gets one now, so the bound survives a restart.
         """
         if not any(isinstance(o, Refusal) and o.transient for o in outcomes):
             return False
@@ -329,7 +329,7 @@ class WorkloadRebalancerReconciler:
             self.rebalancers.mutated(await self.client.patch(WORKLOAD_REBALANCERS, objects.name(rebalancer),
                                                              {"metadata": {"annotations": mark}}))
             return False
-        return now() - started >= self.preserve.retry_timeout
+        return now() - max(started, self.preserve.started) >= self.preserve.retry_timeout
 
     async def _write_status(self, name: str, status: RebalancerStatus) -> None:
         async def patch() -> None:
