@@ -9,7 +9,7 @@ other kind, the binding's aggregated status (every target applied) is all there 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from controller_manager import objects
 from controller_manager.client import Resource
@@ -57,6 +57,12 @@ class Templates:
     def _notify(self, template: MutableObj) -> None:
         self.changed(workload_key({"apiVersion": template.get("apiVersion", ""), "kind": template.get("kind", ""),
                                    "namespace": objects.namespace(template), "name": objects.name(template)}))
+
+    def filling(self, workloads: Iterable[Workload]) -> bool:
+        """Whether the template cache of any of these workloads has not synced yet (starting it if needed): what
+        it would say now is "not found", which is not what the workload is."""
+        informers = (self._informer(str(w.get("apiVersion", "")), str(w.get("kind", ""))) for w in workloads)
+        return any(informer is not None and not informer.has_synced() for informer in informers)
 
     def lookup(self, workload: Workload) -> tuple[bool, Obj | None]:
         """(tracked, template): tracked False for a kind whose template tells nothing more than the binding;

@@ -62,6 +62,8 @@ EVENT_TRIGGERED = "FailbackTriggered"
 EVENT_SKIPPED = "FailbackSkipped"
 EVENT_PAUSED = "FailbackPaused"
 EVENT_RESUMED = "FailbackResumed"
+TEMPLATES_FILLING = 1.0
+"""Seconds before looking again at a cluster whose in-flight workloads' template cache is still filling."""
 EVENT_RESUME_INVALID = "FailbackResumeInvalid"
 RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
@@ -251,6 +253,8 @@ class ClusterFailback:
             self.windows.forget(name)
         resume = progress.read_resume(cluster)
         self._warn_resume(cluster, resume)
+        if self.templates is not None and self.templates.filling(workload_reference(b) for _, b, _ in flights):
+            return Result(requeue_after=TEMPLATES_FILLING)  # judged on an empty cache, every flight would look stuck
         health_now = [progress.InFlight(_display(b), started, self._not_healthy(b, started))
                       for _, b, started in flights]
         plan = progress.plan(health_now, len(pending), now=now(), max_concurrent=self.options.max_concurrent,
