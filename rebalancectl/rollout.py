@@ -47,10 +47,19 @@ class Targets:
 
 
 async def targets(client: KubeClient, chosen: Selection) -> Targets:
-    """Each selected workload's binding, and the REST resource of each template kind (from discovery)."""
+    """Each selected workload's binding, and the REST resource of each template kind (from discovery).
+
+    A kind missing while some resource lists could not be read (a restarting server) stops here, before any
+    wave, with "try again" (exit 1): its templates would read as not found until the deadline held a wave back.
+    """
     found = await discover(client)
-    kinds = {workload.group_kind for workload in chosen.workloads}
-    resources = {kind: resource for kind in kinds if (resource := resource_for(kind, found.resources)) is not None}
+    resources = {}
+    for kind in {workload.group_kind for workload in chosen.workloads}:
+        resource = resource_for(kind, found.resources)
+        if resource is None:
+            found.explain_missing(f"the template kind {kind}")
+        else:
+            resources[kind] = resource
     return Targets(chosen.bindings, resources)
 
 
