@@ -13,11 +13,11 @@ and leaves it running.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from benchmarks.support import free_port, log_tail
 from controller_manager.client import KubeClient
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
 from descheduler.app import LEASE_NAME as DESCHEDULER_LEASE
+from tests.conftest import eventually
 from tests.realplane import customkind
 
 FAST_ELECTION = ("--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s",
@@ -212,12 +213,10 @@ def ours(refplane: RefPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 def _wait_until_leading(program: Program, lease: str, timeout: float = 60.0) -> None:
     """Block until ``program`` holds ``lease``, or fail with its log's tail."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if program.leads(lease):
-            return
-        time.sleep(0.25)
-    pytest.fail(f"{program.log.stem} did not lead on {lease} within {timeout:.0f}s:\n{log_tail(program.log)}",
+    try:
+        asyncio.run(eventually(lambda: program.leads(lease), timeout=timeout, interval=0.25, what=f"lease {lease}"))
+    except AssertionError:
+        pytest.fail(f"{program.log.stem} did not lead on {lease} within {timeout:.0f}s:\n{log_tail(program.log)}",
                 pytrace=False)
 
 
