@@ -152,7 +152,6 @@ def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods:
     never sees them). :class:`UnsupportedWorkloadError` for a kind other than Deployment;
     ``ValueError`` for an invalid Deployment selector.
     """
-    threshold = max(threshold, timedelta(0))
     kind = workload.get("kind") or ""
     if kind != DEPLOYMENT_KIND:
         # klog.KObj(workload): namespace/name, or name when cluster-scoped
@@ -160,10 +159,7 @@ def get_unschedulable_replicas(workload: Obj, replica_sets: Iterable[Obj], pods:
     new_rs = find_new_replica_set(workload, list_replica_sets_by_deployment(workload, replica_sets))
     if new_rs is None:
         return 0
-    live = (pod for pod in pods if not is_pod_terminated(pod))
-    now = now or datetime.now(UTC)
-    return sum(1 for pod in list_pods_by_replica_sets(workload, [new_rs], live)
-               if pod_unschedulable(pod, threshold, now))
+    return count_unschedulable(list_pods_by_replica_sets(workload, [new_rs], pods), threshold, now)
 
 
 def count_unschedulable(pods: Iterable[Obj], threshold: timedelta, now: datetime | None = None) -> int:
