@@ -20,14 +20,15 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import yaml
 
 from controller_manager import objects
+from estimator.unschedulable import pod_unschedulable
 from karmada_api.resources import CLUSTERS
-from kube_api.conditions import find_condition
 from kube_api.resources import STATEFUL_SETS
 
 from .demo_bulk import play_bulk
@@ -192,25 +193,12 @@ async def _tutorial_events(s: Session) -> bool:
     return scheduled and aggregated
 
 
-async def _member_pods(s: Session, member: str, selector: str) -> list[dict[str, Any]]:
-    code, text = await s.kubectl_quiet("--context", member, "get", "pod", "-l", selector, "-o", "yaml")
-    if code != 0:
-        return []
-    return list((yaml.safe_load(text) or {}).get("items") or [])
-
-
 async def _pending_unschedulable(s: Session, member: str, selector: str) -> bool:
-    for pod in await _member_pods(s, member, selector):
-        status = objects.status(pod)
-        scheduled = find_condition(status.get("conditions"), "PodScheduled")
-        if status.get("phase") == "Pending" and scheduled is not None and scheduled.get("status") == "False" \
-                and scheduled.get("reason") == "Unschedulable":
-            return True
-    return False
+    return any(pod_unschedulable(pod, timedelta(0)) for pod in await s.member_pods(member, selector))
 
 
 async def _no_pods(s: Session, member: str, selector: str) -> bool:
-    return not await _member_pods(s, member, selector)
+    return not await s.member_pods(member, selector)
 
 
 async def _show_assignment(s: Session, binding: str) -> None:
@@ -231,7 +219,7 @@ async def _members_free(s: Session) -> bool:
 
 
 async def _all_running(s: Session, member: str, selector: str) -> bool:
-    pods = await _member_pods(s, member, selector)
+    pods = await s.member_pods(member, selector)
     return bool(pods) and all(objects.status(pod).get("phase") == "Running" for pod in pods)
 
 

@@ -12,16 +12,14 @@ restarted. The demo's members are shaped for that story (``PRESERVE_MEMBERS``) a
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from controller_manager import objects
 from controllers.preserve import ENABLE_FLAG
+from estimator.unschedulable import pod_unschedulable
 from karmada_api.rebalancers import PRESERVE_ANNOTATION
 from karmada_api.resources import WORKLOAD_REBALANCERS
-from kube_api.conditions import find_condition
-from kube_api.timeutil import parse_time
 
 from .config import MemberShape, NodeShape
 from .demo_bulk import deployment_manifest, karmada_rebalance
@@ -141,29 +139,16 @@ async def play_preserve(s: Session) -> None:
 
 
 async def _pods(s: Session, cluster: str) -> list[dict[str, Any]]:
-    code, text = await s.kubectl_quiet("--context", cluster, "get", "pod", "-l", f"app={NAME}", "-o", "json")
-    if code != 0:
-        return []
-    return list(json.loads(text).get("items") or [])
-
-
-def _unschedulable_since(pod: dict[str, Any]) -> datetime | None:
-    status = objects.status(pod)
-    scheduled = find_condition(status.get("conditions"), "PodScheduled")
-    if status.get("phase") != "Pending" or scheduled is None or scheduled.get("status") != "False" \
-            or scheduled.get("reason") != "Unschedulable":
-        return None
-    return parse_time(str(scheduled.get("lastTransitionTime")))
+    return await s.member_pods(cluster, f"app={NAME}")
 
 
 async def _stuck_count(s: Session, want: int) -> bool:
-    return sum(_unschedulable_since(p) is not None for p in await _pods(s, "member1")) == want
+    return sum(pod_unschedulable(p, timedelta(0)) for p in await _pods(s, "member1")) == want
 
 
 async def _stuck_longer_than(s: Session, seconds: float) -> bool:
-    since = [_unschedulable_since(p) for p in await _pods(s, "member1")]
-    stuck = [t for t in since if t is not None]
-    return bool(stuck) and all(datetime.now(UTC) - t > timedelta(seconds=seconds) for t in stuck)
+    stuck = [p for p in await _pods(s, "member1") if pod_unschedulable(p, timedelta(0))]
+    return bool(stuck) and all(pod_unschedulable(p, timedelta(seconds=seconds)) for p in stuck)
 
 
 async def _running_pods(s: Session) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -122,6 +123,13 @@ class Session:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         output, _ = await asyncio.wait_for(proc.communicate(), timeout=STEP_TIMEOUT)
         return proc.returncode or 0, output.decode()
+
+    async def member_pods(self, member: str, selector: str) -> list[dict[str, Any]]:
+        """``kubectl --context MEMBER get pod -l SELECTOR`` as objects (none when kubectl fails)."""
+        code, text = await self.kubectl_quiet("--context", member, "get", "pod", "-l", selector, "-o", "json")
+        if code != 0:
+            return []
+        return list(json.loads(text).get("items") or [])
 
     async def karmadactl_get_deploy(self, name: str, context_flag: str = "--karmada-context karmada-apiserver") -> str:
         table = await get_deployment_table(self.host_client, name)
