@@ -24,7 +24,7 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from estimator.eligibility import filter_bindings
 from estimator.podselectors import BUILTIN_KINDS
-from karmada_api.bindings import SCHEDULED_CONDITION, ready_replicas
+from karmada_api.bindings import SCHEDULED_CONDITION, clusters_with_status, ready_replicas
 from karmada_api.placement import (
     PlacementError,
     applied_placement,
@@ -52,6 +52,7 @@ NOT_DYNAMIC_DIVIDED = "NotDynamicDivided"
 UNSUPPORTED_KIND = "UnsupportedKind"
 GRACEFUL_EVICTION = "GracefulEvictionInProgress"
 ESTIMATOR_UNAVAILABLE = "EstimatorUnavailable"
+READY_UNKNOWN = "ReadyReplicasUnknown"
 
 
 @dataclass(frozen=True)
@@ -147,11 +148,20 @@ def lower(binding: Obj, unschedulable: Mapping[str, int]) -> Lowering | Refusal:
     Never below the cluster's ready replicas (the descheduler's floor: during a stuck rollout the old Pods
     serve while the new ones wait), and never below 0 (a count above the assignment means every assigned
     replica is stuck). An empty ``moved``: nothing had to move.
+
+    Where the descheduler takes an unknown ready count as 0 (Go's map lookup), preserve mode fails closed: a
+    cluster to lower whose status the binding has not collected yet is a transient refusal, since the floor
+    that keeps its serving Pods cannot be known.
     """
     unjudged = [name for name in clusters_to_ask(binding) if unschedulable.get(name, -1) < 0]
     if unjudged:
         return Refusal(ESTIMATOR_UNAVAILABLE, f"no unschedulable-replica estimate for {', '.join(unjudged)}",
                        transient=True)
+    reported = clusters_with_status(binding)
+    unknown = [name for name in clusters_to_ask(binding) if unschedulable.get(name, 0) > 0 and name not in reported]
+    if unknown:
+        return Refusal(READY_UNKNOWN, f"no workload status collected from {', '.join(unknown)} yet: its ready "
+                                      "replicas are unknown", transient=True)
     ready = ready_replicas(binding)
     clusters: list[TargetCluster] = []
     moved: dict[str, int] = {}

@@ -206,6 +206,8 @@ class WorkloadRebalancerReconciler:
         else:
             outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode))
         expired = await self._retries_expired(rebalancer, outcomes)
+        if expired:  # a transient refusal about to become final is judged again on a fresh read first
+            outcomes = await self._confirm_fresh(workloads, outcomes, mode)
         for item, outcome in zip(pending, outcomes, strict=True):
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
@@ -247,13 +249,14 @@ class WorkloadRebalancerReconciler:
         WORKLOADS_TOTAL.labels(FAILED).inc()
         events.append((WARNING, refusal.reason, f"{_describe(item['workload'])}: {refusal.detail}"))
 
-    async def _binding(self, workload: Workload) -> tuple[Resource, Obj]:
-        """The workload's binding, from the cache, else from the API server (an ApiError 404 when missing)."""
+    async def _binding(self, workload: Workload, *, fresh: bool = False) -> tuple[Resource, Obj]:
+        """The workload's binding, from the cache, else (or ``fresh``) from the API server (an ApiError 404 when
+        missing)."""
         namespace = workload.get("namespace") or ""
         name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
         resource: Resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
         cache = self.bindings if namespace else self.cluster_bindings
-        binding = cache.get(f"{namespace}/{name}" if namespace else name)
+        binding = None if fresh else cache.get(f"{namespace}/{name}" if namespace else name)
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
         return resource, binding
@@ -277,17 +280,33 @@ class WorkloadRebalancerReconciler:
         spec = {**binding_spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
         await self.client.update_unread(resource, {**binding, "spec": spec})
 
-    async def _preserve_one(self, workload: Workload, mode: bool | Refusal) -> Lowering | Refusal:
+    async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
+                             mode: bool | Refusal) -> list[Outcome]:
+        """``outcomes`` with each transient refusal decided again on a fresh read of its binding.
+
+        Called once the retry bound has passed, just before those refusals become ``Failed``: the informer's
+        copy may be behind a cause that has already passed (scheduling done, an eviction finished).
+        """
+        again = [i for i, o in enumerate(outcomes) if isinstance(o, Refusal) and o.transient]
+        fresh = await _run_all([workloads[i] for i in again], lambda w: self._preserve_one(w, mode, fresh=True))
+        confirmed = list(outcomes)
+        for index, outcome in zip(again, fresh, strict=True):
+            confirmed[index] = outcome
+        return confirmed
+
+    async def _preserve_one(self, workload: Workload, mode: bool | Refusal, *,
+                            fresh: bool = False) -> Lowering | Refusal:
         """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
 
         A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
-        a write that meets a newer binding (409) decides again on a fresh read.
+        a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
+        the API server from the start.
         """
         if isinstance(mode, Refusal):
             return mode
         if self.preserve.estimate is None:
             return preserve.disabled()
-        resource, binding = await self._binding(workload)
+        resource, binding = await self._binding(workload, fresh=fresh)
         for attempt in range(CONFLICT_ATTEMPTS):
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:

@@ -159,3 +159,14 @@ def ready_replicas(binding: Obj) -> dict[str, int]:
             continue
         result[str(item.get("clusterName") or "")] = int(value)
     return result
+
+
+def clusters_with_status(binding: Obj) -> set[str]:
+    """The member clusters whose workload status the binding has collected (an ``aggregatedStatus`` item with a
+    ``status`` object).
+
+    For those, a missing ``readyReplicas`` is 0, as Go reads it (``omitempty`` drops a zero); for the others
+    the ready count is unknown: the Work is not applied or its status not reported yet.
+    """
+    return {str(item.get("clusterName") or "") for item in objects.status(binding).get("aggregatedStatus") or []
+            if isinstance(item, dict) and isinstance(item.get("status"), dict)}

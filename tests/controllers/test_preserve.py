@@ -99,8 +99,10 @@ def ref(name: str) -> dict[str, str]:
 async def scheduled_binding(http: aiohttp.ClientSession, name: str, *, clusters: dict[str, int] | None = None,
                             placement: dict[str, Any] | None = None, applied: dict[str, Any] | None = None,
                             kind: str = "Deployment", api_version: str = "apps/v1", observed_generation: int | None = 1,
-                            evicting: str = "") -> dict[str, Any]:
-    """A binding as Karmada's scheduler leaves it: #7662's user story by default (10 replicas, member1 6, member2 4)."""
+                            evicting: str = "", reported: bool = True) -> dict[str, Any]:
+    """A binding as Karmada's scheduler leaves it: #7662's user story by default (10 replicas, member1 6, member2 4).
+
+    ``reported``: each assigned cluster's workload status collected, with no Pod ready (so no ready floor)."""
     clusters = {"member1": 6, "member2": 4} if clusters is None else clusters
     placement = DYNAMIC if placement is None else placement
     spec: dict[str, Any] = {
@@ -119,6 +121,9 @@ async def scheduled_binding(http: aiohttp.ClientSession, name: str, *, clusters:
                                               "lastTransitionTime": "2026-11-27T10:00:00Z"}]}
     if observed_generation is not None:
         status["schedulerObservedGeneration"] = observed_generation
+    if reported:
+        status["aggregatedStatus"] = [{"clusterName": n, "applied": True, "status": {"replicas": r}}
+                                      for n, r in clusters.items()]
     return await send(http, "PATCH", f"{RB}/{created['metadata']['name']}/status", {"status": status})
 
 
@@ -304,6 +309,33 @@ async def test_an_estimator_failing_past_the_bound_fails_the_workload(impatient:
     assert observed(await finished(http, "partial")) == [
         ("web", "Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member2 "
                           "(for longer than the retry timeout, 0s)")]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+async def test_a_transient_cause_is_judged_again_before_it_fails(impatient: Manager, estimator: Estimator,
+                                                                  http: aiohttp.ClientSession) -> None:
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2}  # member2 cannot be judged on the first try...
+
+    async def member2_back() -> None:  # from the second call on
+        if len(estimator.calls) > 1:
+            estimator.answers["web"] = {"member1": 2, "member2": 0}
+
+    estimator.on_call = member2_back  # ...and can by the time the bound (0s here) would fail it
+    await create(http, "recovered", ["web"])
+    assert observed(await finished(http, "recovered")) == [("web", "Successful", "")]
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+    assert len(estimator.calls) == 2
+
+
+async def test_a_cluster_whose_status_is_not_collected_yet_is_never_lowered(
+        impatient: Manager, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    before = await scheduled_binding(http, "web", reported=False)
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    await create(http, "unknown", ["web"])
+    assert observed(await finished(http, "unknown")) == [
+        ("web", "Failed", "ReadyReplicasUnknown: no workload status collected from member1 yet: its ready replicas "
+                          "are unknown (for longer than the retry timeout, 0s)")]
     assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 

@@ -27,11 +27,13 @@ def binding(*, clusters: dict[str, int] | None = None, placement: dict[str, Any]
             applied: str | None = None, generation: int = 3, observed: int | None = 3, scheduled: str | None = "True",
             resource: dict[str, str] | None = None, evicting: list[str] | None = None,
             ready: dict[str, int] | None = None) -> dict[str, Any]:
-    """A scheduled ResourceBinding: 10 replicas, member1 6 and member2 4, a dynamic-weight placement."""
+    """A scheduled ResourceBinding: 10 replicas, member1 6 and member2 4, a dynamic-weight placement; 4 ready on
+    each member (the user story: 2 of member1's are stuck), unless ``ready`` says otherwise."""
     clusters = {"member1": 6, "member2": 4} if clusters is None else clusters
     placement = DYNAMIC if placement is None else placement
-    status: dict[str, Any] = {"aggregatedStatus": [{"clusterName": n, "status": {"readyReplicas": r}}
-                                                   for n, r in (ready or {}).items()]}
+    ready = {"member1": 4, "member2": 4} if ready is None else ready
+    status: dict[str, Any] = {"aggregatedStatus": [{"clusterName": n, "status": {"readyReplicas": r} if r else {}}
+                                                   for n, r in ready.items()]}
     if observed is not None:
         status["schedulerObservedGeneration"] = observed
     if scheduled is not None:
@@ -175,8 +177,20 @@ def test_never_below_the_ready_replicas_nor_below_zero() -> None:
     assert isinstance(kept, Lowering) and kept.moved == {}
     floored = lower(binding(ready={"member1": 5}), {"member1": 2, "member2": 0})
     assert isinstance(floored, Lowering) and floored.moved == {"member1": 1}
-    emptied = lower(binding(), {"member1": 9, "member2": 0})
+    # Every Pod stuck: the status has no readyReplicas (Go's omitempty drops a zero), which counts as 0.
+    emptied = lower(binding(ready={"member1": 0, "member2": 4}), {"member1": 9, "member2": 0})
     assert isinstance(emptied, Lowering) and emptied.clusters[0]["replicas"] == 0
+
+
+def test_a_cluster_to_lower_without_collected_status_is_refused_until_it_has_one() -> None:
+    # member1's ready count is unknown (its Work's status not reported yet): the floor that keeps serving Pods
+    # cannot be known, so nothing moves, and the refusal can pass by itself.
+    refused = lower(binding(ready={"member2": 4}), {"member1": 2, "member2": 0})
+    assert refused == Refusal(preserve.READY_UNKNOWN, "no workload status collected from member1 yet: its ready "
+                                                      "replicas are unknown", transient=True)
+    # A cluster with nothing to give up needs no ready count.
+    kept = lower(binding(ready={"member2": 4}), {"member1": 0, "member2": 0})
+    assert isinstance(kept, Lowering) and kept.moved == {}
 
 
 # ---- the retry bound ------------------------------------------------------------------------------------
