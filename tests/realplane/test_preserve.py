@@ -10,6 +10,7 @@ descheduler, running in the same tier on the same evidence, leaves them to the r
 
 from __future__ import annotations
 
+import json
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,8 +23,9 @@ import pytest
 from benchmarks.refplane import RefPlane, listening
 from controller_manager.client import KubeClient
 from controllers.workloadrebalancer import NOTHING_TO_MOVE, PRESERVED
+from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
-from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
+from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
 from kube_api.conditions import find_condition
 from kube_api.resources import DEPLOYMENTS, JOBS
@@ -222,6 +224,32 @@ async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(
     assert outcomes(finished) == {f"{ns}/halves": ("Failed", why), f"{ns}/batch": ("Failed", why)}
     for binding in (halves, batch):
         await assert_untouched(karmada, binding)
+
+
+async def test_a_binding_last_scheduled_by_another_placement_fails_at_once(ours: Ours, karmada: KubeClient,
+                                                                           scene: Scene) -> None:
+    """The applied-placement annotation (the placement of the binding's last schedule) no longer
+    ``spec.placement``, the scheduler done with the binding's generation: as Karmada's scheduler would, preserve
+    mode takes ``spec.clusters`` as computed for another placement, and refuses to lower it. Karmada's scheduler
+    acts on spec changes only, so it leaves the edited annotation alone while the test runs."""
+    ns = scene.ns
+    await propagate(karmada, ns, ["web"], 4)
+    binding = await wait_assigned(karmada, ns, "web", lambda a: sum(a.values()) == 4)
+    applied = json.loads(binding["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION])
+    other = {**applied, "replicaScheduling": {**applied["replicaScheduling"], "weightPreference": STATIC_HALVES}}
+    edited = await karmada.patch(RESOURCE_BINDINGS, binding["metadata"]["name"], namespace=ns, patch={
+        "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(other)}}})
+    try:
+        assert edited["metadata"]["generation"] == binding["metadata"]["generation"]  # no spec change: no schedule
+        _, finished = await scene.rebalance([scene.ref("web")])
+        assert outcomes(finished) == {f"{ns}/web": (
+            "Failed", "AppliedPlacementDiffers: the placement of the last schedule is not spec.placement")}
+        await assert_untouched(karmada, edited)
+        now = await binding_of(karmada, ns, "web")
+        assert now is not None and now["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION] == json.dumps(other)
+    finally:  # as Karmada's scheduler wrote it, for whatever comes next in the namespace's short life
+        await karmada.patch(RESOURCE_BINDINGS, binding["metadata"]["name"], namespace=ns, patch={
+            "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(applied)}}})
 
 
 async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient,
