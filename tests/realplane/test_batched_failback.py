@@ -26,10 +26,16 @@ import anyio
 from benchmarks.support import log_tail
 from controller_manager import objects
 from controller_manager.client import KubeClient
-from controllers.failback.controller import EVENT_SKIPPED
-from controllers.failback.progress import CLUSTER_LABEL, OPT_OUT_ANNOTATION, failing_back
+from controllers.failback.controller import EVENT_PAUSED, EVENT_RESUMED, EVENT_SKIPPED
+from controllers.failback.progress import (
+    CLUSTER_LABEL,
+    OPT_OUT_ANNOTATION,
+    PAUSED_ANNOTATION,
+    RESUME_ANNOTATION,
+    failing_back,
+)
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
-from karmada_api.resources import PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS
 from tests.conftest import eventually
 from tests.realplane.conftest import Ours
@@ -40,6 +46,7 @@ from tests.realplane.support import (
     delete_quietly,
     deployment,
     events_of,
+    faker_paused,
     fresh_namespace,
     policy,
     set_taint,
@@ -152,10 +159,89 @@ async def test_a_recovered_cluster_gets_its_workloads_back_a_few_at_a_time(ours:
                 await delete_quietly(karmada, DEPLOYMENTS, name, ns)
 
 
-async def _evicted(karmada: KubeClient, ns: str, name: str) -> bool:
+PAUSE_LEASE = "rp-failback-paused"
+STUCK = ["stuck-1", "stuck-2"]
+PROGRESS_DEADLINE = 5  # seconds
+QUIET_WHILE_PAUSED = 5.0  # seconds watched for a batch that must not start
+
+
+async def test_a_stuck_batch_pauses_the_fail_back_until_the_operator_resumes_it(ours: Ours,
+                                                                                karmada: KubeClient) -> None:
+    """One workload at a time, the readiness faker paused after the eviction: the first batch never gets healthy on
+    member1, so once the progress deadline has passed the cluster's fail-back pauses (annotation, Warning event)
+    and the second workload waits; the operator's resume (the pause's own time) gives the first up and starts the
+    second, which comes back once the faker runs again."""
+    failback = ours.launch("controller_manager", "failback-paused-controller-manager",
+                           "--controllers=clusterFailback", f"--leader-elect-resource-name={PAUSE_LEASE}",
+                           "--failback-stabilization-window=3s", "--failback-rebalancer-ttl=0s",
+                           "--failback-max-concurrent=1", f"--failback-progress-deadline={PROGRESS_DEADLINE}s",
+                           "-v", "4")
+    ns = ""
+    flights, batches = Flights(), Batches()
+    try:
+        await eventually(lambda: anyio.to_thread.run_sync(failback.leads, PAUSE_LEASE), timeout=30, interval=0.25)
+        ns = await fresh_namespace(karmada, "rp-failback-pause")
+        await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), ns)
+        for name in STUCK:
+            await karmada.create(DEPLOYMENTS, deployment(name, 2), ns)
+        for name in STUCK:
+            await wait_assigned(karmada, ns, name, lambda a: a == HALVES)
+        first, second = (f"{ns}/{name}-deployment" for name in STUCK)
+
+        async with watching(karmada, RESOURCE_BINDINGS, flights.see), \
+                watching(karmada, WORKLOAD_REBALANCERS, batches.see, label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
+            await set_taint(karmada, CLUSTER, [{"key": "rp-failback-pause", "effect": "NoExecute"}])
+            try:
+                for name in STUCK:  # evicted, and the eviction over (member2's replicas healthy: the faker runs)
+                    await eventually(lambda n=name: _evicted(karmada, ns, n, settled=True), timeout=60, interval=0.25)
+            except BaseException:
+                await set_taint(karmada, CLUSTER, [])
+                raise
+            async with faker_paused(ours.plane):
+                await set_taint(karmada, CLUSTER, [])
+                cluster = await eventually(lambda: _paused(karmada), timeout=60, interval=0.25)
+                paused_at = objects.annotations(cluster)[PAUSED_ANNOTATION]
+                warning = (await events_of(karmada, cluster, EVENT_PAUSED))[-1]
+                assert warning["type"] == "Warning" and f"{ns}/{STUCK[0]}" in warning["message"], warning
+                assert flights.started[first] == 1 and second not in flights.started, flights
+                # paused: the second workload waits, however long (watched for a few seconds)
+                with anyio.move_on_after(QUIET_WHILE_PAUSED):
+                    await eventually(lambda: second in flights.started, timeout=QUIET_WHILE_PAUSED + 1)
+                assert second not in flights.started, flights
+
+                # the operator resumes the pause that began at paused_at: the stuck one is given up
+                await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: paused_at}}})
+                resumed = (await events_of(karmada, cluster, EVENT_RESUMED))[-1]
+                assert f"{ns}/{STUCK[0]}" in resumed["message"], resumed
+            # the faker back: the second batch (started by the resume, or about to) gets healthy
+            await eventually(lambda: _failed_back(karmada, ns, STUCK[1]), timeout=FAILED_BACK, interval=0.5)
+        assert flights.most == 1 and flights.started[second] == 1, flights
+        assert PAUSED_ANNOTATION not in objects.annotations(await karmada.get(CLUSTERS, CLUSTER))
+        # the one given up: its record and mark gone, left as Karmada's scheduler placed it (it gets healthy too)
+        await eventually(lambda: _failed_back(karmada, ns, STUCK[0]), timeout=FAILED_BACK, interval=0.5)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{log_tail(failback.log)}") from exc
+    finally:
+        failback.stop()
+        await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: None}}})
+        for name in batches.listed:
+            await delete_quietly(karmada, WORKLOAD_REBALANCERS, name)
+        if ns:
+            for name in STUCK:
+                await delete_quietly(karmada, DEPLOYMENTS, name, ns)
+
+
+async def _paused(karmada: KubeClient) -> dict[str, Any] | None:
+    cluster = await karmada.get(CLUSTERS, CLUSTER)
+    return cluster if PAUSED_ANNOTATION in objects.annotations(cluster) else None
+
+
+async def _evicted(karmada: KubeClient, ns: str, name: str, *, settled: bool = False) -> bool:
+    """Off member1 and recorded; ``settled``: the graceful-eviction task gone too."""
     binding = await binding_of(karmada, ns, name)
-    return binding is not None and assigned(binding) == {"member2": 2} and CLUSTER in objects.annotations(
+    return (binding is not None and assigned(binding) == {"member2": 2} and CLUSTER in objects.annotations(
         binding).get(EVICTED_FROM_ANNOTATION, "").split(",")
+        and not (settled and binding["spec"].get("gracefulEvictionTasks")))
 
 
 async def _failed_back(karmada: KubeClient, ns: str, name: str) -> bool:
