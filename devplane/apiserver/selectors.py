@@ -15,9 +15,15 @@ import functools
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final, NamedTuple
 
-from devplane.apiserver.errors import StatusError, aggregate_messages, bad_request
-from devplane.apiserver.validation import go_quote, invalid_message
-from kube_api.validation import is_qualified_name, is_valid_label_value, parse_int64
+from devplane.apiserver.errors import StatusError, bad_request
+from kube_api.validation import (
+    aggregate_messages,
+    go_quote,
+    invalid_message,
+    is_qualified_name,
+    is_valid_label_value,
+    parse_int64,
+)
 
 __all__ = ["FieldSelector", "LabelSelector", "field_values"]
 
