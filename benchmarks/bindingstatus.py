@@ -368,8 +368,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                                    member_writes(http, warm_up, warm_objs, {"PATCH": 0}, direct=False))
                     await warmed()
                 await rebalancer.wait_until_idle(http, cm, args.phase_time)
-            counted = ("rest_client_requests_total", "controller_runtime_reconcile_total")
-            before = {(n, labels): v for n, labels, v in await rebalancer.scrape(http, cm.metrics) if n in counted}
+            before = await rebalancer.scrape(http, cm.metrics)
             async with (all_seen(http, server.url, layout, args.phase_time) as finished,
                         rebalancer.profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
                                                            f"server-{tag}": server.proc.pid})):
@@ -385,15 +384,10 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 bench_cpu = time.process_time() - bench_cpu0
             await rebalancer.wait_until_idle(http, cm, args.phase_time)  # recorded Events written too
             peak = status_kib("VmHWM", cm.proc.pid)
-            requests: dict[str, float] = {}
-            reconciles = 0.0
-            for name, labels, value in await rebalancer.scrape(http, cm.metrics):
-                delta = value - before.get((name, labels), 0.0)
-                if name == "rest_client_requests_total":
-                    method = labels.split('method="', 1)[1].split('"', 1)[0] if 'method="' in labels else "?"
-                    requests[method] = requests.get(method, 0.0) + delta
-                elif name == "controller_runtime_reconcile_total" and f'controller="{CONTROLLER}"' in labels:
-                    reconciles += delta
+            after = await rebalancer.scrape(http, cm.metrics)
+            requests = rebalancer.counted_by(after, "rest_client_requests_total", "method", before)
+            reconciles = rebalancer.counted_by(after, "controller_runtime_reconcile_total", "controller",
+                                               before).get(CONTROLLER, 0.0)
         events = await events_written(http, layout)
     return ControllerRun(seconds, cpu, peak, reconciles, events, requests, server_cpu, bench_cpu, work_writes_seconds)
 

@@ -174,15 +174,6 @@ class Flights:
             self.done.set()
 
 
-def requests_by_method(samples: list[tuple[str, str, float]]) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for name, labels, value in samples:
-        if name == "rest_client_requests_total":
-            method = labels.split('method="', 1)[1].split('"', 1)[0] if 'method="' in labels else "?"
-            found[method] = found.get(method, 0.0) + value
-    return found
-
-
 async def run(args: argparse.Namespace, tmp: Path) -> bool:
     async with (run_server(tmp / "server.log") as server, rebalancer.session(server.url, args.concurrency) as http):
         t_setup = time.monotonic()
@@ -208,7 +199,8 @@ async def run(args: argparse.Namespace, tmp: Path) -> bool:
                 await asyncio.wait_for(flights.done.wait(), args.time_limit)
                 seconds = time.monotonic() - t0
                 cpu = cpu_seconds(cm.proc.pid) - cpu0
-                requests = requests_by_method(await rebalancer.scrape(http, cm.metrics))
+                requests = rebalancer.counted_by(await rebalancer.scrape(http, cm.metrics),
+                                                 "rest_client_requests_total", "method")
         except TimeoutError:
             raise BenchError(f"{len(flights.recorded):,} records left after {args.time_limit:.0f}s") from None
         finally:

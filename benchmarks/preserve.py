@@ -46,7 +46,6 @@ import contextlib
 import json
 import os
 import platform
-import re
 import statistics
 import sys
 import time
@@ -72,6 +71,7 @@ from benchmarks.rebalancer import (  # noqa: E402
     ControllerProcess,
     Layout,
     check_results,
+    counted_by,
     finishes_seen,
     list_items,
     profiled,
@@ -375,8 +375,7 @@ async def run_mode(args: argparse.Namespace, layout: Layout, proxies: dict[str, 
                     await create_rebalancers(http, warm_up, preserve, args)
                     await asyncio.wait_for(warmed, args.phase_time)
                 await wait_until_idle(http, cm, args.phase_time)
-            before = {labels: v for n, labels, v in await scrape(http, cm.metrics)
-                      if n == "rest_client_requests_total"}
+            before = await scrape(http, cm.metrics)
             members_at_start = member_counts(proxies)
             async with (finishes_seen(http, host.url, layout, args.phase_time) as watcher,
                         profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid})):
@@ -387,11 +386,7 @@ async def run_mode(args: argparse.Namespace, layout: Layout, proxies: dict[str, 
                 cm_cpu, host_cpu = cpu_seconds(cm.proc.pid) - cm_cpu0, cpu_seconds(host.proc.pid) - host_cpu0
             members_after = member_counts(proxies)
             peak = status_kib("VmHWM", cm.proc.pid)
-            requests: dict[str, float] = {}
-            for name, labels, value in await scrape(http, cm.metrics):
-                found = re.search(r'method="(\w+)"', labels)
-                if name == "rest_client_requests_total" and found:
-                    requests[found.group(1)] = requests.get(found.group(1), 0.0) + value - before.get(labels, 0.0)
+            requests = counted_by(await scrape(http, cm.metrics), "rest_client_requests_total", "method", before)
         if preserve:
             await check_preserved(http, layout, args)
         else:

@@ -305,7 +305,11 @@ class CeilingRun:
 _METRIC = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
 
 
-async def scrape(http: aiohttp.ClientSession, url: str) -> list[tuple[str, str, float]]:
+Samples = list[tuple[str, str, float]]
+"""A scrape: (metric name, its labels as written, value) per line."""
+
+
+async def scrape(http: aiohttp.ClientSession, url: str) -> Samples:
     async with http.get(url + "/metrics") as resp:
         text = (await expect(resp, 200)).decode()
     out = []
@@ -314,6 +318,21 @@ async def scrape(http: aiohttp.ClientSession, url: str) -> list[tuple[str, str, 
         if match:
             out.append((match.group(1), match.group(2), float(match.group(3))))
     return out
+
+
+def counted_by(samples: Sequence[tuple[str, str, float]], name: str, label: str,
+               before: Sequence[tuple[str, str, float]] = ()) -> dict[str, float]:
+    """The counter ``name`` of a scrape summed by the value of its label ``label`` ("?" where it has none), less
+    what an earlier scrape ``before`` counted: the requests by method, reconciles by controller..."""
+    earlier = {labels: value for metric, labels, value in before if metric == name}
+    pattern = re.compile(rf'(?:^|,){re.escape(label)}="([^"]*)"')
+    counts: dict[str, float] = {}
+    for metric, labels, value in samples:
+        if metric == name:
+            found = pattern.search(labels)
+            key = found.group(1) if found else "?"
+            counts[key] = counts.get(key, 0.0) + value - earlier.get(labels, 0.0)
+    return counts
 
 
 async def wait_until_idle(http: aiohttp.ClientSession, cm: ControllerProcess, time_limit: float, *,
@@ -401,8 +420,7 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                     await create_rebalancers(http, warm_up, args.concurrency, args.phase_time)
                     await asyncio.wait_for(warmed, args.phase_time)
                 await wait_until_idle(http, cm, args.phase_time)
-            counted = ("rest_client_requests_total", "python_gc_collections_total")
-            before = {(n, labels): v for n, labels, v in await scrape(http, cm.metrics) if n in counted}
+            before = await scrape(http, cm.metrics)
             async with (finishes_seen(http, server.url, layout, args.phase_time) as watcher,
                         profiled(args.profile, {f"controller-manager-{tag}": cm.proc.pid,
                                                 f"server-{tag}": server.proc.pid})):
@@ -416,15 +434,8 @@ async def controller_phase(args: argparse.Namespace, layout: Layout, tmp: Path, 
                 preempted = preemptions(server.proc.pid) - preempted0
             peak = status_kib("VmHWM", cm.proc.pid)
             after = await scrape(http, cm.metrics)
-            requests: dict[str, float] = {}
-            collections: dict[str, float] = {}
-            for name, labels, value in after:
-                if name not in counted:
-                    continue
-                found = re.search(r'(?:method|generation)="(\w+)"', labels)
-                key = found.group(1) if found else "?"
-                into = requests if name == "rest_client_requests_total" else collections
-                into[key] = into.get(key, 0.0) + value - before.get((name, labels), 0.0)
+            requests = counted_by(after, "rest_client_requests_total", "method", before)
+            collections = counted_by(after, "python_gc_collections_total", "generation", before)
         await check_results(http, layout)
         if warm_up.rebalancers:
             await check_results(http, warm_up)

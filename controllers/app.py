@@ -68,7 +68,7 @@ def _preserve_options(manager: Manager, ctx: Context) -> PreserveOptions:
     retry_timeout = timedelta(seconds=args.preserve_available_replicas_retry_timeout)
     if not args.enable_preserve_available_replicas:
         return PreserveOptions(None, threshold, retry_timeout)
-    kinds = load_workload_kinds(args.unschedulable_pod_selectors)  # main() has checked the file
+    kinds = ctx.workload_kinds
     registry = MemberRegistry(manager.client, manager.informer(CLUSTERS), workloads=kinds.member_resources())
     manager.add_runnable("member clusters", registry.run, needs_leader=False)
     estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT, kinds=kinds)
@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        load_workload_kinds(args.unschedulable_pod_selectors)
+        kinds = load_workload_kinds(args.unschedulable_pod_selectors)
     except PodSelectorsError as exc:  # one line and exit 2, before anything starts (like a bad flag value)
         print(f"{COMPONENT}: error: --unschedulable-pod-selectors: {exc}", file=sys.stderr)
         return EXIT_CONFIG
@@ -203,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.warning("--controllers names a controller that is ignored", controller=name, reason=why)
         manager = await new_manager(COMPONENT, options, lease_name=args.leader_elect_resource_name,
                                     master=args.master, cache_sync_timeout=args.cluster_cache_sync_timeout)
-        ctx = Context(args, rate_limiter_options(args))
+        ctx = Context(args, rate_limiter_options(args), kinds)
         for entry in selected:
             entry.setup(manager, ctx)
         log.info("controllers enabled", controllers=[c.name for c in selected])

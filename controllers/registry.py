@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from controller_manager.manager import Manager
 from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.rbac import PolicyRule
+from estimator.kinds import WorkloadKinds
 
 # Every controller name Karmada's controller-manager knows: naming one of these that we do not
 # implement is not an error (the same flags work for both), only a warning.
@@ -27,6 +28,8 @@ class Context:
 
     args: argparse.Namespace
     rate_limiter: RateLimiterOptions
+    workload_kinds: WorkloadKinds
+    """The kinds of ``--unschedulable-pod-selectors``, read and checked once by ``main`` before anything starts."""
 
 
 Setup = Callable[[Manager, Context], None]

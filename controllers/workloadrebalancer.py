@@ -369,11 +369,6 @@ def summary_message(what: str, described: list[str]) -> str:
     return f"{what} for {len(described)} workload(s): {shown}{more}"
 
 
-def triggered_message(described: list[str]) -> str:
-    """The Event of the workloads a reconcile triggered (:func:`summary_message`)."""
-    return summary_message("rescheduling triggered", described)
-
-
 async def _run_all(workloads: list[Workload], action: Callable[[Workload], Awaitable[T]]) -> list[T | Exception]:
     """``action`` for each workload, concurrently; what each returned or raised.
 

@@ -154,12 +154,9 @@ class CoolDown:
             return None
         return held
 
-    def allows(self, binding_key: str, cluster: str) -> bool:
-        """True when ``cluster`` of ``binding_key`` may be descheduled now (by any number of replicas)."""
-        return self.allowance(binding_key, cluster) != 0
-
     def remaining(self, binding_key: str, cluster: str) -> float:
-        """Seconds until ``allows`` turns true again (0 when it already is); for log lines."""
+        """Seconds until the cool-down of ``cluster`` of ``binding_key`` ends (0 when it is not cooling down);
+        for log lines."""
         entry = self._last.get((binding_key, cluster))
         if self.seconds <= 0 or entry is None:
             return 0.0

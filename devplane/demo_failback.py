@@ -33,7 +33,16 @@ from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
 from sharedcli.flagtypes import format_duration
 
-from .demo_session import STEP_TIMEOUT, Session, StepFailed, document, eventually, hold, no_eviction_tasks
+from .demo_session import (
+    STEP_TIMEOUT,
+    Session,
+    StepFailed,
+    distribution_is,
+    document,
+    eventually,
+    hold,
+    no_eviction_tasks,
+)
 
 WINDOW_SECONDS = 10.0
 MAX_CONCURRENT = 2
@@ -95,7 +104,7 @@ async def play_failback(s: Session) -> None:
                               "step 1: foo runs 2 replicas in member1, 1 in member2")
     for name in WEB:
         await eventually(f"step 1: {name} is scheduled 1:1 on member1 and member2",
-                         partial(_assigned_is, s, name, {"member1": 1, "member2": 1}))
+                         partial(distribution_is, s, name, {"member1": 1, "member2": 1}))
     await s.karmadactl_get_deploy("foo")
 
     s.say.title(f"Step 2: add a NoExecute taint to {CLUSTER} to mock cluster failover")
@@ -193,12 +202,6 @@ async def _paused_naming(s: Session, names: tuple[str, ...]) -> bool:
     """The Cluster's FailbackPaused events (the pause, and "still paused" as more get stuck) name ``names``."""
     text = " ".join(e.get("message", "") for e in await _cluster_events(s, EVENT_PAUSED))
     return all(f"Deployment/default/{name}:" in text for name in names)
-
-
-async def _assigned_is(s: Session, name: str, want: dict[str, int]) -> bool:
-    binding = await s.host_client.get_or_none(RESOURCE_BINDINGS, f"{name}-deployment", "default")
-    clusters = {c["name"]: int(c.get("replicas") or 0) for c in objects.spec(binding or {}).get("clusters") or []}
-    return clusters == want
 
 
 async def _record_is(s: Session, name: str, want: str | None) -> bool:

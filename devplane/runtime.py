@@ -3,7 +3,7 @@
 The number in a resourceVersion: the dev API server writes integers, so two copies of an object
 compare (kube's resourceVersions are opaque to real clients; reading one's own writes is the runtime's
 ``controller_manager.mutationcache``). The text of an error as Go's controllers print it in conditions
-and events (several: ``devplane.apiserver.errors.aggregate_messages``).
+and events (several: ``kube_api.validation.aggregate_messages``).
 """
 
 from __future__ import annotations

@@ -72,7 +72,8 @@ class EstimatorClient:
         (:class:`~estimator.kinds.WorkloadKinds`): a Deployment's newest ReplicaSet's (as Karmada), a
         StatefulSet's or ReplicaSet's own, an operator-declared kind's by its Pod selector. A cluster
         missing from the answer could not be judged (member unknown or not synced, workload not in it);
-        a kind that is not supported answers ``{}`` (see :meth:`unsupported_reason`).
+        a kind that is not supported answers ``{}`` (and logs
+        :meth:`~estimator.kinds.WorkloadKinds.unsupported_reason`).
         """
         namespace, name = str(resource.get("namespace") or ""), str(resource.get("name") or "")
         workload_kind = self.kinds.lookup(resource)
@@ -89,10 +90,6 @@ class EstimatorClient:
             return count(member, namespace, name, threshold, now)
 
         return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, workload_kind.need, estimate)
-
-    def unsupported_reason(self, resource: Obj) -> str | None:
-        """Why :meth:`unschedulable_replicas` cannot judge this workload's kind; None when it can."""
-        return self.kinds.unsupported_reason(resource)
 
     async def max_available_replicas(self, clusters: list[str],
                                      requirements: Obj | None) -> dict[str, int]:

@@ -22,31 +22,12 @@ from .podselectors import BUILTIN_KINDS
 
 log = structlog.get_logger(__name__)
 
-_DEPLOYMENT_GVK = ("apps/v1", "Deployment")
-
-
-def is_deployment(resource_ref: Any) -> bool:
-    """``spec.resource`` is exactly ``apps/v1`` ``Deployment`` (case-sensitive, like Go's GVK equality)."""
-    return _gvk(resource_ref) == _DEPLOYMENT_GVK
-
 
 def _gvk(resource_ref: Any) -> tuple[Any, Any] | None:
+    """``spec.resource``'s (apiVersion, kind), compared case-sensitively as Go compares GVKs."""
     if not isinstance(resource_ref, dict):
         return None
     return (resource_ref.get("apiVersion"), resource_ref.get("kind"))
-
-
-def placement_of(binding: Obj) -> dict[str, Any] | None:
-    """The placement of the binding's last successful schedule (the applied-placement annotation).
-
-    The descheduler must judge the placement the current ``spec.clusters`` was computed with,
-    not the policy's latest one. None when the annotation is missing or not a placement (the
-    binding is skipped); JSON ``null`` yields ``{}`` (the zero placement, i.e. Duplicated).
-    """
-    try:
-        return applied_placement(binding)
-    except PlacementError:
-        return None
 
 
 def filter_bindings(bindings: Iterable[Obj], gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> list[Obj]:

@@ -255,15 +255,19 @@ def _omit_zero(value: Any) -> Any:
     """A JSON value with zero-valued object fields dropped, so that "absent" equals "zero" as Go's
     decoding into structs makes them (``reflect.DeepEqual`` on decoded placements)."""
     if isinstance(value, Mapping):
-        result = {}
-        for key, item in value.items():
-            normalized = _omit_zero(item)
-            if normalized not in (None, "", 0, False, {}, []):
-                result[key] = normalized
-        return result
+        return _without_zeros(_fields_omit_zero(value))
     if isinstance(value, list):
         return [_omit_zero(item) for item in value]
     return value
+
+
+def _fields_omit_zero(value: Mapping[str, Any]) -> dict[str, Any]:
+    """Each field of an object through :func:`_omit_zero`, the zero-valued fields themselves kept."""
+    return {key: _omit_zero(item) for key, item in value.items()}
+
+
+def _without_zeros(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: item for key, item in fields.items() if item not in (None, "", 0, False, {}, [])}
 
 
 def _term(terms: Sequence[Obj] | None, name: str) -> Obj | None:
@@ -294,10 +298,11 @@ def placement_changed(placement: Obj, applied_text: str, observed_affinity_name:
         applied = parse_placement(applied_text)
     except PlacementError:
         return False
-    if _omit_zero(dict(placement)) == _omit_zero(applied):
+    current, last = _fields_omit_zero(placement), _fields_omit_zero(applied)  # each side normalized once
+    if _without_zeros(current) == _without_zeros(last):
         return False
     for key in ("clusterAffinity", "clusterTolerations", "spreadConstraints", "replicaScheduling"):
-        if _omit_zero(placement.get(key)) != _omit_zero(applied.get(key)):
+        if current.get(key) != last.get(key):
             return True
     return cluster_affinities_changed(placement.get("clusterAffinities"), applied.get("clusterAffinities"),
                                       observed_affinity_name)

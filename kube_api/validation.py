@@ -3,13 +3,16 @@
 ``k8s.io/apimachinery/pkg/util/validation``: each ``is_*`` returns the messages explaining why a value
 is invalid (``[]`` when it is valid), word for word, because clients match on them (the dev plane's
 API server answers with them); product code that only needs a yes/no tests for an empty list.
-``strconv.ParseInt`` is here too: label selectors' ``Gt``/``Lt`` values must parse as int64.
+``strconv.ParseInt`` is here too: label selectors' ``Gt``/``Lt`` values must parse as int64. So is how
+apimachinery prints a bad value (Go's ``%q``, ``field.Invalid``'s body) and joins several errors
+(``utilerrors.NewAggregate``), which label selectors' messages and the dev plane's API server share.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from typing import Any, Final
 
 # --- regex fragments, verbatim from apimachinery (they are quoted inside the messages) ---------
 
@@ -149,3 +152,68 @@ def parse_int64(s: str) -> int | None:
     except ValueError:  # absurdly long digit strings
         return None
     return n if _INT64_MIN <= n <= _INT64_MAX else None
+
+
+# --- how apimachinery prints errors ------------------------------------------------------------
+
+_GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    "\\": "\\\\",
+    '"': '\\"',
+}
+
+
+def go_quote(value: str) -> str:
+    """Render ``value`` like Go's ``%q`` (strconv.Quote), which kube uses for bad values."""
+    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+        return '"' + value + '"'
+    out = ['"']
+    for ch in value:
+        esc = _GO_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            code = ord(ch)
+            if code < 0x80:
+                out.append(f"\\x{code:02x}")
+            elif code <= 0xFFFF:
+                out.append(f"\\u{code:04x}")
+            else:
+                out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _render_value(value: Any) -> str:
+    """The bad value as ``field.Error.ErrorBody`` prints it: %q strings, %v scalars, JSON else."""
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if value is None:
+        return "null"
+    try:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def invalid_message(value: Any, detail: str) -> str:
+    """``Invalid value: <value>: <detail>``, the body of a ``FieldValueInvalid`` cause."""
+    return f"Invalid value: {_render_value(value)}: {detail}"
+
+
+def aggregate_messages(messages: list[str]) -> str:
+    """apimachinery's utilerrors.NewAggregate(...).Error(): one message bare, several deduplicated in ``[...]``."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"

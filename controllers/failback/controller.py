@@ -147,7 +147,9 @@ class ClusterFailback:
                  rebalancers: Indexer | None = None) -> None:
         self.client = client
         self.clusters = clusters
-        self.binding_stores = ((RB_KIND, bindings), (CRB_KIND, cluster_bindings))
+        self.binding_stores: dict[BindingKind, MutationCache] = {RB_KIND: bindings, CRB_KIND: cluster_bindings}
+        self.binding_kinds = {kind.resource.key: kind for kind in self.binding_stores}
+        """binding resource → its kind (the resource is how :attr:`marked` names a binding's kind)."""
         self.events = events
         self.options = options
         self.templates = templates
@@ -173,23 +175,23 @@ class ClusterFailback:
     def _record_keys(self, cluster: str) -> list[tuple[BindingKind, str]]:
         """The bindings whose record names the cluster (per the index: it may be behind our own writes), in
         the order fail-back takes them: by namespace and name. Keys only: a reconcile loads what it needs."""
-        found = [(kind, key) for kind, store in self.binding_stores
+        found = [(kind, key) for kind, store in self.binding_stores.items()
                  for key in store.store.index_keys(RECORD_INDEX, cluster)]
         return sorted(found, key=lambda entry: (entry[1], entry[0].resource.key))
 
     def _load(self, kind: BindingKind, key: str, cluster: str) -> Obj | None:
         """The binding, our own writes included, if its record still names the cluster."""
-        binding = dict(self.binding_stores)[kind].get(key)
+        binding = self.binding_stores[kind].get(key)
         return binding if binding is not None and cluster in recovery.recorded_clusters(binding) else None
 
     def _in_flight(self, cluster: str) -> list[tuple[BindingKind, Obj, datetime]]:
         """The bindings being failed back to the cluster, and since when, by workload."""
         found: dict[tuple[str, str], tuple[BindingKind, Obj, datetime]] = {}
         marked = self.marked.get(cluster, set())
-        candidates = [(kind, objects.key(b)) for kind, store in self.binding_stores
+        candidates = [(kind, objects.key(b)) for kind, store in self.binding_stores.items()
                       for b in store.by_index(FLIGHT_INDEX, cluster)]
-        kinds = {kind.resource.key: kind for kind, _ in self.binding_stores}
-        candidates += [(kinds[resource], key) for resource, key in marked]  # our marks the index may not show yet
+        # our marks the index may not show yet
+        candidates += [(self.binding_kinds[resource], key) for resource, key in marked]
         for kind, key in candidates:
             binding = self._load(kind, key, cluster)
             started = progress.failing_back(binding).get(cluster) if binding is not None else None
@@ -421,7 +423,7 @@ class ClusterFailback:
         written = await rewrite(self.client, kind, objects.namespace(binding), objects.name(binding), change,
                                  cached=binding)
         if written is not None:
-            dict(self.binding_stores)[kind].mutated(written)
+            self.binding_stores[kind].mutated(written)
             for cluster in progress.failing_back(written):
                 self.marked.setdefault(cluster, set()).add((kind.resource.key, objects.key(written)))
         return written

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller_manager import objects
+from kube_api.validation import aggregate_messages
 
 from . import errors
 from .auth import RequestGuard
@@ -104,7 +105,7 @@ def rules_for(authorizer: RBACAuthorizer, user: UserInfo, namespace: str) -> dic
     status: dict[str, Any] = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
                               "incomplete": False}
     if missing:
-        status["evaluationError"] = errors.aggregate_messages(missing)
+        status["evaluationError"] = aggregate_messages(missing)
     return status
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 from kube_api.timeutil import format_time
 
@@ -45,42 +45,6 @@ def now_rfc3339(offset_seconds: float = 0) -> str:
 
 
 # ---- Go formatting: kube prints bad values with Go verbs; these render them the same way.
-
-_GO_ESCAPES: Final = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    "\\": "\\\\",
-    '"': '\\"',
-}
-
-
-def go_quote(value: str) -> str:
-    """Render ``value`` like Go's ``%q`` (strconv.Quote), which kube uses for bad values."""
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return '"' + value + '"'
-    out = ['"']
-    for ch in value:
-        esc = _GO_ESCAPES.get(ch)
-        if esc is not None:
-            out.append(esc)
-        elif ch.isprintable():
-            out.append(ch)
-        else:
-            code = ord(ch)
-            if code < 0x80:
-                out.append(f"\\x{code:02x}")
-            elif code <= 0xFFFF:
-                out.append(f"\\u{code:04x}")
-            else:
-                out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
 
 def go_json_type_name(value: Any) -> str:
     """The JSON type name Go's ``encoding/json`` uses in its unmarshal errors."""

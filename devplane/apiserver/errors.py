@@ -169,8 +169,3 @@ def too_large() -> StatusError:
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", message)
 
-
-def aggregate_messages(messages: list[str]) -> str:
-    """apimachinery's utilerrors.NewAggregate(...).Error(): one message bare, several deduplicated in ``[...]``."""
-    unique = list(dict.fromkeys(messages))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"

@@ -9,10 +9,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from controller_manager import objects
+from kube_api.selectors import LabelSelector
 
 from . import errors
 from .resources import ResourceType
-from .selectors import FieldSelector, LabelSelector, field_values
+from .selectors import FieldSelector, field_values
 from .store import FieldChecks
 from .watch import Stored
 
@@ -45,7 +46,10 @@ def field_checks(request: web.Request) -> FieldChecks:
 
 def query_selectors(request: web.Request, rtype: ResourceType) -> tuple[LabelSelector, FieldSelector]:
     """``labelSelector`` and ``fieldSelector``, parsed (a 400 when malformed or on an unsupported field)."""
-    labels = LabelSelector.parse(request.query.get("labelSelector", ""))
+    try:
+        labels = LabelSelector.parse(request.query.get("labelSelector", ""))
+    except ValueError as exc:
+        raise errors.bad_request(str(exc)) from None
     fields = FieldSelector.parse(request.query.get("fieldSelector", ""), rtype.field_selectors,
                                  builtin=rtype.builtin)
     return labels, fields

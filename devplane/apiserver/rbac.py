@@ -19,9 +19,9 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from kube_api.validation import aggregate_messages
 
 from .authn import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, MASTERS
-from .errors import aggregate_messages
 from .resources import ResourceType
 from .store import Store
 from .watch import Stored

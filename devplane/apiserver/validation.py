@@ -2,19 +2,18 @@
 
 Clients (kubectl, client-go, the Karmada controllers' tests) match on these messages, so the
 quirks below are copied from ``pkg/api/validation/objectmeta.go`` rather than paraphrased; the
-name and label rules with their messages (``k8s.io/apimachinery/pkg/util/validation``) are the
-product's own, :mod:`kube_api.validation`. Every function returns the messages *without* a field
-prefix; callers attach ``Cause.field`` and the server formats ``field: message``.
+name and label rules with their messages (``k8s.io/apimachinery/pkg/util/validation``), and how a
+bad value is printed (``invalid_message``, ``go_quote``), are the product's own,
+:mod:`kube_api.validation`. Every function returns the messages *without* a field prefix; callers
+attach ``Cause.field`` and the server formats ``field: message``.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping
 from typing import Any, Final
 
-from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
 from kube_api.validation import (
     DNS1123_LABEL_FMT,
@@ -22,6 +21,8 @@ from kube_api.validation import (
     LABEL_VALUE_FMT,
     QUALIFIED_NAME_FMT,
     byte_len,
+    go_quote,
+    invalid_message,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_qualified_name,
@@ -58,30 +59,6 @@ _SUFFIX_LENGTH: Final = 5
 _MAX_GENERATED_BASE: Final = 63 - _SUFFIX_LENGTH
 
 NAME_RULES: Final = ("subdomain", "label", "path-segment")
-
-
-# --- Go formatting helpers -------------------------------------------------------------------
-
-
-def _render_value(value: Any) -> str:
-    """The bad value as ``field.Error.ErrorBody`` prints it: %q strings, %v scalars, JSON else."""
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if value is None:
-        return "null"
-    try:
-        return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def invalid_message(value: Any, detail: str) -> str:
-    """``Invalid value: <value>: <detail>``, the body of a ``FieldValueInvalid`` cause."""
-    return f"Invalid value: {_render_value(value)}: {detail}"
 
 
 def _invalid(field: str, value: Any, detail: str) -> Cause:

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager import objects
+from kube_api.selectors import LabelSelector
 
 from .codec import encode_json
 from .errors import expired
-from .selectors import FieldSelector, LabelSelector, field_values
+from .selectors import FieldSelector, field_values
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,8 +40,8 @@ from controller_manager.reconcile import Request, Result
 from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER
 from karmada_api.names import cluster_of_execution_space
 from karmada_api.resources import WORKS
+from kube_api.validation import aggregate_messages
 
-from ..apiserver.errors import aggregate_messages
 from ..runtime import error_text
 from .memberobjects import (
     APPLIED_MESSAGE,

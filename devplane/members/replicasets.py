@@ -81,6 +81,19 @@ def is_pod_available(pod: Obj, min_ready_seconds: int, moment: datetime) -> bool
     return ready is not None and ready + timedelta(seconds=min_ready_seconds) < moment
 
 
+def count_available(ready_pods: Iterable[Obj], min_ready_seconds: int, moment: datetime) -> tuple[int, float]:
+    """(how many of the ready pods are available, seconds until the next of the others becomes available or 0):
+    the owner's status is written again then (a second late, so that the pod is available by then)."""
+    available, wait = 0, 0.0
+    for pod in ready_pods:
+        if is_pod_available(pod, min_ready_seconds, moment):
+            available += 1
+        elif (since := pod_ready_time(pod)) is not None:
+            remaining = (since + timedelta(seconds=min_ready_seconds) - moment).total_seconds() + 1
+            wait = remaining if not wait else min(wait, remaining)
+    return available, max(wait, 0.0)
+
+
 # ----------------------------------------------------------------------------- scale-down order
 
 
@@ -179,24 +192,18 @@ def replica_set_status(rs: Obj, pods: Iterable[Obj],
     spec = objects.spec(rs)
     min_ready = int(spec.get("minReadySeconds") or 0)
     template_labels = objects.labels(spec.get("template") or {})
-    replicas = fully_labeled = ready = available = 0
-    wait = 0.0
+    replicas = fully_labeled = 0
+    ready_pods = []
     for pod in pods:
         replicas += 1
         labels = objects.labels(pod)
         if all(labels.get(k) == v for k, v in template_labels.items()):
             fully_labeled += 1
         if is_pod_ready(pod):
-            ready += 1
-            if is_pod_available(pod, min_ready, moment):
-                available += 1
-            else:
-                since = pod_ready_time(pod)
-                if since is not None:
-                    remaining = (since + timedelta(seconds=min_ready) - moment).total_seconds() + 1
-                    wait = remaining if not wait else min(wait, remaining)
+            ready_pods.append(pod)
+    available, wait = count_available(ready_pods, min_ready, moment)
     status: dict[str, Any] = {"replicas": replicas}
-    for name, count in (("fullyLabeledReplicas", fully_labeled), ("readyReplicas", ready),
+    for name, count in (("fullyLabeledReplicas", fully_labeled), ("readyReplicas", len(ready_pods)),
                         ("availableReplicas", available)):
         if count:
             status[name] = count
@@ -206,7 +213,7 @@ def replica_set_status(rs: Obj, pods: Iterable[Obj],
     conditions = objects.status(rs).get("conditions")
     if conditions:
         status["conditions"] = copy.deepcopy(conditions)
-    return status, max(wait, 0.0)
+    return status, wait
 
 
 def new_pod(rs: Obj) -> dict[str, Any]:

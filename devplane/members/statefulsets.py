@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from controller_manager import objects
@@ -49,7 +49,7 @@ from kube_api.resources import PODS, STATEFUL_SETS
 
 from .hashing import pod_template_hash
 from .podowner import BURST_REPLICAS, PodOwnerReconciler, raise_first, register_pod_owner
-from .replicasets import is_pod_available, is_pod_ready, pod_ready_time
+from .replicasets import count_available, is_pod_ready
 
 COMPONENT = "statefulset-controller"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -184,20 +184,17 @@ def stateful_set_status(sts: Obj, pods: list[Obj], moment: datetime) -> tuple[di
     current_revision = str(old.get("currentRevision") or updated_revision)
     counts = dict.fromkeys(("replicas", "readyReplicas", "currentReplicas", "updatedReplicas",
                             "availableReplicas"), 0)
-    wait = 0.0
+    ready_pods = []
     for pod in pods:
         created = bool(objects.status(pod).get("phase"))
         counts["replicas"] += created
         if is_running_and_ready(pod):
-            counts["readyReplicas"] += 1
-            if is_pod_available(pod, min_ready, moment):
-                counts["availableReplicas"] += 1
-            elif (since := pod_ready_time(pod)) is not None:
-                remaining = (since + timedelta(seconds=min_ready) - moment).total_seconds() + 1
-                wait = remaining if not wait else min(wait, remaining)
+            ready_pods.append(pod)
         if created and not objects.is_deleting(pod):
             counts["currentReplicas"] += pod_revision(pod) == current_revision
             counts["updatedReplicas"] += pod_revision(pod) == updated_revision
+    counts["readyReplicas"] = len(ready_pods)
+    counts["availableReplicas"], wait = count_available(ready_pods, min_ready, moment)
     rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
     if rolling and counts["updatedReplicas"] == counts["replicas"] == counts["readyReplicas"]:
         current_revision = updated_revision  # every pod updated and ready: the update is complete
@@ -214,7 +211,7 @@ def stateful_set_status(sts: Obj, pods: list[Obj], moment: datetime) -> tuple[di
     status["collisionCount"] = int(old.get("collisionCount") or 0)
     if old.get("conditions"):
         status["conditions"] = copy.deepcopy(old["conditions"])
-    return status, max(wait, 0.0)
+    return status, wait
 
 
 # ----------------------------------------------------------------------------- reconciler

@@ -22,7 +22,7 @@ from controller_manager.client import KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
-from controllers.workloadrebalancer import trigger_time, triggered_message
+from controllers.workloadrebalancer import summary_message, trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from kube_api.timeutil import format_time, now, parse_time
@@ -221,10 +221,10 @@ async def test_workload_results_are_events_in_status_order(manager: Manager, htt
 
 def test_a_triggered_event_names_the_first_ten_workloads() -> None:
     described = [f"apps/v1 Deployment default/w{k:02d}" for k in range(12)]
-    message = triggered_message(described)
+    message = summary_message("rescheduling triggered", described)
     assert message.startswith("rescheduling triggered for 12 workload(s): apps/v1 Deployment default/w00, ")
     assert message.endswith("apps/v1 Deployment default/w09, and 2 more")
-    one = triggered_message(described[:1])
+    one = summary_message("rescheduling triggered", described[:1])
     assert one == "rescheduling triggered for 1 workload(s): apps/v1 Deployment default/w00"
 
 

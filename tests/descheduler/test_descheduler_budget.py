@@ -107,7 +107,7 @@ def test_the_cool_down_lets_the_held_back_replicas_through_and_no_more() -> None
     first = planned([("m1", 10)], {"m1": 0}, {"m1": 8}, Budget(cycle=3), cool_down)
     assert (first.total, first.held_by_cluster) == (3, {"m1": 5})
     cool_down.record_plan(key, first)
-    assert cool_down.allowance(key, "m1") == 5 and cool_down.allows(key, "m1")
+    assert cool_down.allowance(key, "m1") == 5
 
     # next cycle, stale member data: still 8 unschedulable of the 7 now assigned -> inconsistent, left alone
     clock.now += 120
@@ -123,7 +123,7 @@ def test_the_cool_down_lets_the_held_back_replicas_through_and_no_more() -> None
     assert (third.total, third.held_back) == (2, {})
     cool_down.record_plan(key, third)
     # all taken: the ordinary cool-down again, until it expires
-    assert not cool_down.allows(key, "m1")
+    assert cool_down.allowance(key, "m1") == 0
     assert planned([("m1", 2)], {"m1": 0}, {"m1": 2}, None, cool_down) is None
     clock.now += 240
     assert cool_down.allowance(key, "m1") is None

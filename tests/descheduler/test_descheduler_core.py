@@ -18,11 +18,10 @@ from descheduler.core import (
     rows_for,
     undesired,
 )
-from estimator.eligibility import filter_bindings, is_deployment, partition_bindings, placement_of
+from estimator.eligibility import filter_bindings, partition_bindings
 from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.bindings import ready_replicas
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
-from karmada_api.placement import is_dynamic_divided
 from kube_api.limits import MAX_INT32
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"}
@@ -183,7 +182,10 @@ def test_plan_rejects_rows_of_another_binding() -> None:
     (None, False),
 ])
 def test_validate_gvk(ref: Any, expected: bool) -> None:
-    assert is_deployment(ref) is expected
+    """Karmada's filter keeps exactly ``apps/v1`` ``Deployment`` (case-sensitive, like Go's GVK equality)."""
+    binding = make_binding(annotation=json.dumps(DYNAMIC))
+    binding["spec"]["resource"] = ref
+    assert filter_bindings([binding], {("apps/v1", "Deployment")}) == ([binding] if expected else [])
 
 
 @pytest.mark.parametrize(("annotation", "expected"), [
@@ -203,15 +205,9 @@ def test_validate_gvk(ref: Any, expected: bool) -> None:
         "invalid json", "unknown field only", "null", "not an object", "divided without preference",
         "empty dynamicWeight"])
 def test_validate_placement(annotation: str | None, expected: bool) -> None:
-    assert is_dynamic_divided(placement_of(make_binding(annotation=annotation))) is expected
-
-
-def test_placement_of() -> None:
-    assert placement_of(make_binding(annotation=json.dumps(AGGREGATED))) == AGGREGATED
-    assert placement_of(make_binding()) is None
-    assert placement_of(make_binding(annotation="{")) is None
-    assert placement_of(make_binding(annotation="null")) == {}
-    assert is_dynamic_divided({}) is False  # empty placement = Duplicated
+    """The applied placement judged (not the policy's latest); null is the zero placement, i.e. Duplicated."""
+    binding = make_binding(annotation=annotation)
+    assert filter_bindings([binding]) == ([binding] if expected else [])
 
 
 def _named(annotation: str | None, name: str, resource: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -351,9 +347,9 @@ async def test_cool_down_suppresses_second_deschedule_and_allows_after_window() 
     first, p = await run_worker(binding, {"m1": 2}, cool_down)
     assert p is not None and clusters_of(first) == [("m1", 3), ("m2", 10)]
     cool_down.record_plan(key, p)
-    assert not cool_down.allows(key, "m1")
-    assert cool_down.allows(key, "m2")
-    assert cool_down.allows("default/other", "m1")
+    assert cool_down.allowance(key, "m1") == 0  # cooling down, nothing held back
+    assert cool_down.allowance(key, "m2") is None
+    assert cool_down.allowance("default/other", "m1") is None
 
     # next cycle: m1 still reports unschedulable replicas (stale), m2 now does too
     clock.now += 120
@@ -379,7 +375,7 @@ def test_cool_down_disabled_and_pruned() -> None:
     clock = FakeClock()
     off = CoolDown(0, clock)
     off.record("ns/a", "m1")
-    assert off.allows("ns/a", "m1") and len(off) == 0
+    assert off.allowance("ns/a", "m1") is None and len(off) == 0
 
     cool_down = CoolDown(10, clock)
     cool_down.record("ns/a", "m1")
@@ -388,7 +384,7 @@ def test_cool_down_disabled_and_pruned() -> None:
     cool_down.record("ns/c", "m1")  # expired entries are dropped on the way
     assert len(cool_down) == 1
     cool_down.forget("ns/c")
-    assert len(cool_down) == 0 and cool_down.allows("ns/c", "m1")
+    assert len(cool_down) == 0 and cool_down.allowance("ns/c", "m1") is None
 
 
 def test_default_cool_down_is_two_intervals() -> None:

@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
-from devplane.apiserver.codec import go_quote
 from devplane.apiserver.schema.formats import FORMAT_CHECKERS, SUPPORTED_FORMATS
 from devplane.apiserver.schema.patterns import compile_pattern
 from devplane.apiserver.schema.render import go_json
+from kube_api.validation import go_quote
 
 # The root keys the server handles itself: never defaulted, pruned or validated by the schema.
 META_KEYS: Final = frozenset({"apiVersion", "kind", "metadata"})

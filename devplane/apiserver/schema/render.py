@@ -14,8 +14,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, Final
 
-from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
+from kube_api.validation import go_quote
 
 INVALID: Final = "FieldValueInvalid"
 REQUIRED: Final = "FieldValueRequired"

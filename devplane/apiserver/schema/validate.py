@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from devplane.apiserver.codec import go_quote
 from devplane.apiserver.errors import Cause
 from devplane.apiserver.schema.compile import META_KEYS, Node
 from devplane.apiserver.schema.render import (
@@ -26,6 +25,7 @@ from devplane.apiserver.schema.render import (
     type_cause,
 )
 from devplane.apiserver.schema.values import JSON_TYPES, canon, is_json_integer, json_equal, json_type
+from kube_api.validation import go_quote
 
 
 def validate_value(node: Node, value: Any, path: str, errs: list[Cause]) -> None:

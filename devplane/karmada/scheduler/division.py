@@ -35,8 +35,8 @@ from karmada_api.placement import (
 )
 from karmada_api.shapes import BindingSpec
 from kube_api.limits import MAX_INT32
+from kube_api.validation import aggregate_messages
 
-from ...apiserver.errors import aggregate_messages
 from ...runtime import error_text
 
 Assignment = list[tuple[str, int]]

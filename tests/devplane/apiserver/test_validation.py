@@ -10,7 +10,6 @@ from devplane.apiserver.errors import Cause, invalid
 from devplane.apiserver.validation import (
     generate_name,
     generate_name_suffix,
-    go_quote,
     validate_name,
     validate_object_meta,
 )
@@ -235,9 +234,3 @@ def test_generate_name_truncates_base() -> None:
     assert name.startswith("x" * 58)
     assert generate_name("web-")[:4] == "web-"
 
-
-def test_go_quote() -> None:
-    assert go_quote("plain") == '"plain"'
-    assert go_quote('a"b\\c') == '"a\\"b\\\\c"'
-    assert go_quote("tab\there\n") == '"tab\\there\\n"'
-    assert go_quote("\x01é") == '"\\x01é"'
