@@ -17,7 +17,9 @@ the earlier tests' leftovers are back within some ten seconds of the taint's rem
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +40,7 @@ from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS
 from tests.conftest import eventually
-from tests.realplane.conftest import Ours
+from tests.realplane.conftest import Ours, Program
 from tests.realplane.support import (
     STATIC_HALVES,
     assigned,
@@ -159,76 +161,135 @@ async def test_a_recovered_cluster_gets_its_workloads_back_a_few_at_a_time(ours:
                 await delete_quietly(karmada, DEPLOYMENTS, name, ns)
 
 
-PAUSE_LEASE = "rp-failback-paused"
-STUCK = ["stuck-1", "stuck-2"]
-PROGRESS_DEADLINE = 5  # seconds
-QUIET_WHILE_PAUSED = 5.0  # seconds watched for a batch that must not start
+TWO = ["first", "second"]
+ONE_AT_A_TIME = ["--controllers=clusterFailback", "--failback-stabilization-window=3s", "--failback-rebalancer-ttl=0s",
+                 "--failback-max-concurrent=1", "-v", "4"]
+QUIET = 5.0  # seconds watched for a batch that must not start
+
+
+@dataclass
+class OneAtATime:
+    """Two workloads (``first``, ``second``: 2 replicas each, static halves) in a fresh namespace, fail-back one at
+    a time by ``program``, and what the watches saw of their bindings and fail-back rebalancers."""
+
+    ours: Ours
+    karmada: KubeClient
+    program: Program
+    ns: str = ""
+    flights: Flights = field(default_factory=Flights)
+    batches: Batches = field(default_factory=Batches)
+
+    def key(self, name: str) -> str:
+        return f"{self.ns}/{name}-deployment"
+
+    async def not_started_for_a_while(self, name: str) -> None:
+        """``name`` not put in flight while watched for :data:`QUIET` seconds."""
+        with anyio.move_on_after(QUIET):
+            await eventually(lambda: self.key(name) in self.flights.started, timeout=QUIET + 1)
+        assert self.key(name) not in self.flights.started, self.flights
+
+    async def failed_back(self, name: str) -> None:
+        await eventually(lambda: _failed_back(self.karmada, self.ns, name), timeout=FAILED_BACK, interval=0.5)
+
+    @contextlib.asynccontextmanager
+    async def recovering_unhealthy(self) -> AsyncIterator[None]:
+        """The taint removed with the readiness faker paused: what fails back to member1 does not get healthy
+        until the faker runs again, when the block leaves."""
+        async with faker_paused(self.ours.plane):
+            await set_taint(self.karmada, CLUSTER, [])
+            yield
+
+
+@contextlib.asynccontextmanager
+async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) -> AsyncIterator[OneAtATime]:
+    """:class:`OneAtATime` led by a fail-back controller-manager of its own (``lease``, ``flags``), evicted from
+    member1 by a NoExecute taint, the eviction over (member2's replicas healthy). The watches run until the block
+    leaves; then everything is taken away (the taint too); on failure the controller-manager's log is shown."""
+    program = ours.launch("controller_manager", f"{lease}-controller-manager", *ONE_AT_A_TIME,
+                          f"--leader-elect-resource-name={lease}", *flags)
+    scene = OneAtATime(ours, karmada, program)
+    try:
+        await eventually(lambda: anyio.to_thread.run_sync(program.leads, lease), timeout=30, interval=0.25)
+        scene.ns = await fresh_namespace(karmada, lease)
+        await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), scene.ns)
+        for name in TWO:
+            await karmada.create(DEPLOYMENTS, deployment(name, 2), scene.ns)
+        for name in TWO:
+            await wait_assigned(karmada, scene.ns, name, lambda a: a == HALVES)
+        async with watching(karmada, RESOURCE_BINDINGS, scene.flights.see), \
+                watching(karmada, WORKLOAD_REBALANCERS, scene.batches.see,
+                         label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
+            await set_taint(karmada, CLUSTER, [{"key": lease, "effect": "NoExecute"}])
+            for name in TWO:
+                await eventually(lambda n=name: _evicted(karmada, scene.ns, n, settled=True), timeout=60,
+                                 interval=0.25)
+            yield scene
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{log_tail(program.log)}") from exc
+    finally:
+        program.stop()
+        await set_taint(karmada, CLUSTER, [])
+        await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: None}}})
+        for name in scene.batches.listed:
+            await delete_quietly(karmada, WORKLOAD_REBALANCERS, name)
+        if scene.ns:
+            for name in TWO:
+                await delete_quietly(karmada, DEPLOYMENTS, name, scene.ns)
 
 
 async def test_a_stuck_batch_pauses_the_fail_back_until_the_operator_resumes_it(ours: Ours,
                                                                                 karmada: KubeClient) -> None:
-    """One workload at a time, the readiness faker paused after the eviction: the first batch never gets healthy on
-    member1, so once the progress deadline has passed the cluster's fail-back pauses (annotation, Warning event)
-    and the second workload waits; the operator's resume (the pause's own time) gives the first up and starts the
-    second, which comes back once the faker runs again."""
-    failback = ours.launch("controller_manager", "failback-paused-controller-manager",
-                           "--controllers=clusterFailback", f"--leader-elect-resource-name={PAUSE_LEASE}",
-                           "--failback-stabilization-window=3s", "--failback-rebalancer-ttl=0s",
-                           "--failback-max-concurrent=1", f"--failback-progress-deadline={PROGRESS_DEADLINE}s",
-                           "-v", "4")
-    ns = ""
-    flights, batches = Flights(), Batches()
-    try:
-        await eventually(lambda: anyio.to_thread.run_sync(failback.leads, PAUSE_LEASE), timeout=30, interval=0.25)
-        ns = await fresh_namespace(karmada, "rp-failback-pause")
-        await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), ns)
-        for name in STUCK:
-            await karmada.create(DEPLOYMENTS, deployment(name, 2), ns)
-        for name in STUCK:
-            await wait_assigned(karmada, ns, name, lambda a: a == HALVES)
-        first, second = (f"{ns}/{name}-deployment" for name in STUCK)
+    """The first batch never gets healthy on member1, so once the progress deadline has passed the cluster's
+    fail-back pauses (annotation, Warning event) and the second workload waits; the operator's resume (the pause's
+    own time) gives the first up and starts the second, which comes back once the faker runs again."""
+    async with evicted_two(ours, karmada, "rp-failback-paused", "--failback-progress-deadline=5s") as scene:
+        async with scene.recovering_unhealthy():
+            cluster = await eventually(lambda: _paused(karmada), timeout=60, interval=0.25)
+            paused_at = objects.annotations(cluster)[PAUSED_ANNOTATION]
+            warning = (await events_of(karmada, cluster, EVENT_PAUSED))[-1]
+            assert warning["type"] == "Warning" and f"{scene.ns}/first" in warning["message"], warning
+            assert scene.flights.started[scene.key("first")] == 1, scene.flights
+            await scene.not_started_for_a_while("second")  # paused: it waits, however long
 
-        async with watching(karmada, RESOURCE_BINDINGS, flights.see), \
-                watching(karmada, WORKLOAD_REBALANCERS, batches.see, label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
-            await set_taint(karmada, CLUSTER, [{"key": "rp-failback-pause", "effect": "NoExecute"}])
-            try:
-                for name in STUCK:  # evicted, and the eviction over (member2's replicas healthy: the faker runs)
-                    await eventually(lambda n=name: _evicted(karmada, ns, n, settled=True), timeout=60, interval=0.25)
-            except BaseException:
-                await set_taint(karmada, CLUSTER, [])
-                raise
-            async with faker_paused(ours.plane):
-                await set_taint(karmada, CLUSTER, [])
-                cluster = await eventually(lambda: _paused(karmada), timeout=60, interval=0.25)
-                paused_at = objects.annotations(cluster)[PAUSED_ANNOTATION]
-                warning = (await events_of(karmada, cluster, EVENT_PAUSED))[-1]
-                assert warning["type"] == "Warning" and f"{ns}/{STUCK[0]}" in warning["message"], warning
-                assert flights.started[first] == 1 and second not in flights.started, flights
-                # paused: the second workload waits, however long (watched for a few seconds)
-                with anyio.move_on_after(QUIET_WHILE_PAUSED):
-                    await eventually(lambda: second in flights.started, timeout=QUIET_WHILE_PAUSED + 1)
-                assert second not in flights.started, flights
-
-                # the operator resumes the pause that began at paused_at: the stuck one is given up
-                await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: paused_at}}})
-                resumed = (await events_of(karmada, cluster, EVENT_RESUMED))[-1]
-                assert f"{ns}/{STUCK[0]}" in resumed["message"], resumed
-            # the faker back: the second batch (started by the resume, or about to) gets healthy
-            await eventually(lambda: _failed_back(karmada, ns, STUCK[1]), timeout=FAILED_BACK, interval=0.5)
-        assert flights.most == 1 and flights.started[second] == 1, flights
+            # the operator resumes the pause that began at paused_at: the stuck one is given up, the next starts
+            await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: paused_at}}})
+            resumed = (await events_of(karmada, cluster, EVENT_RESUMED))[-1]
+            assert f"{scene.ns}/first" in resumed["message"], resumed
+        # the faker back: the second batch gets healthy; the one given up (its record and mark gone) is left as
+        # Karmada's scheduler placed it, and gets healthy too
+        await scene.failed_back("second")
+        await scene.failed_back("first")
+        assert scene.flights.most == 1 and scene.flights.started[scene.key("second")] == 1, scene.flights
         assert PAUSED_ANNOTATION not in objects.annotations(await karmada.get(CLUSTERS, CLUSTER))
-        # the one given up: its record and mark gone, left as Karmada's scheduler placed it (it gets healthy too)
-        await eventually(lambda: _failed_back(karmada, ns, STUCK[0]), timeout=FAILED_BACK, interval=0.5)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{log_tail(failback.log)}") from exc
-    finally:
-        failback.stop()
-        await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: None}}})
-        for name in batches.listed:
-            await delete_quietly(karmada, WORKLOAD_REBALANCERS, name)
-        if ns:
-            for name in STUCK:
-                await delete_quietly(karmada, DEPLOYMENTS, name, ns)
+
+
+async def test_a_fail_back_killed_in_the_middle_goes_on_where_it_stopped(ours: Ours, karmada: KubeClient) -> None:
+    """SIGKILL while the first batch is in flight: the controller-manager started again (as a Pod's container is)
+    finds the in-flight mark, keeps it as the one slot taken rather than starting the second workload, and each
+    workload is failed back exactly once."""
+    lease = "rp-failback-restart"
+    timings = ("--failback-progress-deadline=120s", "--leader-elect-lease-duration=4s",
+               "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s")
+    async with evicted_two(ours, karmada, lease, *timings) as scene:
+        async with scene.recovering_unhealthy():
+            await eventually(lambda: scene.key("first") in scene.flights.now, timeout=60, interval=0.25)
+            killed = scene.program.proc
+            assert killed is not None
+            killed.kill()  # no goodbye: its Lease runs out, its marks stay
+
+            async def successor_leads() -> bool:
+                return scene.program.proc is not killed and await anyio.to_thread.run_sync(scene.program.leads,
+                                                                                           lease)
+
+            await eventually(successor_leads, timeout=60, interval=0.25)
+            await scene.not_started_for_a_while("second")
+        await scene.failed_back("first")
+        await scene.failed_back("second")
+        flights = scene.flights
+        assert flights.most == 1 and flights.started[scene.key("first")] == 1, flights
+        assert flights.started[scene.key("second")] == 1, flights
+        listed = [w for names in scene.batches.listed.values() for w in names]
+        assert sorted(listed) == [f"{scene.ns}/first", f"{scene.ns}/second"], scene.batches  # no batch made twice
 
 
 async def _paused(karmada: KubeClient) -> dict[str, Any] | None:
