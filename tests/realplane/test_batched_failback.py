@@ -292,6 +292,29 @@ async def test_a_fail_back_killed_in_the_middle_goes_on_where_it_stopped(ours: O
         assert sorted(listed) == [f"{scene.ns}/first", f"{scene.ns}/second"], scene.batches  # no batch made twice
 
 
+async def test_a_relapse_stops_the_fail_back_until_the_cluster_recovers_again(ours: Ours,
+                                                                               karmada: KubeClient) -> None:
+    """member1 tainted again while the first batch is in flight: Karmada evicts it again (our recorder makes it
+    pending again) and nothing more starts while the cluster is tainted; once it recovers, both come back after a
+    new window."""
+    async with evicted_two(ours, karmada, "rp-failback-relapse", "--failback-progress-deadline=120s") as scene:
+        async with scene.recovering_unhealthy():
+            await eventually(lambda: scene.key("first") in scene.flights.now, timeout=60, interval=0.25)
+            await set_taint(karmada, CLUSTER, [{"key": "rp-failback-relapse", "effect": "NoExecute"}])
+            await eventually(lambda: _evicted(karmada, scene.ns, "first"), timeout=60, interval=0.25)
+            await scene.not_started_for_a_while("second")
+        # the faker back, the cluster still tainted: the eviction ends (member2's replicas healthy), nothing starts
+        for name in TWO:
+            await eventually(lambda n=name: _evicted(karmada, scene.ns, n, settled=True), timeout=60, interval=0.25)
+        assert scene.key("second") not in scene.flights.started, scene.flights
+        await set_taint(karmada, CLUSTER, [])
+        await scene.failed_back("first")
+        await scene.failed_back("second")
+        flights = scene.flights
+        assert flights.most == 1, flights
+        assert flights.started[scene.key("first")] == 2 and flights.started[scene.key("second")] == 1, flights
+
+
 async def _paused(karmada: KubeClient) -> dict[str, Any] | None:
     cluster = await karmada.get(CLUSTERS, CLUSTER)
     return cluster if PAUSED_ANNOTATION in objects.annotations(cluster) else None
