@@ -189,7 +189,10 @@ class Progress:
 
     async def until(self, check: Any) -> Any:
         await self.observe()
-        return await check()
+        result = await check()
+        if result:  # the check reads after the listing: what made it true may be newer than the last line
+            await self.observe()
+        return result
 
 
 def _flight(annotations: Mapping[str, str]) -> dict[str, str]:

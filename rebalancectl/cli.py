@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -56,7 +57,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
     new = sub.add_parser("create", parents=[connection], help="create WorkloadRebalancers for the selected workloads")
     new.add_argument("name", nargs="?", default=None, type=object_name,
-                     help="the rebalancer's name (default: generateName rebalance-)")
+                     help="the rebalancer's name (default: rebalance- and a random suffix)")
     scope = new.add_mutually_exclusive_group()
     scope.add_argument("-n", "--namespace", default="", help="the namespace (default: the context's, else default)")
     scope.add_argument("-A", "--all-namespaces", action="store_true",
@@ -145,13 +146,14 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
         out.write(render(objs, args.output or "yaml"))
         return 0
     created: list[dict[str, Any]] = []
-    try:
-        await create.create_all(client, objs, created)
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+    try:  # a busy or restarting API server's answers are retried, within --timeout
+        await create.create_all(client, objs, created, until=time.monotonic() + timeout,
+                                bound=f"--timeout {format_duration(timeout)}")
     finally:  # on a failure too: say which rebalancers exist before the error is reported
         if created:
             out.write(render(created, args.output) if args.output else summary(created))
     if args.wait:
-        timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
         finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], timeout)
         out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
     return 0

@@ -3,12 +3,13 @@
 The rebalancers are plain WorkloadRebalancers (``apps.karmada.io/v1alpha1``): whichever rebalancer
 controller runs (Karmada's or this project's) acts on them. More workloads than
 ``--max-per-rebalancer`` are split into several: ``NAME-1``, ``NAME-2``... (or one
-``generateName: rebalance-`` each when no NAME is given).
+``generateName: rebalance-`` each when no NAME is given, whose suffix :mod:`.retry` picks when creating).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +20,9 @@ from controller_manager.objects import Obj
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.rebalancers import chunks, rebalancer_body
-from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES, WORKLOAD_REBALANCERS
+from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, CLUSTERS, PROPAGATION_POLICIES
 
+from . import retry
 from .discovery import Discovered, GroupKind, discover, resolve_kind, resource_for
 from .errors import UsageError
 from .selection import Criteria, Selection, Workload, binding_workload, count_in_scope, describe_empty, select
@@ -184,12 +186,13 @@ async def selection(client: KubeClient, flags: CreateFlags) -> tuple[Selection, 
     return chosen, criteria
 
 
-async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]],
-                     created: list[dict[str, Any]]) -> None:
-    """Create the rebalancers one by one into ``created``: a failure stops the rest, and the caller still
-    holds (and reports) those that were created before it."""
+async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]], created: list[dict[str, Any]], *,
+                     until: float, bound: str) -> None:
+    """Create the rebalancers one by one into ``created``, each retried on transient answers until the monotonic
+    time ``until`` (:func:`rebalancectl.retry.create`; ``bound`` names its flag). A failure stops the rest, and
+    the caller still holds (and reports) those that were created before it."""
     for obj in objs:
-        created.append(await client.create(WORKLOAD_REBALANCERS, obj))
+        created.append(await retry.create(client, obj, within=max(0.0, until - time.monotonic()), bound=bound))
 
 
 def wave_plan(name: str, workloads: Sequence[Workload], *, per_wave: int, size: int, ttl_seconds: int | None,

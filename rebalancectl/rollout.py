@@ -4,7 +4,8 @@ While a wave moves, the command reads just that wave's objects every :data:`POLL
 rebalancers until each workload has a result, then the binding and template of each ``Successful``
 workload until it is healthy (a workload seen healthy stays counted as healthy). That is at most
 rebalancers + 2 x workloads GETs per round for one wave, never a LIST. An error the API server gives
-while restarting or busy skips the round; the progress deadline bounds the wave either way.
+while restarting or busy skips the round; the progress deadline bounds the wave either way. The creates are
+retried too (:mod:`.retry`), for at most the progress deadline.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from .create import create_all
 from .discovery import GroupKind, discover, resource_for
 from .errors import CommandError, WaveHeldBack
 from .output import table
+from .retry import CreateGaveUp, describe, transient
 from .selection import Selection, Workload, workload_from_reference
-from .status import transient
 from .waves import FAILED, SUCCESSFUL, HeldBack, Verdict, Wave, held_back, named, verdict
 
 POLL_INTERVAL = 2.0
@@ -71,6 +72,8 @@ class WaveWatch:
         self.rebalancers: dict[str, Obj] = {objects.name(obj): obj for obj in created}
         self.results: dict[Workload, tuple[str, str]] = {}
         self.health: dict[Workload, str | None] = {}
+        self.failing: BaseException | None = None
+        """The transient error the latest round of reads met (None: it read everything it asked for)."""
 
     def holding(self) -> list[HeldBack]:
         return held_back(self.wave.workloads, self.results, self.health)
@@ -80,9 +83,11 @@ class WaveWatch:
         try:
             await self._read_results()
             await self._read_health()
+            self.failing = None
         except Exception as exc:
             if not transient(exc):
                 raise
+            self.failing = exc  # this round is skipped; the next one reads again, until the deadline
         return self.holding()
 
     def _has_results(self, rebalancer: Obj) -> bool:
@@ -168,8 +173,11 @@ class WaveRunner:
             self.current, self.waiting = wave, False
             self.progress.write(f"wave {wave.label}: {len(wave.workloads)} workloads\n")
             objs: list[dict[str, Any]] = []
-            try:
-                await create_all(self.client, wave.rebalancers, objs)
+            try:  # a busy or restarting API server's answers are retried, for at most the wave's deadline
+                await create_all(self.client, wave.rebalancers, objs, until=time.monotonic() + self.deadline,
+                                 bound=f"--progress-deadline {format_duration(self.deadline)}")
+            except CreateGaveUp as exc:
+                raise CommandError(self.stopped(str(exc))) from None
             finally:
                 self.created.extend(objs)
                 self.show(objs)
@@ -196,6 +204,8 @@ class WaveRunner:
             what = f"wave {wave.label} has a failed workload"
         else:
             what = f"wave {wave.label} not healthy within --progress-deadline {format_duration(self.deadline)}"
+            if watch.failing is not None:  # what it held back by may be stale: say why it could not look
+                what += f" (the last reads failed: {describe(watch.failing)})"
         raise WaveHeldBack(f"{what}: {named(holding)}{self._not_created(wave)}")
 
     def _not_created(self, wave: Wave) -> str:

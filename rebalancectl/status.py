@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import aiohttp
 import anyio
 
 from controller_manager import objects
@@ -12,17 +11,10 @@ from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_status
 
 from .errors import CommandError
+from .retry import retrying, transient
 
 WATCH_SECONDS = 60  # one watch request; the wait re-watches from the last resourceVersion until its deadline
 RETRY_PAUSE = 1.0  # after an answer a restarting or busy API server also gives, before reading again
-TRANSIENT_STATUSES = frozenset({410, 429, 500, 502, 503, 504})
-
-
-def transient(exc: Exception) -> bool:
-    """An error the wait outlives: the server restarting, overloaded, or the watch's resourceVersion expired."""
-    if isinstance(exc, ApiError):
-        return exc.status in TRANSIENT_STATUSES or exc.is_not_served
-    return isinstance(exc, (aiohttp.ClientError, OSError, TimeoutError))
 
 
 def is_finished(rebalancer: Obj) -> bool:
@@ -39,13 +31,7 @@ async def get(client: KubeClient, name: str) -> Obj:
 
 async def _read(client: KubeClient, name: str) -> Obj:
     """:func:`get`, read again after a transient error (the caller's deadline bounds it)."""
-    while True:
-        try:
-            return await get(client, name)
-        except Exception as exc:
-            if not transient(exc):
-                raise
-        await anyio.sleep(RETRY_PAUSE)
+    return await retrying(lambda: get(client, name))
 
 
 async def _until_finished(client: KubeClient, name: str) -> Obj:

@@ -401,21 +401,33 @@ class ClusterFailback:
         return existing
 
     async def _adopt(self, cluster: str, round_value: str) -> None:
-        """Mark in flight the pending workloads a batch of this round already lists (its rebalancer was made,
+        """Mark in flight the pending workloads a batch of this round already moved (its rebalancer was made,
         the marks were not: a crash or a failure in between). Once per round and process, and again after a
-        failed batch: in between, this process's own batches are marked before anything else starts."""
-        if self.rebalancers is None:
-            return
-        for rebalancer in self.rebalancers.by_index(ROUND_INDEX, progress.round_digest(cluster, round_value)):
+        failed batch: in between, this process's own batches are marked before anything else starts.
+
+        First those a rebalancer of the round lists, since its creation; then those whose reschedule was
+        triggered in the round (:func:`progress.triggered_in_round`), since that trigger: their batch may have
+        finished and been deleted by its TTL, and making it again would reschedule them a second time."""
+        listed = (self.rebalancers.by_index(ROUND_INDEX, progress.round_digest(cluster, round_value))
+                  if self.rebalancers is not None else [])
+        for rebalancer in listed:
             began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
             for workload in objects.spec(rebalancer).get("workloads") or []:
                 namespace = str(workload.get("namespace") or "")
                 kind = RB_KIND if namespace else CRB_KIND
                 key = objects.join_key(namespace, binding_name(str(workload.get("kind", "")),
                                                                str(workload.get("name", ""))))
-                binding = self._load(kind, key, cluster)
-                if binding is not None and cluster not in progress.failing_back(binding):
-                    await self._write(kind, binding, progress.started_change(cluster, began))
+                await self._mark_pending(kind, self._load(kind, key, cluster), cluster, began)
+        for kind, key in self._record_keys(cluster):
+            binding = self._load(kind, key, cluster)
+            if binding is not None:
+                await self._mark_pending(kind, binding, cluster, progress.triggered_in_round(binding, round_value))
+
+    async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
+        """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names
+        the cluster; no mark yet) and ``began`` is a time."""
+        if binding is not None and began is not None and cluster not in progress.failing_back(binding):
+            await self._write(kind, binding, progress.started_change(cluster, began))
 
     # ------------------------------------------------------------------ writes
 

@@ -23,7 +23,7 @@ from typing import Any
 from controller_manager import objects
 from controller_manager.objects import Obj
 from karmada_api.rebalancers import rebalancer_body, workload_key
-from karmada_api.shapes import Workload
+from karmada_api.shapes import Workload, binding_spec
 from kube_api.timeutil import format_time, parse_optional_time
 
 from .recovery import EVICTED_FROM_ANNOTATION, record_value, recorded_clusters
@@ -87,6 +87,20 @@ def progress_patch(binding: Obj, evicted: Iterable[str], in_flight: Mapping[str,
     return {"metadata": {"resourceVersion": objects.resource_version(binding),
                          "annotations": {EVICTED_FROM_ANNOTATION: record_value(evicted),
                                          FAILING_BACK_ANNOTATION: json.dumps(flight) if flight else None}}}
+
+
+def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
+    """The binding's ``spec.rescheduleTriggeredAt`` if it is at or after the start of the round (``round_value``,
+    :data:`ROUND_ANNOTATION`): its reschedule was already triggered in this round, by a batch whose marks were
+    lost (docs/failback.md, "What is kept where"). None otherwise, or when either time cannot be read.
+
+    "At": both are whole seconds, and a batch created in the second its round began triggers at that second.
+    """
+    start = parse_optional_time(round_value)
+    triggered = parse_optional_time(binding_spec(binding).get("rescheduleTriggeredAt"))
+    if start is None or triggered is None or triggered < start:
+        return None
+    return triggered
 
 
 def started_change(cluster: str, started: datetime) -> Change:

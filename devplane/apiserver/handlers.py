@@ -53,6 +53,8 @@ class Fault:
     message: str = "injected failure"
     times: int = 1
     page_not_found: bool = False  # answer Go's text/plain "404 page not found" instead (an unserved path)
+    retry_after: int = 0  # > 0: ask for that pause (details.retryAfterSeconds and the Retry-After header)
+    after_dispatch: bool = False  # serve the request, then answer the failure (a write stored, its answer lost)
 
 
 @dataclass
@@ -74,14 +76,19 @@ class Api:
         self.guard: RequestGuard | None = None  # authentication/authorization; None = open server
         self.startup: StartupWindows | None = None  # a restart's 503/404 windows; None = serving normally
 
-    def _injected_fault(self, request: web.Request) -> StatusError | None:
+    def _injected_fault(self, request: web.Request) -> Fault | None:
         for fault in self.faults:
             if fault.times > 0 and fault.method == request.method and fault.path_contains in request.path:
                 fault.times -= 1
-                if fault.page_not_found:
-                    return errors.page_not_found()
-                return StatusError(fault.code, fault.reason, fault.message, {})
+                return fault
         return None
+
+    @staticmethod
+    def _fault_error(fault: Fault) -> StatusError:
+        if fault.page_not_found:
+            return errors.page_not_found()
+        details = {"retryAfterSeconds": fault.retry_after} if fault.retry_after > 0 else {}
+        return StatusError(fault.code, fault.reason, fault.message, details)
 
     # --------------------------------------------------------------- entry
 
@@ -95,9 +102,11 @@ class Api:
                 if self.guard is not None:  # kube's filters run before routing: 401/403 before any 404
                     self.guard.check(request.method, request.path, request.headers, request.query)
                 fault = self._injected_fault(request) if self.faults else None
-                if fault is not None:
-                    raise fault
+                if fault is not None and not fault.after_dispatch:
+                    raise self._fault_error(fault)
                 response = await self._dispatch(request)
+                if fault is not None:
+                    raise self._fault_error(fault)
         except StatusError as exc:
             response = error_response(exc)
         except web.HTTPRequestEntityTooLarge:

@@ -122,11 +122,17 @@ class ApiServer:
         return self._guard.decisions if self._guard is not None else []
 
     def inject_fault(self, method: str, path_contains: str, *, code: int = 500, reason: str = "InternalError",
-                     times: int = 1, page_not_found: bool = False) -> Fault:
+                     times: int = 1, page_not_found: bool = False, retry_after: int = 0,
+                     after_dispatch: bool = False) -> Fault:
         """Make the next ``times`` matching requests fail (for tests of retry paths). Returns the fault;
         set its ``times`` to 0 to lift it. ``page_not_found``: answer kube's text/plain ``404 page not found``
-        (what a path that is not served gets, as during a restart) instead of a Status with ``code``."""
-        fault = Fault(method, path_contains, code, reason, times=times, page_not_found=page_not_found)
+        (what a path that is not served gets, as during a restart) instead of a Status with ``code``.
+        ``retry_after``: the Status asks for that many seconds' pause (``retryAfterSeconds`` and the
+        ``Retry-After`` header, as a throttling or starting kube-apiserver does). ``after_dispatch``: the
+        request is served (a create stored) before the failure is answered, as when a 504 timeout or a
+        dropped connection loses the answer to a write that landed."""
+        fault = Fault(method, path_contains, code, reason, times=times, page_not_found=page_not_found,
+                      retry_after=retry_after, after_dispatch=after_dispatch)
         self.api.faults.append(fault)
         return fault
 

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import aiohttp
@@ -35,6 +36,7 @@ from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
+from kube_api.timeutil import format_time, now
 from tests.conftest import events_about, eventually, get_or_none, running, send
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -539,3 +541,43 @@ async def test_a_batch_made_before_a_crash_but_not_marked_is_adopted_not_repeate
 
 async def a_waits_for_b(http: aiohttp.ClientSession) -> bool:
     return await in_flight_names(http) == ["b"] and await listed_names(http) == ["b"]
+
+
+async def test_a_batch_made_before_a_crash_and_deleted_by_its_ttl_is_not_made_again(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The previous process created b's batch and died before marking it; the batch ran and its TTL deleted it,
+    so no rebalancer names b any more. b's reschedule was triggered in this round (at its start: "at or after"),
+    so b is in flight at once, from that trigger, and is not rescheduled again; a, whose last trigger is from
+    before the round, is failed back after it."""
+    await evicted_from_member1(kube, http, ["a", "b"])
+    round_start = now().replace(microsecond=0) - timedelta(seconds=5)
+    await set_health(http, "member1", taints=[])
+    await send(http, "PATCH", f"{CLUSTERS}/member1",
+               {"metadata": {"annotations": {ROUND_ANNOTATION: format_time(round_start)}}})
+    await send(http, "PATCH", f"{RB}/a-deployment",
+               {"spec": {"rescheduleTriggeredAt": format_time(round_start - timedelta(seconds=1))}})
+    await send(http, "PATCH", f"{RB}/b-deployment", {"spec": {"rescheduleTriggeredAt": format_time(round_start)}})
+    async with controller(kube, window=QUICK, max_concurrent=1):
+        await eventually(failing_back(http, "b"))
+        b = await get_or_none(http, f"{RB}/b-deployment")
+        assert json.loads(b["metadata"]["annotations"][FAILING_BACK_ANNOTATION]) == {
+            "member1": format_time(round_start)}  # since its trigger
+        await holds(lambda: a_waits_for_b_alone(http), seconds=3 * QUICK)  # b holds the only slot
+        await rescheduled(http, "b", format_time(round_start), ["member1", "member2"])
+        await eventually(recorded(http, "b", None))
+        await eventually(failing_back(http, "a"))
+    assert await listed_names(http) == ["a"]  # b was never listed again
+
+
+async def a_waits_for_b_alone(http: aiohttp.ClientSession) -> bool:
+    return await in_flight_names(http) == ["b"] and await listed_names(http) == []
+
+
+async def rescheduled(http: aiohttp.ClientSession, name: str, trigger: str, clusters: list[str]) -> None:
+    """What Karmada does after the trigger ``trigger`` of the binding: :func:`make_healthy` without a rebalancer."""
+    binding = await send(http, "PATCH", f"{RB}/{name}-deployment",
+                         {"spec": {"clusters": [{"name": c, "replicas": 1} for c in clusters]}})
+    items = [{"clusterName": c, "applied": True, "status": {"replicas": 1, "readyReplicas": 1}} for c in clusters]
+    await send(http, "PATCH", f"{RB}/{name}-deployment/status",
+               {"status": {"schedulerObservedGeneration": binding["metadata"]["generation"],
+                           "lastScheduledTime": trigger, "aggregatedStatus": items}})

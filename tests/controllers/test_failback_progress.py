@@ -147,3 +147,16 @@ def test_a_binding_is_not_healthy_until_the_move_was_triggered() -> None:
                  "status": {**healthy["status"], "lastScheduledTime": "2026-01-01T00:00:01Z"}}
     assert binding_not_healthy(triggered, T0) is None
     assert binding_not_healthy(triggered, T0 + timedelta(seconds=1)) == "reschedule not triggered yet"
+
+
+def test_a_trigger_at_or_after_the_rounds_start_was_made_in_the_round() -> None:
+    def triggered(at: str | None) -> dict[str, Any]:
+        return {**binding({}), "spec": {"rescheduleTriggeredAt": at} if at else {}}
+
+    round_value = "2026-01-01T00:00:00Z"
+    assert progress.triggered_in_round(triggered("2026-01-01T00:00:00Z"), round_value) == T0  # at: the same second
+    assert progress.triggered_in_round(triggered("2026-01-01T00:00:07Z"), round_value) == T0 + timedelta(seconds=7)
+    assert progress.triggered_in_round(triggered("2025-12-31T23:59:59Z"), round_value) is None  # an earlier move
+    assert progress.triggered_in_round(triggered(None), round_value) is None
+    assert progress.triggered_in_round(triggered("soon"), round_value) is None
+    assert progress.triggered_in_round(triggered("2026-01-01T00:00:07Z"), "bad") is None

@@ -29,6 +29,7 @@ from karmada_api.resources import (
     WORKLOAD_REBALANCERS,
 )
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from rebalancectl import retry
 from rebalancectl.cli import execute
 from tests.conftest import eventually
 
@@ -224,6 +225,34 @@ async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: Kub
     assert code == 1 and out.endswith("created (1 workloads)\n")
     assert err == ("karmada-rebalance create: error: timed out after 1s waiting for workloadrebalancer(s) slow "
                    "to finish (is a WorkloadRebalancer controller running?)\n")
+
+
+async def test_creates_and_the_wait_ride_out_a_busy_or_restarting_server(
+        world: dict[str, str], kube: KubeClient, server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --max-concurrent too: 429 and 5xx answers to the creates, and to the wait's reads, are retried; a
+    server that keeps failing is given up on within --timeout, saying what it answered."""
+    monkeypatch.setattr(retry, "FIRST_PAUSE", 0.02)
+    faults = [server.inject_fault("POST", "/workloadrebalancers", code=429, reason="TooManyRequests", times=2),
+              server.inject_fault("POST", "/workloadrebalancers", code=500),
+              server.inject_fault("POST", "/workloadrebalancers", code=504, reason="Timeout", after_dispatch=True),
+              server.inject_fault("GET", "/workloadrebalancers", code=503, reason="ServiceUnavailable", times=2)]
+    command = asyncio.create_task(cli(world, "create", "back", "--cluster", "member1", "--max-per-rebalancer", "1",
+                                      "--wait", "--timeout", "20s"))
+    await eventually(lambda: faults[-1].times == 0, what="the wait's reads failed")  # before the results exist
+    await finish(kube, {"web": ("Successful", ""), "settings": ("Successful", "")})
+    code, out, err = await asyncio.wait_for(command, 20)
+    assert code == 0, err
+    assert [fault.times for fault in faults] == [0] * len(faults)
+    assert out.splitlines()[:2] == ["workloadrebalancer.apps.karmada.io/back-1 created (1 workloads)",
+                                    "workloadrebalancer.apps.karmada.io/back-2 created (1 workloads)"]
+    assert sorted(r["metadata"]["name"] for r in (await kube.list(WORKLOAD_REBALANCERS))["items"]) == [
+        "back-1", "back-2"]
+    down = server.inject_fault("POST", "/workloadrebalancers", code=502, reason="BadGateway", times=1_000_000)
+    code, out, err = await cli(world, "create", "late", "--kind", "cm", "--timeout", "1s")
+    down.times = 0
+    assert (code, out) == (1, "")
+    assert err == ("karmada-rebalance create: error: gave up creating workloadrebalancer late within --timeout 1s: "
+                   "the API server answered 502 BadGateway: injected failure\n")
 
 
 async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dict[str, str], kube: KubeClient) -> None:

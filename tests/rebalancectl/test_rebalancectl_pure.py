@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from rebalancectl.create import _kind, namespace_scope, rebalancers
 from rebalancectl.discovery import ApiResource, GroupKind, discover, resolve_kind
 from rebalancectl.errors import CommandError, UsageError
 from rebalancectl.output import render, result_rows, table
+from rebalancectl.retry import CREATE_ID_LABEL, Backoff, identified
 from rebalancectl.selection import Criteria, Workload, belongs_on, select
 from rebalancectl.status import transient
 
@@ -221,6 +223,30 @@ def test_wait_outlives_what_a_restarting_server_answers() -> None:
                                    {"details": {"name": "a"}}))
     assert not transient(ApiError(403, "Forbidden", "no"))
     assert transient(ConnectionResetError()) and not transient(ValueError())
+    assert transient(ApiError(409, "Conflict", "the object has been modified"))
+    for status, reason in ((400, "BadRequest"), (409, "AlreadyExists"), (422, "Invalid"), (401, "Unauthorized")):
+        assert not transient(ApiError(status, reason, "y")), status
+
+
+def test_the_backoff_doubles_to_its_cap_and_waits_at_least_what_the_server_asks() -> None:
+    backoff = Backoff()
+    pauses = [backoff.next(ApiError(500, "InternalError", "x")) for _ in range(7)]
+    assert pauses == [0.5, 1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert isinstance(backoff.last, ApiError) and backoff.last.status == 500
+    asked = Backoff().next(ApiError(429, "TooManyRequests", "x", retry_after=7))
+    assert asked == 7
+    assert Backoff().next(ApiError(503, "ServiceUnavailable", "x", retry_after=3600)) == 60  # the client's cap too
+    assert Backoff().next(ConnectionResetError()) == 0.5
+
+
+def test_each_create_names_itself_and_carries_an_id_of_its_own() -> None:
+    generated = rebalancers("", [Workload("shop", "ConfigMap", "c", "v1")], size=1, ttl_seconds=None)[0]
+    first, second = identified(generated), identified(generated)
+    assert first["metadata"]["generateName"] == "rebalance-" and "name" not in generated["metadata"]  # a copy
+    assert re.fullmatch(r"rebalance-[bcdfghjklmnpqrstvwxz2456789]{5}", first["metadata"]["name"])
+    assert first["metadata"]["labels"][CREATE_ID_LABEL] != second["metadata"]["labels"][CREATE_ID_LABEL]
+    named = identified(rebalancers("back", [Workload("shop", "ConfigMap", "c", "v1")], size=1, ttl_seconds=None)[0])
+    assert named["metadata"]["name"] == "back" and set(named["metadata"]["labels"]) == {CREATE_ID_LABEL}
 
 
 class _Discovery:

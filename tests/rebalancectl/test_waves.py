@@ -32,7 +32,8 @@ from devplane.apiserver.server import ApiServer
 from karmada_api import health
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES
-from rebalancectl import rollout
+from rebalancectl import retry, rollout
+from rebalancectl.retry import CREATE_ID_LABEL
 from rebalancectl.waves import WAVE_ANNOTATION
 from tests.conftest import eventually, running
 from tests.rebalancectl.test_rebalancectl import binding, cli, deployment, kubeconfig_env
@@ -237,3 +238,96 @@ async def test_ctrl_c_stops_cleanly_and_says_what_was_created(env: dict[str, str
     assert (proc.returncode, out) == (130, b"")
     assert err.decode() == ("karmada-rebalance create: interrupted while waiting for wave 1/3; "
                             "rebalancers created: int-1; waves 2-3 not created\n")
+
+
+# ------------------------------------------------------------------ a busy or restarting API server
+
+WR_PATH = "/workloadrebalancers"
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(retry, "FIRST_PAUSE", 0.02)
+
+
+async def names_of_rebalancers(kube: KubeClient) -> list[str]:
+    return sorted(objects.name(item) for item in (await kube.list(WORKLOAD_REBALANCERS))["items"])
+
+
+@pytest.mark.usefixtures("seen", "fast_retries")
+async def test_throttled_and_failing_creates_are_retried_and_the_waves_go_on(
+        server: ApiServer, env: dict[str, str], karmada: Karmada, kube: KubeClient) -> None:
+    """429 without Retry-After, then 500, 502 and 503 on the creates, and on the wave's reads: each is retried."""
+    karmada.ready.update(NAMES)
+    faults = [server.inject_fault("POST", WR_PATH, code=429, reason="TooManyRequests", times=2),
+              server.inject_fault("POST", WR_PATH, code=500, reason="InternalError"),
+              server.inject_fault("POST", WR_PATH, code=502, reason="BadGateway"),
+              server.inject_fault("POST", WR_PATH, code=503, reason="ServiceUnavailable"),
+              server.inject_fault("GET", f"{WR_PATH}/back-1", code=503, reason="ServiceUnavailable", times=2),
+              server.inject_fault("GET", "/resourcebindings/a-deployment", code=500, times=2)]
+    code, out, err = await cli(env, "create", "back", "--max-concurrent", "2", "--wait")
+    assert code == 0, err
+    assert [fault.times for fault in faults] == [0] * len(faults)  # every fault was met
+    assert out.splitlines()[:2] == ["wave 1/2: 2 workloads",
+                                    "workloadrebalancer.apps.karmada.io/back-1 created (2 workloads)"]
+    assert [line.split() for line in out.splitlines()[-3:]] == [["Deployment.apps/shop/a", "Successful"],
+                                                                 ["Deployment.apps/shop/b", "Successful"],
+                                                                 ["Deployment.apps/shop/c", "Successful"]]
+    assert await names_of_rebalancers(kube) == ["back-1", "back-2"]
+
+
+@pytest.mark.usefixtures("seen", "fast_retries")
+@pytest.mark.parametrize("name", ["back", ""])
+async def test_a_create_stored_but_whose_answer_was_lost_is_not_made_twice(
+        server: ApiServer, env: dict[str, str], karmada: Karmada, kube: KubeClient, name: str) -> None:
+    """The server stores the first create and answers 504 (a timeout): the retry meets 409 AlreadyExists, and the
+    rebalancer carrying this create's id is that create's, with or without a NAME (generateName's suffix)."""
+    karmada.ready.update(NAMES)
+    lost = server.inject_fault("POST", WR_PATH, code=504, reason="Timeout", after_dispatch=True)
+    code, out, err = await cli(env, "create", *([name] if name else []), "--max-concurrent", "2", "-o", "name")
+    assert code == 0, err
+    assert lost.times == 0
+    stored = (await kube.list(WORKLOAD_REBALANCERS))["items"]
+    assert len(stored) == 2  # one per wave, none twice
+    assert sorted(out.splitlines()) == sorted(f"workloadrebalancer.apps.karmada.io/{objects.name(r)}" for r in stored)
+    assert len({r["metadata"]["labels"][CREATE_ID_LABEL] for r in stored}) == 2
+    if name:
+        assert await names_of_rebalancers(kube) == ["back-1", "back-2"]
+
+
+@pytest.mark.usefixtures("fast_retries")
+async def test_a_permanent_answer_to_a_create_fails_at_once_with_the_servers_message(
+        server: ApiServer, env: dict[str, str], kube: KubeClient) -> None:
+    for code_, reason in ((403, "Forbidden"), (422, "Invalid"), (400, "BadRequest")):
+        fault = server.inject_fault("POST", WR_PATH, code=code_, reason=reason, times=5)
+        code, out, err = await cli(env, "create", "no", "--max-concurrent", "2")
+        assert (code, err) == (1, f"Error from server ({reason}): injected failure\n"), code_
+        assert out == "wave 1/2: 2 workloads\n"
+        assert fault.times == 4  # asked once, not retried
+        fault.times = 0
+    assert await names_of_rebalancers(kube) == []
+
+
+@pytest.mark.usefixtures("seen", "fast_retries")
+async def test_retrying_a_create_is_bounded_by_the_progress_deadline(
+        server: ApiServer, env: dict[str, str], karmada: Karmada, kube: KubeClient) -> None:
+    karmada.ready.update(NAMES)
+    down = server.inject_fault("POST", f"{WR_PATH}", code=503, reason="ServiceUnavailable", times=1_000_000)
+    code, out, err = await cli(env, "create", "back", "--max-concurrent", "2", "--progress-deadline", "1s")
+    down.times = 0
+    assert code == 1 and out == "wave 1/2: 2 workloads\n"
+    assert err == ("karmada-rebalance create: error: gave up creating workloadrebalancer back-1 within "
+                   "--progress-deadline 1s: the API server answered 503 ServiceUnavailable: injected failure while "
+                   "creating wave 1/2; rebalancers created: none; wave 2 not created\n")
+    assert await names_of_rebalancers(kube) == []
+
+
+@pytest.mark.usefixtures("seen", "karmada")
+async def test_a_wave_whose_reads_kept_failing_says_so_at_its_deadline(server: ApiServer,
+                                                                       env: dict[str, str]) -> None:
+    server.inject_fault("GET", f"{WR_PATH}/slow-1", code=503, reason="ServiceUnavailable", times=1_000_000)
+    code, _out, err = await cli(env, "create", "slow", "--max-concurrent", "1", "--progress-deadline", "1s")
+    assert code == 3
+    assert err == ("karmada-rebalance create: error: wave 1/3 not healthy within --progress-deadline 1s (the last "
+                   "reads failed: the API server answered 503 ServiceUnavailable: injected failure): "
+                   "Deployment.apps/shop/a (no result from the rebalancer controller yet); waves 2-3 not created\n")

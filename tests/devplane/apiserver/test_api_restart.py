@@ -155,6 +155,22 @@ async def test_simulate_restart_with_no_windows_ends_open_ones() -> None:
             server.simulate_restart(starting=-1, crd_unserved=0)
 
 
+async def test_an_injected_fault_can_ask_for_a_pause_or_lose_the_answer_to_a_stored_write() -> None:
+    async with ApiServer() as server, aiohttp.ClientSession(base_url=server.url) as http:
+        server.inject_fault("GET", "/namespaces/default", code=429, reason="TooManyRequests", retry_after=3)
+        async with http.get("/api/v1/namespaces/default") as response:
+            assert (response.status, response.headers.get("Retry-After")) == (429, "3")
+            assert (await response.json())["details"] == {"retryAfterSeconds": 3}
+        lost = server.inject_fault("POST", "/resourcebindings", code=504, reason="Timeout", after_dispatch=True)
+        async with http.post(RBS, json=binding()) as response:
+            assert (response.status, (await response.json())["reason"]) == (504, "Timeout")
+        assert lost.times == 0
+        async with http.get(RB) as response:
+            assert response.status == 200  # stored all the same
+        async with http.post(RBS, json=binding()) as response:
+            assert response.status == 409  # the fault was used up
+
+
 def test_the_apiserver_command_takes_the_windows_as_go_durations() -> None:
     args = build_parser().parse_args(["apiserver", "--starting-window", "300ms", "--crd-unserved-window", "1m0.5s"])
     config = apiserver_config(args)
