@@ -40,6 +40,15 @@ READY_COUNTING_KINDS = frozenset({("apps/v1", "Deployment"), ("apps/v1", "Statef
 """Kinds whose status always reports ``readyReplicas`` (omitted when 0) and ``observedGeneration``."""
 
 
+GENERATION_REFLECTING_KINDS = frozenset({("apps/v1", "Deployment")})
+"""Kinds whose reflected member status carries the member's ``observedGeneration`` beside its ``generation``.
+
+Karmada's ``reflectStatefulSetStatus`` copies a StatefulSet's counters but not its ``observedGeneration``
+(its own aggregation then never advances the template's), so a StatefulSet's member status is never
+compared by generation: its ready count is all there is. Other kinds' whole status is reflected, without
+``generation``, so the comparison holds trivially where it applies."""
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -84,7 +93,8 @@ def _member_not_ready(cluster: str, assigned: int, item: AggregatedStatusItem | 
     ready = _int(member.get("readyReplicas"))
     if ready < assigned:
         return f"{ready}/{assigned} replicas ready on {cluster}"
-    if _int(member.get("observedGeneration")) < _int(member.get("generation")):
+    compared = kind in GENERATION_REFLECTING_KINDS or "observedGeneration" in member
+    if compared and _int(member.get("observedGeneration")) < _int(member.get("generation")):
         return f"{cluster} has not observed its latest generation"
     return None
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from interpreter.reflectstatus import reflect_status
 from karmada_api.health import binding_not_healthy, template_not_healthy, workload_not_healthy
 
 SCHEDULED_AT = "2026-11-27T10:00:00Z"
@@ -104,3 +105,36 @@ def test_the_workload_needs_both_and_its_template() -> None:
     assert workload_not_healthy(healthy, template(10, {"readyReplicas": 10, "observedGeneration": 3})) is None
     assert workload_not_healthy(healthy, None) == "the resource template is not found"
     assert workload_not_healthy(binding({"member1": 10}, {"member1": 9}), None) == "9/10 replicas ready on member1"
+
+
+def _member_object(kind: str, ready: int, generation: int, observed: int) -> dict[str, Any]:
+    """A member's workload as its controller leaves it (as the readiness faker writes it on the real plane)."""
+    return {"apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": "web", "namespace": "default", "generation": generation,
+                         "annotations": {"resourcetemplate.karmada.io/generation": "1"}},
+            "status": {"replicas": ready, "readyReplicas": ready, "availableReplicas": ready,
+                       "updatedReplicas": ready, "currentReplicas": ready, "observedGeneration": observed}}
+
+
+def _reflected(kind: str, ready: int, generation: int, observed: int) -> dict[str, Any]:
+    """A binding of 2 replicas on member1, its member status as Karmada's interpreter reflects it."""
+    bound = binding({"member1": 2}, kind=("apps/v1", kind))
+    status = reflect_status("apps/v1", kind, _member_object(kind, ready, generation, observed))
+    bound["status"]["aggregatedStatus"] = [{"clusterName": "member1", "applied": True, "status": status}]
+    return bound
+
+
+def test_a_statefulset_is_judged_by_its_ready_count_as_karmada_reflects_no_observed_generation() -> None:
+    # Karmada's reflectStatefulSetStatus keeps generation but drops observedGeneration: comparing them would wait
+    # forever (seen on the real plane: a StatefulSet never counted healthy during fail-back)
+    reflected = _reflected("StatefulSet", 2, generation=3, observed=3)
+    assert "observedGeneration" not in reflected["status"]["aggregatedStatus"][0]["status"]
+    assert binding_not_healthy(reflected) is None
+    assert binding_not_healthy(_reflected("StatefulSet", 1, generation=3, observed=3)) == \
+        "1/2 replicas ready on member1"
+
+
+def test_a_deployment_behind_its_generation_on_the_member_is_not_healthy() -> None:
+    assert binding_not_healthy(_reflected("Deployment", 2, generation=3, observed=3)) is None
+    assert binding_not_healthy(_reflected("Deployment", 2, generation=3, observed=2)) == \
+        "member1 has not observed its latest generation"
