@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import structlog
@@ -33,10 +33,16 @@ from benchmarks.support import free_port
 from clusteraccess.client import member_configuration, new_member_client, server_url
 from clusteraccess.config import MemberConfigError, MemberCredentials, MemberSettings, credentials_from_secret
 from clusteraccess.registry import MemberRegistry
-from controller_manager.client import KubeClient
+from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import SharedInformer
+from controller_manager.manager import Manager
+from controller_manager.ratelimiter import RateLimiterOptions
+from controllers import app as controller_manager_app
+from controllers.registry import Context
+from descheduler import app as descheduler_app
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
 from estimator.unschedulable import TEMPLATE_DIGEST
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
@@ -445,6 +451,44 @@ async def test_max_available_replicas_per_member() -> None:
         await m1.patch_status(PODS, "busy", {"status": {"phase": "Succeeded"}}, namespace=NAMESPACE)  # terminal
         await eventually(lambda: answers({"member1": 3, "member2": 2, "member3": 0}))
         assert request_count("accurate", "member2") > 0
+
+
+class _Manager:
+    """What the products' set-up asks of a Manager before it runs, recording the runnables."""
+
+    client = None
+
+    def __init__(self) -> None:
+        self.runnables: dict[str, Any] = {}
+
+    def informer(self, resource: Resource, **_options: Any) -> SharedInformer:
+        return SharedInformer(cast(KubeClient, None), resource)
+
+    def event_recorder(self, component: str) -> None:
+        return None
+
+    def add_runnable(self, name: str, run: Any, **_options: Any) -> None:
+        self.runnables[name] = run
+
+
+def test_the_controller_manager_and_the_descheduler_keep_slim_member_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both only count unschedulable replicas; the dev plane, which estimates capacity, keeps full objects."""
+    manager = _Manager()
+    args = controller_manager_app.build_parser().parse_args(["--enable-preserve-available-replicas"])
+    context = Context(args, RateLimiterOptions(), WorkloadKinds())
+    controller_manager_app._preserve_options(cast(Manager, manager), context)
+    descheduler = _Manager()
+
+    async def new_manager(*_args: Any, **_options: Any) -> _Manager:
+        return descheduler
+
+    monkeypatch.setattr(descheduler_app, "new_manager", new_manager)
+    monkeypatch.setattr(descheduler_app, "run_component", lambda _name, _options, build: asyncio.run(build()) and 0)
+    assert descheduler_app.main([]) == 0
+    for built in (manager, descheduler):
+        registry = built.runnables["member clusters"].__self__
+        assert isinstance(registry, MemberRegistry) and registry.slim
+    assert not MemberRegistry(cast(KubeClient, None), SharedInformer(cast(KubeClient, None), CLUSTERS)).slim
 
 
 # ----------------------------------------------------------------------------------------- failures
