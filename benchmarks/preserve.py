@@ -115,6 +115,12 @@ PRESERVE_FLAG = "--enable-preserve-available-replicas"
 COMPACT_MEMBERS_PROGRAM = ("-c", "import functools, sys; import clusteraccess.cluster as c; "
                            "c.SharedInformer = functools.partial(c.SharedInformer, compact=True); "
                            "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
+# For comparison (--member-caches full): the controller-manager's main() with whole member objects (and the NodeUsage
+# they feed), as it cached them before its members were slim (clusteraccess MemberCluster(slim=False)).
+FULL_MEMBERS_PROGRAM = ("-c", "import sys; import clusteraccess.registry as r; member = r.MemberCluster; "
+                        "r.MemberCluster = lambda *a, **k: member(*a, **{**k, 'slim': False}); "
+                        "import controllers.app as app; sys.exit(app.main(sys.argv[1:]))")
+MEMBER_CACHES_PROGRAMS = {"parsed": (), "compact": COMPACT_MEMBERS_PROGRAM, "full": FULL_MEMBERS_PROGRAM}
 
 
 # ------------------------------------------------------------------------------------------ member state
@@ -363,7 +369,7 @@ async def run_mode(args: argparse.Namespace, layout: Layout, proxies: dict[str, 
         kubeconfig = tmp / f"kubeconfig-{tag}"
         write_kubeconfig(kubeconfig, {"karmada-apiserver": host.url}, "karmada-apiserver")
         members_before = member_counts(proxies)
-        program = COMPACT_MEMBERS_PROGRAM if args.member_caches == "compact" else ()
+        program = MEMBER_CACHES_PROGRAMS[args.member_caches]
         async with run_controller_manager(kubeconfig, tmp / f"controller-manager-{tag}.log",
                                           [*CM_FLAGS, PRESERVE_FLAG] if flag else CM_FLAGS, None,
                                           program=program) as cm:
@@ -476,9 +482,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--fresh-without-flag", action="store_true",
                    help=f"run the fresh mode's controller-manager without {PRESERVE_FLAG} (default: with it, as "
                         "the preserve run, so that the memory compares like with like)")
-    p.add_argument("--member-caches", choices=("parsed", "compact"), default="parsed",
+    p.add_argument("--member-caches", choices=tuple(MEMBER_CACHES_PROGRAMS), default="parsed",
                    help="an experiment: the member clusters' informer caches as the controller-manager keeps them "
-                        "(parsed, its default) or deflated JSON (compact)")
+                        "(parsed: slim objects, its default), deflated JSON (compact) or whole parsed objects as "
+                        "before they were slim (full)")
     p.add_argument("--warm-up", type=int, default=2, metavar="N",
                    help="rebalancers (on workloads of their own) finished before each timed run, untimed (default 2)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of (preserve, fresh); medians reported (default 3)")

@@ -5,6 +5,8 @@ per operator-declared workload kind, :mod:`estimator.podselectors`) keep the cac
 estimator answers from (:class:`MemberCluster` satisfies :class:`estimator.caches.MemberView`), with
 an incrementally maintained :class:`~estimator.accurate.NodeUsage`; the dev plane's Karmada
 simulation shares the member's client and, through :meth:`MemberCluster.informer`, its informers.
+A ``slim`` member (the controller-manager's and the descheduler's, which only count unschedulable
+replicas) caches each object as :mod:`estimator.slim` cuts it down and keeps no ``NodeUsage``.
 Karmada's counterpart is a ``pkg/util/fedinformer`` informer manager per member cluster (Karmada
 commit f8fdd02).
 
@@ -32,10 +34,11 @@ from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager.cache import Indexer
 from controller_manager.client import ApiError, KubeClient, Resource
-from controller_manager.informer import Backoff, FuncHandler, SharedInformer, strip_managed_fields
+from controller_manager.informer import Backoff, FuncHandler, SharedInformer, Transform, strip_managed_fields
 from controller_manager.rbac import PolicyRule, informer_rules
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
+from estimator.slim import transform_for
 from kube_api.ownerrefs import controller_uid_index
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
 
@@ -63,13 +66,15 @@ class MemberCluster:
     """One member cluster's client, informers and caches; replaced as a whole when its Cluster changes."""
 
     def __init__(self, name: str, settings: MemberSettings, host: KubeClient, *, sync_timeout: float,
-                 client_timeout: float, workloads: Sequence[Resource] = ()) -> None:
+                 client_timeout: float, workloads: Sequence[Resource] = (), slim: bool = False) -> None:
         self.name = name
         self.workloads = tuple(workloads)  # declared kinds, cached under their ``plural.group``
+        self.slim = slim
+        """Cache only what the unschedulable-replica estimates read (:mod:`estimator.slim`); no :attr:`usage`."""
         self.settings = settings
         self.uid = settings.uid
         self.endpoint = settings.api_endpoint
-        self.usage = NodeUsage()
+        self._usage = None if slim else NodeUsage()
         self.client: KubeClient | None = None
         self.credentials_digest = ""
         self.error = ""  # why no client could be built (the informers keep their own last_error)
@@ -88,6 +93,15 @@ class MemberCluster:
         return f"MemberCluster(name={self.name!r}, uid={self.uid!r}, endpoint={self.endpoint!r})"
 
     # ---- caches ----------------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> NodeUsage:
+        """The accurate estimator's snapshot of the member's Nodes and Pods; a slim member has none (its Pods
+        carry no requests): asking raises, and the estimator client leaves the member unknown."""
+        if self._usage is None:
+            raise LookupError(f"cluster {self.name}: the member caches are slim (unschedulable replicas only), "
+                              "they cannot estimate available replicas")
+        return self._usage
 
     def cache(self, resource: str) -> Indexer:
         """The cache of ``resource`` (``nodes``, ``pods``, ``replicasets``, ``deployments``, ``statefulsets``,
@@ -228,17 +242,18 @@ class MemberCluster:
         self.error_permanent = permanent
 
     def _start_informers(self, client: KubeClient) -> None:
-        usage = self.usage
         def informer(resource: Resource, **options: Any) -> SharedInformer:
-            return SharedInformer(client, resource, transform=strip_managed_fields, **options)
+            transform: Transform = transform_for(resource) if self.slim else strip_managed_fields
+            return SharedInformer(client, resource, transform=transform, **options)
 
         nodes = informer(NODES)
-        nodes.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_node(obj),
-                                            update=lambda _old, new: usage.update_node(new),
-                                            delete=usage.remove_node))
         pods = informer(PODS, indexers={CONTROLLER_INDEX: controller_uid_index})
-        pods.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_pod(obj),
-                                           update=usage.update_pod, delete=usage.remove_pod))
+        if (usage := self._usage) is not None:
+            nodes.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_node(obj),
+                                                update=lambda _old, new: usage.update_node(new),
+                                                delete=usage.remove_node))
+            pods.add_event_handler(FuncHandler(add=lambda obj, _initial: usage.add_pod(obj),
+                                               update=usage.update_pod, delete=usage.remove_pod))
         replica_sets = informer(REPLICA_SETS, indexers={CONTROLLER_INDEX: controller_uid_index})
         self._informers = {"nodes": nodes, "pods": pods, "replicasets": replica_sets,
                            "deployments": informer(DEPLOYMENTS), "statefulsets": informer(STATEFUL_SETS)}

@@ -46,9 +46,10 @@ class MemberRegistry:
 
     def __init__(self, host: KubeClient, clusters: SharedInformer, *, sync_timeout: float = 10.0,
                  client_timeout: float = 5.0, secret_check_interval: float = DEFAULT_SECRET_CHECK_INTERVAL,
-                 workloads: Sequence[Resource] = ()) -> None:
+                 workloads: Sequence[Resource] = (), slim: bool = False) -> None:
         self.host = host
         self.workloads = tuple(workloads)  # operator-declared kinds every member caches too
+        self.slim = slim  # members caching only what unschedulable-replica estimates read (MemberCluster.slim)
         self.clusters = clusters
         self.sync_timeout = sync_timeout
         self.client_timeout = client_timeout
@@ -121,7 +122,7 @@ class MemberRegistry:
         if current is not None and current.settings == settings and not force:
             return
         member = MemberCluster(name, settings, self.host, sync_timeout=self.sync_timeout,
-                               client_timeout=self.client_timeout, workloads=self.workloads)
+                               client_timeout=self.client_timeout, workloads=self.workloads, slim=self.slim)
         if current is not None:
             self._forget(current)
             log.info("member cluster changed, replacing its client and caches", cluster=name,

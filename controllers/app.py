@@ -69,7 +69,9 @@ def _preserve_options(manager: Manager, ctx: Context) -> PreserveOptions:
     if not args.enable_preserve_available_replicas:
         return PreserveOptions(None, threshold, retry_timeout)
     kinds = ctx.workload_kinds
-    registry = MemberRegistry(manager.client, manager.informer(CLUSTERS), workloads=kinds.member_resources())
+    # slim: preserve mode only counts unschedulable replicas, so the members' objects are cached cut down to that
+    registry = MemberRegistry(manager.client, manager.informer(CLUSTERS), workloads=kinds.member_resources(),
+                              slim=True)
     manager.add_runnable("member clusters", registry.run, needs_leader=False)
     estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT, kinds=kinds)
     return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout, kinds.gvks())

@@ -154,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         client = manager.client
         # Parsed, not compact: decoding 10,000 bindings every cycle triggers full GC pauses (benchmarks).
         bindings = manager.informer(RESOURCE_BINDINGS, compact=False)
-        registry = MemberRegistry(client, manager.informer(CLUSTERS), workloads=kinds.member_resources())
+        # slim: the descheduler only counts unschedulable replicas, so the members' objects are cached cut down to that
+        registry = MemberRegistry(client, manager.informer(CLUSTERS), workloads=kinds.member_resources(), slim=True)
         estimator = EstimatorClient(registry, timeout=args.scheduler_estimator_timeout, kinds=kinds)
         cool_down_seconds = (args.descheduling_cool_down if args.descheduling_cool_down is not None
                              else default_cool_down(args.descheduling_interval))

@@ -45,7 +45,8 @@ class MemberView(Protocol):
 
     @property
     def usage(self) -> NodeUsage:
-        """The accurate estimator's snapshot of the member's Nodes and Pods."""
+        """The accurate estimator's snapshot of the member's Nodes and Pods (raises when the member keeps none:
+        a slim member, :mod:`estimator.slim`)."""
 
     def cache(self, resource: str) -> Indexer:
         """The cache of ``resource``, named by its plural (``nodes``, ``pods``, ``replicasets``,

@@ -4,7 +4,8 @@ The descheduler asks every member's estimator this for each dynamic-divided Depl
 moves those replicas elsewhere. Karmada only counts the pods of the Deployment's *new* ReplicaSet:
 the oldest ReplicaSet controlled by the Deployment (listed by the Deployment's selector) whose pod
 template equals the Deployment's, ignoring the ``pod-template-hash`` label; pending pods of an older
-ReplicaSet in a rollout are not seen. A pod counts when its ``PodScheduled`` condition is
+ReplicaSet in a rollout are not seen (a slim cache keeps each template's :func:`template_digest`, equal exactly
+when the templates are, instead of the template). A pod counts when its ``PodScheduled`` condition is
 ``False``/``Unschedulable`` and ``lastTransitionTime + threshold`` is strictly before now.
 :func:`get_unschedulable_replicas` is that, for Deployments only, as Karmada. Beyond Karmada the
 same predicate serves other kinds, only the way their Pods are found differs:
@@ -17,8 +18,12 @@ from the workload; :mod:`estimator.podselectors`).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import math
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from typing import Any
 
 from controller_manager import objects
@@ -106,24 +111,95 @@ def _semantic(value: Any, key: str = "") -> Any:
     return value
 
 
+def _comparable(template: Obj | None) -> Any:
+    """The template as :func:`equal_ignore_hash` compares it: without ``pod-template-hash``, normalised."""
+    copied = copy.deepcopy(dict(template or {}))
+    labels = (copied.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
+    return _semantic(copied)
+
+
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
     """Pod templates equal once the ``pod-template-hash`` label is removed from both."""
-    def strip(template: Obj | None) -> Any:
-        copied = copy.deepcopy(dict(template or {}))
-        labels = (copied.get("metadata") or {}).get("labels")
-        if isinstance(labels, dict):
-            labels.pop(DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
-        return _semantic(copied)
+    return bool(_comparable(template1) == _comparable(template2))
 
-    return bool(strip(template1) == strip(template2))
+
+TEMPLATE_DIGEST = "templateDigest"
+"""Not a Kubernetes field: where a slim cache (:mod:`estimator.slim`) keeps, in a Deployment's or ReplicaSet's
+``spec``, the :func:`template_digest` of its pod template instead of the template."""
+
+
+class _NoDigest(ValueError):
+    """A value :func:`template_digest` cannot encode so that equal digests mean equal templates (a NaN)."""
+
+
+def _encode(value: Any, out: list[str]) -> None:
+    """Append ``value``'s canonical text: two values get the same text exactly when they are ``==``.
+
+    Python's ``==`` is what :func:`equal_ignore_hash` applies: numbers compare by value whatever their type
+    (``True == 1 == 1.0 == Fraction(1)``), mappings whatever their order. Each part is self-delimiting, so the
+    text of a structure is unambiguous. A NaN (``==`` to nothing, not even itself) has no such text.
+    """
+    if value is None:
+        out.append("z")
+    elif isinstance(value, str):
+        out.append(json.dumps(value))
+    elif isinstance(value, float) and not math.isfinite(value):
+        if math.isnan(value):
+            raise _NoDigest("NaN")
+        out.append("n+inf" if value > 0 else "n-inf")
+    elif isinstance(value, int | float | Fraction):  # bool is an int
+        number = Fraction(value)
+        out.append(f"n{number.numerator}/{number.denominator}")
+    elif isinstance(value, Mapping):
+        out.append("{")
+        for key in sorted(value):  # parsed JSON's keys are strings; anything else raises TypeError
+            if not isinstance(key, str):
+                raise _NoDigest(f"key {key!r}")
+            out.append(json.dumps(key))
+            out.append(":")
+            _encode(value[key], out)
+            out.append(",")
+        out.append("}")
+    elif isinstance(value, list):
+        out.append("[")
+        for item in value:
+            _encode(item, out)
+            out.append(",")
+        out.append("]")
+    else:
+        raise _NoDigest(type(value).__name__)
+
+
+def template_digest(template: Obj | None) -> str | None:
+    """A digest (SHA-256) of the pod template as :func:`equal_ignore_hash` compares it: two templates have the
+    same digest exactly when ``equal_ignore_hash`` holds (a collision aside). None when the template holds a
+    value with no canonical text (a NaN, which a template from an API server never holds)."""
+    out: list[str] = []
+    try:
+        _encode(_comparable(template), out)
+    except (ValueError, TypeError):  # _NoDigest; or a template that is not a mapping, which has no comparison
+        return None
+    return hashlib.sha256("".join(out).encode()).hexdigest()
+
+
+def same_template(spec1: Obj, spec2: Obj) -> bool:
+    """Whether two workload ``spec`` hold equal pod templates (:func:`equal_ignore_hash`), each given as its
+    ``template`` or, from a slim cache, as its :data:`TEMPLATE_DIGEST`."""
+    if TEMPLATE_DIGEST not in spec1 and TEMPLATE_DIGEST not in spec2:
+        return equal_ignore_hash(spec1.get("template"), spec2.get("template"))
+    digest1 = spec1[TEMPLATE_DIGEST] if TEMPLATE_DIGEST in spec1 else template_digest(spec1.get("template"))
+    digest2 = spec2[TEMPLATE_DIGEST] if TEMPLATE_DIGEST in spec2 else template_digest(spec2.get("template"))
+    return digest1 is not None and digest1 == digest2
 
 
 def find_new_replica_set(deployment: Obj, replica_sets: Iterable[Obj]) -> Obj | None:
     """The oldest ReplicaSet (creationTimestamp, then name) whose template matches the Deployment's."""
-    template = objects.spec(deployment).get("template")
+    spec = objects.spec(deployment)
     ordered = sorted(replica_sets, key=lambda rs: (_time(objects.creation_timestamp(rs)), objects.name(rs)))
     for rs in ordered:
-        if equal_ignore_hash(objects.spec(rs).get("template"), template):
+        if same_template(objects.spec(rs), spec):
             return rs
     return None
 

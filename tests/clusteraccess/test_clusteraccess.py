@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import structlog
@@ -33,10 +33,17 @@ from benchmarks.support import free_port
 from clusteraccess.client import member_configuration, new_member_client, server_url
 from clusteraccess.config import MemberConfigError, MemberCredentials, MemberSettings, credentials_from_secret
 from clusteraccess.registry import MemberRegistry
-from controller_manager.client import KubeClient
+from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import SharedInformer
+from controller_manager.manager import Manager
+from controller_manager.ratelimiter import RateLimiterOptions
+from controllers import app as controller_manager_app
+from controllers.registry import Context
+from descheduler import app as descheduler_app
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
+from estimator.kinds import WorkloadKinds
+from estimator.unschedulable import TEMPLATE_DIGEST
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, SECRETS
 from kube_api.timeutil import format_time
@@ -348,8 +355,9 @@ async def test_bad_ca_bundle_is_a_config_error_and_leaves_no_file(tmp_path: Path
 # ----------------------------------------------------------------------------------------- estimates
 
 
-async def test_unschedulable_replicas_per_member() -> None:
-    async with control_plane() as plane:
+@pytest.mark.parametrize("slim", [False, True], ids=["full", "slim"])
+async def test_unschedulable_replicas_per_member(slim: bool) -> None:
+    async with control_plane(slim=slim) as plane:
         now = datetime.now(UTC)
         await seed_workloads(plane, now)
         await plane.wait_synced(*ALL)
@@ -379,6 +387,43 @@ async def test_unschedulable_replicas_per_member() -> None:
             return (await estimator.unschedulable_replicas(["member2"], WEB, THRESHOLD)) == {"member2": 0}
 
         await eventually(member2_cleared)
+        # and a running pod becoming unschedulable (a slim cache held only its key until then)
+        await plane.clients["member3"].patch_status(PODS, "web-2", {"status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "lastTransitionTime": format_time(now - timedelta(minutes=6))}]}}, namespace=NAMESPACE)
+
+        async def member3_stuck() -> bool:
+            return (await estimator.unschedulable_replicas(["member3"], WEB, THRESHOLD)) == {"member3": 1}
+
+        await eventually(member3_stuck)
+
+
+async def test_a_slim_registry_caches_what_the_estimates_read_and_no_capacity() -> None:
+    async with control_plane(slim=True) as plane:
+        now = datetime.now(UTC)
+        await seed_workloads(plane, now)
+        await plane.wait_synced(*ALL)
+        member = plane.registry.get("member2")
+        assert member is not None and member.slim
+
+        def pods() -> dict[str, Any]:
+            return {p["metadata"]["name"]: p for p in member.cache("pods").list()}
+
+        await eventually(lambda: len(pods()) == 3)
+        stuck, running = pods()["web-1"], pods()["web-2"]
+        assert set(running["metadata"]) == {"name", "namespace", "resourceVersion"} and "status" not in running
+        assert set(stuck["metadata"]) == {"name", "namespace", "resourceVersion", "labels", "ownerReferences"}
+        assert "spec" not in stuck and stuck["status"]["conditions"][0]["reason"] == "Unschedulable"
+        deployment = member.cache("deployments").get(f"{NAMESPACE}/web")
+        assert deployment is not None and set(deployment["spec"]) == {"selector", TEMPLATE_DIGEST}
+        node = member.cache("nodes").get("node-a")
+        assert node is not None and set(node) <= {"apiVersion", "kind", "metadata"}
+        with pytest.raises(LookupError, match="slim"):
+            _ = member.usage
+        estimator = EstimatorClient(plane.registry, timeout=3)
+        assert await estimator.max_available_replicas(ALL, REQUEST) == {}  # every member unknown, never a guess
+        await eventually(lambda: _equals(estimator.unschedulable_replicas(ALL, WEB, THRESHOLD),
+                                         {"member1": 2, "member2": 1, "member3": 0}))
 
 
 async def test_max_available_replicas_per_member() -> None:
@@ -406,6 +451,44 @@ async def test_max_available_replicas_per_member() -> None:
         await m1.patch_status(PODS, "busy", {"status": {"phase": "Succeeded"}}, namespace=NAMESPACE)  # terminal
         await eventually(lambda: answers({"member1": 3, "member2": 2, "member3": 0}))
         assert request_count("accurate", "member2") > 0
+
+
+class _Manager:
+    """What the products' set-up asks of a Manager before it runs, recording the runnables."""
+
+    client = None
+
+    def __init__(self) -> None:
+        self.runnables: dict[str, Any] = {}
+
+    def informer(self, resource: Resource, **_options: Any) -> SharedInformer:
+        return SharedInformer(cast(KubeClient, None), resource)
+
+    def event_recorder(self, component: str) -> None:
+        return None
+
+    def add_runnable(self, name: str, run: Any, **_options: Any) -> None:
+        self.runnables[name] = run
+
+
+def test_the_controller_manager_and_the_descheduler_keep_slim_member_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both only count unschedulable replicas; the dev plane, which estimates capacity, keeps full objects."""
+    manager = _Manager()
+    args = controller_manager_app.build_parser().parse_args(["--enable-preserve-available-replicas"])
+    context = Context(args, RateLimiterOptions(), WorkloadKinds())
+    controller_manager_app._preserve_options(cast(Manager, manager), context)
+    descheduler = _Manager()
+
+    async def new_manager(*_args: Any, **_options: Any) -> _Manager:
+        return descheduler
+
+    monkeypatch.setattr(descheduler_app, "new_manager", new_manager)
+    monkeypatch.setattr(descheduler_app, "run_component", lambda _name, _options, build: asyncio.run(build()) and 0)
+    assert descheduler_app.main([]) == 0
+    for built in (manager, descheduler):
+        registry = built.runnables["member clusters"].__self__
+        assert isinstance(registry, MemberRegistry) and registry.slim
+    assert not MemberRegistry(cast(KubeClient, None), SharedInformer(cast(KubeClient, None), CLUSTERS)).slim
 
 
 # ----------------------------------------------------------------------------------------- failures

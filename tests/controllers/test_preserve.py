@@ -177,7 +177,7 @@ async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Ma
 
 async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
     """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
-    async with control_plane(member_count=2) as plane:
+    async with control_plane(member_count=2, slim=True) as plane:  # as controllers/app.py reaches them
         stuck_since = datetime.now(UTC) - timedelta(minutes=10)
         for name, (running, stuck) in {"member1": (4, 2), "member2": (4, 0)}.items():
             member = plane.clients[name]

@@ -37,9 +37,9 @@ from tests.clusteraccess.test_clusteraccess import (
     add_deployment,
     add_node,
     add_pod,
-    control_plane,
     pod_template,
 )
+from tests.clusteraccess.test_clusteraccess import control_plane as member_plane
 from tests.conftest import eventually
 
 DYNAMIC = {"clusterAffinity": {"clusterNames": ["member1", "member2", "member3"]},
@@ -49,6 +49,11 @@ STATIC = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivi
                                 "weightPreference": {"staticWeightList": [
                                     {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1}]}}}
 NGINX = {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "default", "name": "nginx"}
+
+
+def control_plane(*args: Any, **options: Any) -> contextlib.AbstractAsyncContextManager[Plane]:
+    """The host and members, reached as the descheduler reaches them: slim member caches (descheduler/app.py)."""
+    return member_plane(*args, slim=True, **options)
 
 
 async def seed_nginx(plane: Plane, *, stuck_for: timedelta, ready: dict[str, int] | None = None,

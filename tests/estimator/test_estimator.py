@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -29,11 +30,14 @@ from estimator.merge import (
     run_estimate_replicas_plugins,
 )
 from estimator.unschedulable import (
+    TEMPLATE_DIGEST,
     UnsupportedWorkloadError,
     equal_ignore_hash,
     find_new_replica_set,
     get_unschedulable_replicas,
     pod_unschedulable,
+    same_template,
+    template_digest,
     threshold_from_nanoseconds,
 )
 from kube_api.limits import MAX_INT32
@@ -618,6 +622,87 @@ def test_equal_ignore_hash_is_semantic() -> None:
     changed["spec"]["containers"][0]["image"] = "nginx:2"
     assert not equal_ignore_hash(base, changed)
     assert equal_ignore_hash({"metadata": {"labels": {"pod-template-hash": "1"}}}, {})
+
+
+def template_variants() -> list[MutableObj | None]:
+    """Pod templates equal and unequal in every way ``equal_ignore_hash`` tells apart or not."""
+    base: MutableObj = {"metadata": {"labels": {"app": "x"}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx:1",
+                                                 "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                                 "terminationGracePeriodSeconds": 30, "enableServiceLinks": True}}
+
+    def variant(change: Callable[[MutableObj], object]) -> MutableObj:
+        copied = copy.deepcopy(base)
+        change(copied)
+        return copied
+
+    container = lambda t: t["spec"]["containers"][0]  # noqa: E731
+    return [
+        base,
+        variant(lambda t: t["metadata"]["labels"].update({"pod-template-hash": "123"})),  # equal
+        variant(lambda t: container(t)["resources"]["requests"].update(cpu="1000m", memory="1073741824")),  # equal
+        variant(lambda t: t["metadata"].update(annotations={}, creationTimestamp=None)),  # equal
+        variant(lambda t: t["spec"].update(terminationGracePeriodSeconds=30.0)),  # equal: 30 == 30.0
+        variant(lambda t: t["spec"].update(enableServiceLinks=1)),  # equal: True == 1
+        variant(lambda t: t.update(spec=dict(reversed(list(t["spec"].items()))))),  # equal: key order
+        variant(lambda t: container(t).update(image="nginx:2")),
+        variant(lambda t: container(t)["resources"]["requests"].update(cpu="1001m")),
+        variant(lambda t: container(t)["resources"]["requests"].update(cpu=1)),  # equal: a number quantity
+        variant(lambda t: container(t)["resources"]["requests"].update(cpu=0.5)),
+        variant(lambda t: t["spec"].update(terminationGracePeriodSeconds=30.5)),
+        variant(lambda t: t["spec"].update(terminationGracePeriodSeconds="30")),  # a string is not a number
+        variant(lambda t: t["spec"]["containers"].append({})),  # [x, {}] is not [x]: the list keeps a None
+        variant(lambda t: t["spec"].update(volumes=[])),  # equal: empty == absent
+        variant(lambda t: t["spec"].update(volumes=[{}])),
+        variant(lambda t: t["metadata"]["labels"].update(version="v2")),
+        variant(lambda t: t["spec"]["containers"].insert(0, {"name": "sidecar"})),
+        variant(lambda t: t["spec"]["containers"].append({"name": "sidecar"})),  # list order matters
+        {"metadata": {"labels": {"pod-template-hash": "1"}}}, {}, None,  # all three equal
+        {"spec": {"priority": float("inf")}}, {"spec": {"priority": float("-inf")}},
+    ]
+
+
+def test_template_digest_is_equal_exactly_when_the_templates_are() -> None:
+    variants = template_variants()
+    digests = [template_digest(t) for t in variants]
+    assert all(digest is not None for digest in digests)
+    for i, (one, digest_one) in enumerate(zip(variants, digests, strict=True)):
+        for two, digest_two in zip(variants[i:], digests[i:], strict=True):
+            assert (digest_one == digest_two) is equal_ignore_hash(one, two), (one, two)
+    assert len(set(digests)) < len(digests) - 5  # the equal ones above did meet
+
+
+def test_same_template_compares_templates_and_digests_alike() -> None:
+    variants = template_variants()
+    for one in variants:
+        for two in variants:
+            expected = equal_ignore_hash(one, two)
+            digest_one, digest_two = {TEMPLATE_DIGEST: template_digest(one)}, {TEMPLATE_DIGEST: template_digest(two)}
+            assert same_template({"template": one}, {"template": two}) is expected
+            assert same_template(digest_one, digest_two) is expected
+            assert same_template(digest_one, {"template": two}) is expected
+            assert same_template({"template": one}, digest_two) is expected
+
+
+def test_a_template_with_no_digest_equals_no_digest() -> None:
+    nan = {"spec": {"priority": float("nan")}}
+    assert template_digest(nan) is None
+    assert template_digest("not a template") is None  # type: ignore[arg-type]
+    assert not same_template({TEMPLATE_DIGEST: template_digest({})}, {"template": nan})
+    assert not same_template({TEMPLATE_DIGEST: template_digest(nan["spec"])}, {"template": nan})
+    assert same_template({"template": {}}, {}) and same_template({TEMPLATE_DIGEST: template_digest(None)}, {})
+
+
+def test_the_new_replica_set_is_found_by_digest_too() -> None:
+    def digested(obj: MutableObj) -> MutableObj:
+        spec = {k: v for k, v in obj["spec"].items() if k != "template"}
+        return {**obj, "spec": {**spec, TEMPLATE_DIGEST: template_digest(obj["spec"]["template"])}}
+
+    old = replica_set("old-rs", "old-uid", "2025-09-23T08:00:00Z", template_labels={"app": "test", "version": "v1"})
+    current = replica_set("first-rs", "first-uid", "2025-09-23T09:00:00Z")
+    found = find_new_replica_set(digested(deployment()), [digested(old), digested(current)])
+    assert found is not None and found["metadata"]["name"] == "first-rs"
+    assert find_new_replica_set(digested(deployment()), [digested(old)]) is None
 
 
 def test_threshold_from_nanoseconds() -> None:
