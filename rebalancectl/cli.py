@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -107,7 +106,8 @@ def _add_wait_flags(parser: argparse.ArgumentParser) -> None:
                         help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON (with "
                              "--max-concurrent: also until the last wave is healthy)")
     parser.add_argument("--timeout", type=duration, default=None,
-                        help="how long --wait waits (default 10m0s); with --max-concurrent, a bound on the whole "
+                        help="how long --wait waits, and how long each create is retried while the API server is "
+                             "busy or restarting (default 10m0s); with --max-concurrent, a bound on the whole "
                              "command (default none: --progress-deadline bounds each wave)")
 
 
@@ -148,8 +148,8 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
     created: list[dict[str, Any]] = []
     timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     try:  # a busy or restarting API server's answers are retried, within --timeout
-        await create.create_all(client, objs, created, until=time.monotonic() + timeout,
-                                bound=f"--timeout {format_duration(timeout)}")
+        await create.create_all(client, objs, created, retry_for=timeout, bound=f"--timeout {format_duration(timeout)}",
+                                notice=lambda line: print(f"{args.prog}: {line}", file=err))
     finally:  # on a failure too: say which rebalancers exist before the error is reported
         if created:
             out.write(render(created, args.output) if args.output else summary(created))

@@ -9,8 +9,7 @@ controller runs (Karmada's or this project's) acts on them. More workloads than
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,12 +186,13 @@ async def selection(client: KubeClient, flags: CreateFlags) -> tuple[Selection, 
 
 
 async def create_all(client: KubeClient, objs: Sequence[dict[str, Any]], created: list[dict[str, Any]], *,
-                     until: float, bound: str) -> None:
-    """Create the rebalancers one by one into ``created``, each retried on transient answers until the monotonic
-    time ``until`` (:func:`rebalancectl.retry.create`; ``bound`` names its flag). A failure stops the rest, and
-    the caller still holds (and reports) those that were created before it."""
+                     retry_for: float, bound: str, notice: Callable[[str], object] | None = None) -> None:
+    """Create the rebalancers one by one into ``created``, each retried on transient answers for at most
+    ``retry_for`` seconds of its own (:func:`rebalancectl.retry.create`; ``bound`` names the flag,
+    ``notice`` gets its one-line notices). A failure stops the rest, and the caller still holds (and reports)
+    those that were created before it."""
     for obj in objs:
-        created.append(await retry.create(client, obj, within=max(0.0, until - time.monotonic()), bound=bound))
+        created.append(await retry.create(client, obj, within=retry_for, bound=bound, notice=notice))
 
 
 def wave_plan(name: str, workloads: Sequence[Workload], *, per_wave: int, size: int, ttl_seconds: int | None,

@@ -41,6 +41,8 @@ CREATE_ID_LABEL = "rebalance.karmada-rebalance.io/create-id"
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 """The alphabet of kube-apiserver's generateName suffixes (``k8s.io/apimachinery/pkg/util/rand``)."""
 NAME_SUFFIX_LENGTH = 5
+STORED_CHECK_SECONDS = 5.0
+"""How long the read that checks whether a given-up create was stored all the same may take."""
 
 
 def transient(exc: BaseException) -> bool:
@@ -99,28 +101,37 @@ def identified(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "metadata": metadata}
 
 
-async def create(client: KubeClient, body: dict[str, Any], *, within: float, bound: str) -> dict[str, Any]:
-    """Create the rebalancer ``body``, retrying transient answers for at most ``within`` seconds (``bound``
-    says what set that, as ``--timeout 10m0s``, for the message); the rebalancer as stored.
+async def create(client: KubeClient, body: dict[str, Any], *, within: float, bound: str,
+                 notice: Callable[[str], object] | None = None) -> dict[str, Any]:
+    """Create the rebalancer ``body``, retrying transient answers for at most ``within`` seconds (this create's
+    own bound, not shared with the others; ``bound`` says what set it, as ``--timeout 10m0s``, for the message);
+    the rebalancer as stored.
 
     A ``409 AlreadyExists`` after an attempt that may have been stored is that attempt's rebalancer when it
     carries this create's :data:`CREATE_ID_LABEL`; another one by that name is the error it is (for a name the
-    command picked, a new suffix is picked instead). CreateGaveUp when the bound passes.
+    command picked, a new suffix is picked instead). When the bound passes, the last attempt may still have been
+    stored (its answer lost, or cut by the bound): one read by name settles it, and CreateGaveUp says what is
+    known. ``notice`` gets one line the first time the resource is not served (a server starting, or no CRD).
     """
     sent = identified(body)
     picked = not body["metadata"].get("name")
-    attempts = 0
+    noticed = False
 
     async def attempt() -> dict[str, Any]:
-        nonlocal sent, attempts
-        attempts += 1
+        nonlocal sent, noticed
         try:
             created = await client.create(WORKLOAD_REBALANCERS, sent)
             return created
         except ApiError as exc:
+            if exc.is_not_served and notice is not None and not noticed:
+                noticed = True
+                notice(f"the API server does not serve {WORKLOAD_REBALANCERS.key} "
+                       f"right now (starting, or Karmada's WorkloadRebalancer CRD is not installed); retrying for up "
+                       f"to {bound}")
             if not exc.is_already_exists:
                 raise
-            earlier = await _earlier_attempt(client, sent) if attempts > 1 else None
+            # even on the first attempt: the client itself repeats a write the server asked to retry later
+            earlier = await _earlier_attempt(client, sent)
             if earlier is not None:
                 return earlier
             if not picked:
@@ -131,8 +142,18 @@ async def create(client: KubeClient, body: dict[str, Any], *, within: float, bou
     backoff = Backoff()
     with anyio.move_on_after(within):
         return await retrying(attempt, backoff)
-    last = f": {describe(backoff.last)}" if backoff.last is not None else " (no answer)"
-    raise CreateGaveUp(f"gave up creating workloadrebalancer {objects.name(sent)} within {bound}{last}")
+    last = f": {describe(backoff.last)}" if backoff.last is not None else ""
+    name = objects.name(sent)
+    try:
+        with anyio.fail_after(STORED_CHECK_SECONDS):
+            stored = await _earlier_attempt(client, sent)
+    except Exception:  # unreadable too: say so rather than guess either way
+        raise CreateGaveUp(f"gave up creating workloadrebalancer {name} within {bound}{last}; it may have been "
+                           f"stored all the same: check with `karmada-rebalance status {name}` before running the "
+                           "command again") from None
+    if stored is not None:
+        return stored
+    raise CreateGaveUp(f"gave up creating workloadrebalancer {name} within {bound}{last}")
 
 
 async def _earlier_attempt(client: KubeClient, sent: Obj) -> dict[str, Any] | None:

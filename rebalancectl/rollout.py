@@ -174,8 +174,9 @@ class WaveRunner:
             self.progress.write(f"wave {wave.label}: {len(wave.workloads)} workloads\n")
             objs: list[dict[str, Any]] = []
             try:  # a busy or restarting API server's answers are retried, for at most the wave's deadline
-                await create_all(self.client, wave.rebalancers, objs, until=time.monotonic() + self.deadline,
-                                 bound=f"--progress-deadline {format_duration(self.deadline)}")
+                await create_all(self.client, wave.rebalancers, objs, retry_for=self.deadline,
+                                 bound=f"--progress-deadline {format_duration(self.deadline)}",
+                                 notice=lambda line: self.progress.write(line + "\n"))
             except CreateGaveUp as exc:
                 raise CommandError(self.stopped(str(exc))) from None
             finally:

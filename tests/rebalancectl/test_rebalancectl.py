@@ -31,6 +31,7 @@ from karmada_api.resources import (
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
 from rebalancectl import retry
 from rebalancectl.cli import execute
+from rebalancectl.create import create_all
 from tests.conftest import eventually
 
 PLACEMENT_BOTH = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
@@ -253,6 +254,54 @@ async def test_creates_and_the_wait_ride_out_a_busy_or_restarting_server(
     assert (code, out) == (1, "")
     assert err == ("karmada-rebalance create: error: gave up creating workloadrebalancer late within --timeout 1s: "
                    "the API server answered 502 BadGateway: injected failure\n")
+
+
+async def test_a_create_given_up_but_stored_all_the_same_is_reported_created(
+        world: dict[str, str], kube: KubeClient, server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The create is stored but its answer lost (a 504) with a pause asked for longer than --timeout: the command
+    stops retrying, and the one read by name finds the rebalancer, with this create's label: created, exit 0 (a
+    second run would have made a second move)."""
+    monkeypatch.setattr(retry, "FIRST_PAUSE", 0.02)
+    lost = server.inject_fault("POST", "/workloadrebalancers", code=504, reason="Timeout", after_dispatch=True,
+                               retry_after=30)
+    code, out, err = await cli(world, "create", "landed", "--kind", "cm", "--timeout", "1s")
+    assert lost.times == 0
+    assert (code, out, err) == (0, "workloadrebalancer.apps.karmada.io/landed created (1 workloads)\n", "")
+
+
+async def test_the_bound_is_on_each_create_not_on_all_of_them(kube: KubeClient,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A healthy server slower than the bound over the whole list: each create gets the whole bound for its own
+    retries (what is bounded is how long a busy or restarting server is waited for), so none is given up unsent.
+    Only the pacing is a test double here: ``retry.create`` is replaced by one that records its bound and takes
+    0.3 s, as a busy server's answers would."""
+    bounds: list[float] = []
+
+    async def slow_create(_client: KubeClient, body: dict[str, Any], *, within: float, bound: str,
+                          notice: Any = None) -> dict[str, Any]:
+        bounds.append(within)
+        await asyncio.sleep(0.3)
+        return body
+
+    monkeypatch.setattr(retry, "create", slow_create)
+    created: list[dict[str, Any]] = []
+    bodies = [{"metadata": {"name": f"each-{k}"}} for k in range(3)]
+    await create_all(kube, bodies, created, retry_for=0.5, bound="--timeout 0.5s")
+    assert bounds == [0.5, 0.5, 0.5] and created == bodies
+
+
+async def test_a_resource_not_served_is_said_once_while_it_is_retried(
+        world: dict[str, str], kube: KubeClient, server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text/plain 404 (a server starting, or no WorkloadRebalancer CRD) is retried, never the command's result,
+    but the user is told once why the command waits."""
+    monkeypatch.setattr(retry, "FIRST_PAUSE", 0.02)
+    unserved = server.inject_fault("POST", "/workloadrebalancers", page_not_found=True, times=3)
+    code, out, err = await cli(world, "create", "served", "--kind", "cm", "--timeout", "20s")
+    assert unserved.times == 0
+    assert (code, out) == (0, "workloadrebalancer.apps.karmada.io/served created (1 workloads)\n")
+    assert err == ("karmada-rebalance: the API server does not serve workloadrebalancers.apps.karmada.io "
+                   "right now (starting, or Karmada's WorkloadRebalancer CRD is not installed); retrying for up to "
+                   "--timeout 20s\n")
 
 
 async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dict[str, str], kube: KubeClient) -> None:
