@@ -216,6 +216,8 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) 
             await karmada.create(DEPLOYMENTS, deployment(name, 2), scene.ns)
         for name in TWO:
             await wait_assigned(karmada, scene.ns, name, lambda a: a == HALVES)
+        # one at a time, in binding order: an earlier test's binding still recorded for member1 would take the slot
+        await eventually(lambda: _none_recorded(karmada), timeout=60, interval=0.5)
         async with watching(karmada, RESOURCE_BINDINGS, scene.flights.see), \
                 watching(karmada, WORKLOAD_REBALANCERS, scene.batches.see,
                          label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
@@ -246,15 +248,14 @@ async def test_a_stuck_batch_pauses_the_fail_back_until_the_operator_resumes_it(
         async with scene.recovering_unhealthy():
             cluster = await eventually(lambda: _paused(karmada), timeout=60, interval=0.25)
             paused_at = objects.annotations(cluster)[PAUSED_ANNOTATION]
-            warning = (await events_of(karmada, cluster, EVENT_PAUSED))[-1]
-            assert warning["type"] == "Warning" and f"{scene.ns}/first" in warning["message"], warning
+            warning = await _event_naming(karmada, cluster, EVENT_PAUSED, f"{scene.ns}/first")
+            assert warning["type"] == "Warning", warning
             assert scene.flights.started[scene.key("first")] == 1, scene.flights
             await scene.not_started_for_a_while("second")  # paused: it waits, however long
 
             # the operator resumes the pause that began at paused_at: the stuck one is given up, the next starts
             await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: paused_at}}})
-            resumed = (await events_of(karmada, cluster, EVENT_RESUMED))[-1]
-            assert f"{scene.ns}/first" in resumed["message"], resumed
+            await _event_naming(karmada, cluster, EVENT_RESUMED, f"{scene.ns}/first")
         # the faker back: the second batch gets healthy; the one given up (its record and mark gone) is left as
         # Karmada's scheduler placed it, and gets healthy too
         await scene.failed_back("second")
@@ -313,6 +314,24 @@ async def test_a_relapse_stops_the_fail_back_until_the_cluster_recovers_again(ou
         flights = scene.flights
         assert flights.most == 1, flights
         assert flights.started[scene.key("first")] == 2 and flights.started[scene.key("second")] == 1, flights
+
+
+async def _none_recorded(karmada: KubeClient) -> bool:
+    """No binding recorded as evicted from member1 or in flight back to it."""
+    bindings = (await karmada.list(RESOURCE_BINDINGS)).get("items") or []
+    return not [objects.key(b) for b in bindings if CLUSTER in failing_back(b) or CLUSTER in objects.annotations(
+        b).get(EVICTED_FROM_ANNOTATION, "").split(",")]
+
+
+async def _event_naming(karmada: KubeClient, cluster: dict[str, Any], reason: str, text: str) -> dict[str, Any]:
+    """The Cluster's Event of ``reason`` whose message names ``text`` (an earlier one, of an earlier test or run,
+    may come first: the recorder writes Events after the annotations)."""
+
+    async def found() -> dict[str, Any] | None:
+        return next((e for e in await events_of(karmada, cluster, reason) if text in e["message"]), None)
+
+    result: dict[str, Any] = await eventually(found, timeout=30, interval=0.5)
+    return result
 
 
 async def _paused(karmada: KubeClient) -> dict[str, Any] | None:
