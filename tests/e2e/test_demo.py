@@ -28,9 +28,10 @@ def _run_demo(document: str, workdir: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _run_patched_demo(document: str, workdir: Path, patch: str) -> subprocess.CompletedProcess[str]:
-    """The demo with ``patch`` (Python, with ``devplane.demo`` imported as ``d``) run before it."""
+    """The demo with ``patch`` (Python, with ``devplane.demo`` imported as ``d`` and ``devplane.demo_session``, where
+    the waits read ``STEP_TIMEOUT``, as ``ds``) run before it."""
     return subprocess.run([sys.executable, "-c", (
-        "import sys, devplane.demo as d\n"
+        "import sys, devplane.demo as d, devplane.demo_session as ds\n"
         f"{patch}"
         "from devplane.cli import main\n"
         f"sys.exit(main(['demo', {document!r}, '--workdir', {str(workdir)!r}]))\n")],
@@ -116,7 +117,7 @@ def _check_statefulset_part(out: str) -> None:
 def test_a_missed_outcome_fails_the_demo_naming_the_step(tmp_path: Path) -> None:
     """If the product is not there to do its part, the demo says which step's outcome never came."""
     result = _run_patched_demo("rebalancer", tmp_path, (
-        "d.STEP_TIMEOUT = 8\n"
+        "d.STEP_TIMEOUT = ds.STEP_TIMEOUT = 8\n"
         "async def no_products(self, **_options): pass\n"
         "d.Session.start_products = no_products\n"))
     assert result.returncode == 1, result.stdout
@@ -127,7 +128,7 @@ def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp
     """Without the descheduler the StatefulSet's Pending replica never moves, and the demo says so (the
     StatefulSet part alone, after the example's Deployment was applied)."""
     result = _run_patched_demo("descheduler", tmp_path, (
-        "d.STEP_TIMEOUT = 8\n"
+        "d.STEP_TIMEOUT = ds.STEP_TIMEOUT = 8\n"
         "start_products = d.Session.start_products\n"
         "async def no_descheduler(self, **options):\n"
         "    await start_products(self, **{**options, 'descheduler': False})\n"
