@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -36,21 +36,23 @@ async def plane(tmp_path: Path) -> AsyncIterator[DevPlane]:
 
 
 @pytest.fixture
-def controller_manager(plane: DevPlane, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """The product process, as users run it (leader election on, endpoints off); its log is kept in tmp_path."""
-    log = (tmp_path / "karmada-controller-manager.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "controller_manager",
-                             "--kubeconfig", str(tmp_path / "kube" / "karmada.config"),
-                             "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-                             "--leader-elect-retry-period", "1s"],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    try:
-        yield proc
-    finally:
-        proc.terminate()
+async def controller_manager(plane: DevPlane, tmp_path: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The product process, as users run it (leader election on, endpoints off); its log is kept in tmp_path.
+
+    Its exit is awaited without blocking the event loop: the dev plane's API servers run on this loop, and a
+    blocking wait would leave the process's last requests (releasing its Lease) unanswered until they time out."""
+    with (tmp_path / "karmada-controller-manager.log").open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "controller_manager", "--kubeconfig", str(tmp_path / "kube" / "karmada.config"),
+            "--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--leader-elect-retry-period", "1s",
+            stdout=log, stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL)
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            yield proc
+        finally:
+            if proc.returncode is None:
+                proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), 15)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()

@@ -4,7 +4,7 @@ second wave's rebalancer is created only once the first wave's workload is healt
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 from pathlib import Path
 
 from controller_manager.client import ApiError
@@ -21,7 +21,7 @@ NAMES = ("api", "web")  # the selection's order: api is wave 1, web wave 2
 
 
 async def test_two_waves_each_after_the_previous_is_healthy(plane: DevPlane,
-                                                           controller_manager: subprocess.Popen[bytes],
+                                                           controller_manager: asyncio.subprocess.Process,
                                                            tmp_path: Path) -> None:
     host = plane.client
     assert host is not None

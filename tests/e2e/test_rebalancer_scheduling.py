@@ -11,7 +11,7 @@ the TTL clean-up.
 
 from __future__ import annotations
 
-import subprocess
+import asyncio
 import uuid
 from typing import Any
 
@@ -144,7 +144,7 @@ def assert_triggered_and_consumed(binding: dict[str, Any], rebalancer: dict[str,
 
 
 @pytest.mark.parametrize("context", ["dynamic", "static", "aggregated"])
-async def test_rebalancer_reschedules_bindings(plane: DevPlane, controller_manager: subprocess.Popen[bytes],
+async def test_rebalancer_reschedules_bindings(plane: DevPlane, controller_manager: asyncio.subprocess.Process,
                                                context: str) -> None:
     assert plane.client is not None
     suite = Suite(plane.client, context)
@@ -205,7 +205,7 @@ async def test_rebalancer_reschedules_bindings(plane: DevPlane, controller_manag
     await eventually(lambda: suite.gone(name), timeout=TIMEOUT)
 
 
-async def test_ttl_given_at_creation(plane: DevPlane, controller_manager: subprocess.Popen[bytes]) -> None:
+async def test_ttl_given_at_creation(plane: DevPlane, controller_manager: asyncio.subprocess.Process) -> None:
     assert plane.client is not None
     suite = Suite(plane.client, "dynamic")
     await suite.setup()
