@@ -235,7 +235,8 @@ async def test_a_binding_last_scheduled_by_another_placement_fails_at_once(ours:
     ns = scene.ns
     await propagate(karmada, ns, ["web"], 4)
     binding = await wait_assigned(karmada, ns, "web", lambda a: sum(a.values()) == 4)
-    applied = json.loads(binding["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION])
+    written = binding["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION]  # as Karmada's scheduler wrote it
+    applied = json.loads(written)
     other = {**applied, "replicaScheduling": {**applied["replicaScheduling"], "weightPreference": STATIC_HALVES}}
     edited = await karmada.patch(RESOURCE_BINDINGS, binding["metadata"]["name"], namespace=ns, patch={
         "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(other)}}})
@@ -247,9 +248,9 @@ async def test_a_binding_last_scheduled_by_another_placement_fails_at_once(ours:
         await assert_untouched(karmada, edited)
         now = await binding_of(karmada, ns, "web")
         assert now is not None and now["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION] == json.dumps(other)
-    finally:  # as Karmada's scheduler wrote it, for whatever comes next in the namespace's short life
+    finally:  # byte for byte as Karmada's scheduler wrote it, for whatever comes next in the namespace's short life
         await karmada.patch(RESOURCE_BINDINGS, binding["metadata"]["name"], namespace=ns, patch={
-            "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(applied)}}})
+            "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: written}}})
 
 
 async def test_scheduling_not_complete_fails_after_the_retry_timeout(ours: Ours, karmada: KubeClient,
