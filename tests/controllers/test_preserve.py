@@ -26,6 +26,7 @@ from controller_manager.objects import Obj
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import workloadrebalancer
 from controllers.preserve import RETRY_SINCE_ANNOTATION, PreserveOptions
+from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
@@ -326,6 +327,29 @@ async def test_a_transient_cause_is_judged_again_before_it_fails(impatient: Mana
     assert observed(await finished(http, "recovered")) == [("web", "Successful", "")]
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
     assert len(estimator.calls) == 2
+
+
+async def test_the_last_judgement_before_failing_reads_the_binding_from_the_api_server(
+        impatient: Manager, estimator: Estimator, http: aiohttp.ClientSession, server: ApiServer) -> None:
+    """The controller's cache held behind (its bindings watch ended, and re-watching fails) while the binding's
+    status is collected on the server: judged on the cache, member1's ready count is unknown, a transient refusal
+    that the 0 s bound would turn Failed; the fresh read before that finds the status and the workload is
+    lowered."""
+    await scheduled_binding(http, "web", reported=False)
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    # every cluster-wide list/watch of bindings (the informer's) fails from now; GETs by name still answer
+    stuck = server.inject_fault("GET", "v1alpha2/resourcebindings", code=500, times=1_000_000)
+    server.store.close_watchers()
+    reported = [{"clusterName": n, "applied": True, "status": {"replicas": r}} for n, r in (("member1", 6),
+                                                                                            ("member2", 4))]
+    await send(http, "PATCH", f"{RB}/web-deployment/status", {"status": {"aggregatedStatus": reported}})
+    try:
+        await create(http, "stale", ["web"])
+        assert observed(await finished(http, "stale")) == [("web", "Successful", "")]
+        assert stuck.times < 1_000_000  # the informer did try to list or watch again, and failed
+    finally:
+        stuck.times = 0
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
 
 
 async def test_a_cluster_whose_status_is_not_collected_yet_is_never_lowered(
