@@ -102,7 +102,7 @@ class SharedInformer:
     """A cache of one resource (optionally one namespace) kept current by a reflector."""
 
     def __init__(self, client: KubeClient, resource: Resource, *, namespace: str = "",
-                 indexers: Mapping[str, IndexFunc] | None = None, label_selector: str = "",
+                 indexers: Mapping[str, IndexFunc] | None = None, label_selector: str = "", field_selector: str = "",
                  page_size: int = LIST_PAGE_SIZE, watch_timeout: int = WATCH_TIMEOUT_MIN,
                  compact: bool = False, transform: Transform | None = None) -> None:
         self.client = client
@@ -113,6 +113,7 @@ class SharedInformer:
         self.namespace = namespace
         self.store = Indexer(indexers, compact=compact)
         self.label_selector = label_selector
+        self.field_selector = field_selector
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
         self._page_size = page_size
@@ -124,7 +125,7 @@ class SharedInformer:
 
     @property
     def name(self) -> str:
-        return self.resource.key
+        return f"{self.resource.key}[{self.field_selector}]" if self.field_selector else self.resource.key
 
     def has_synced(self) -> bool:
         return self._synced.is_set()
@@ -200,6 +201,7 @@ class SharedInformer:
         list_rv = ""
         while True:
             page = await self.client.list(self.resource, self.namespace, label_selector=self.label_selector,
+                                          field_selector=self.field_selector,
                                           limit=self._page_size, continue_token=token)
             if not list_rv:
                 list_rv = objects.resource_version(page)
@@ -231,7 +233,8 @@ class SharedInformer:
             try:
                 async for event, line in self.client.watch_events(
                         self.resource, self.namespace, resource_version=self.last_sync_resource_version,
-                        timeout_seconds=timeout, label_selector=self.label_selector):
+                        timeout_seconds=timeout, label_selector=self.label_selector,
+                        field_selector=self.field_selector):
                     events += 1
                     self._handle(event, line)
             except ApiError as exc:
@@ -304,18 +307,20 @@ class InformerFactory:
         # compact (the default): the lean store, deflated JSON (see Indexer); False for caches read whole and often
         self.client = client
         self.compact = compact
-        self._informers: dict[tuple[Resource, str], SharedInformer] = {}
-        self._tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
+        self._informers: dict[tuple[Resource, str, str], SharedInformer] = {}
+        self._tasks: dict[tuple[Resource, str, str], asyncio.Task[None]] = {}
         self._watch_timeout = watch_timeout
 
-    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None) -> SharedInformer:
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None,
+                 field_selector: str = "") -> SharedInformer:
         """The shared informer; ``compact`` (decided by whoever asks first, default the factory's) keeps
-        objects packed (deflated JSON)."""
-        key = (resource, namespace)
+        objects packed (deflated JSON); ``field_selector``: only the objects it selects (one informer each)."""
+        key = (resource, namespace, field_selector)
         informer = self._informers.get(key)
         if informer is None:
             informer = SharedInformer(self.client, resource, namespace=namespace, watch_timeout=self._watch_timeout,
-                                      compact=self.compact if compact is None else compact)
+                                      compact=self.compact if compact is None else compact,
+                                      field_selector=field_selector)
             self._informers[key] = informer
         return informer
 

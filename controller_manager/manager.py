@@ -100,10 +100,11 @@ class Manager:
 
     # ----------------------------------------------------------------- building
 
-    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None) -> SharedInformer:
+    def informer(self, resource: Resource, namespace: str = "", *, compact: bool | None = None,
+                 field_selector: str = "") -> SharedInformer:
         """The process-wide shared informer of a resource (``compact``: see Indexer; None: the manager's
-        ``compact_caches``)."""
-        return self.informers.informer(resource, namespace, compact=compact)
+        ``compact_caches``; ``field_selector``: only the objects it selects)."""
+        return self.informers.informer(resource, namespace, compact=compact, field_selector=field_selector)
 
     def add_controller(self, controller: Controller) -> None:
         if any(c.name == controller.name for c in self.controllers):

@@ -31,7 +31,7 @@ from controller_manager import objects
 from controller_manager.cache import Indexer
 from controller_manager.client import MERGE_PATCH, ApiError, KubeClient
 from controller_manager.controller import Controller
-from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.events import EVENTS, NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
@@ -51,7 +51,7 @@ from sharedcli.flagtypes import duration, format_duration, positive_duration, po
 
 from . import progress, recovery
 from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
-from .recorder import EvictionRecorder, rewrite
+from .recorder import EVICTION_EVENTS_SELECTOR, EvictionRecorder, rewrite
 
 log = structlog.get_logger(__name__)
 
@@ -480,6 +480,8 @@ RBAC_RULES: list[PolicyRule] = [
     # one on each template kind whose readiness its status reports, from the first workload of it in flight
     *informer_rules(CLUSTERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS,
                     *POLICY_RESOURCES, *TEMPLATE_RESOURCES.values()),
+    # the recorder: Karmada's EvictWorkloadFromClusterSucceed Events (an informer with a field selector)
+    *informer_rules(EVENTS),
     # recorder.rewrite(): a merge patch of the record and in-flight marks (a fresh GET first for the recorder, on 409)
     *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "patch")),
     # _create_once(): the batches' WorkloadRebalancers (get: the one an earlier attempt made, on 409)
@@ -503,10 +505,19 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
                                                manager.informer(CLUSTER_RESOURCE_BINDINGS)]
     rebalancers = manager.informer(WORKLOAD_REBALANCERS)
     policy_informers = [manager.informer(resource) for resource in POLICY_RESOURCES]
-    recorder = EvictionRecorder(manager.client, clusters.store)
+    # Karmada's EvictWorkloadFromClusterSucceed Events: the evictions that began and ended while no recorder ran
+    eviction_events = manager.informer(EVENTS, field_selector=EVICTION_EVENTS_SELECTOR)
+    rb_store, crb_store = (informer.store for informer in binding_informers)
+
+    def cached_binding(request: Request) -> Obj | None:
+        return rb_store.get(f"{request.namespace}/{request.name}") if request.namespace else crb_store.get(request.name)
+
+    recorder = EvictionRecorder(manager.client, clusters.store, cached_binding)
     record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)
     recorder.controller = record_controller
-    record_controller.wait_for_caches(clusters, *binding_informers)
+    record_controller.wait_for_caches(clusters, *binding_informers, eviction_events)
+    eviction_events.add_event_handler(FuncHandler(add=lambda obj, _initial: recorder.observe_event(obj),
+                                                  update=lambda _old, new: recorder.observe_event(new)))
     for informer in binding_informers:
         informer.ensure_indexer(RECORD_INDEX, recovery.recorded_clusters)
         informer.ensure_indexer(FLIGHT_INDEX, progress.failing_back_clusters)

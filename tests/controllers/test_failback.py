@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -36,7 +37,7 @@ from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
-from kube_api.timeutil import format_time, now
+from kube_api.timeutil import format_time, now, now_text
 from tests.conftest import events_about, eventually, get_or_none, running, send
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -187,6 +188,38 @@ async def test_eviction_is_recorded_and_fails_back_after_the_window(kube: KubeCl
         assert made[0]["metadata"]["name"] in triggered[0]["message"]
     assert counter("failback_rebalancers_created_total", "member1") == created_before + 1
     assert counter("failback_workloads_total", "member1") == workloads_before + 1
+
+
+async def eviction_event(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: str, at: str) -> None:
+    """The Event Karmada's graceful-eviction controller records on the binding when the eviction is over."""
+    meta = binding["metadata"]
+    await send(http, "POST", "/api/v1/namespaces/default/events", {
+        "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}"},
+        "involvedObject": {"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding", "namespace": "default",
+                           "name": meta["name"], "uid": meta["uid"]},
+        "reason": "EvictWorkloadFromClusterSucceed", "message": f"Evict from cluster {cluster} succeed.",
+        "type": "Normal", "source": {"component": "graceful-eviction-controller"},
+        "firstTimestamp": at, "lastTimestamp": at, "count": 1})
+
+
+async def test_an_eviction_over_before_the_recorder_started_is_found_in_karmadas_event(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The controller-manager down for a whole eviction (task added and removed): the binding shows nothing, but
+    Karmada's EvictWorkloadFromClusterSucceed Event does; once started, it records member1 and fails it back. An
+    older Event about a binding rescheduled since is left alone (its fail-back ran already)."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member2"])  # member1's replica evicted while nothing of ours ran
+    bar = await make_binding(http, "bar", ["member2"])
+    await send(http, "PATCH", f"{RB}/bar-deployment", {"spec": {"rescheduleTriggeredAt": "2026-11-27T10:00:00Z"}})
+    await eviction_event(http, foo, "member1", now_text())
+    await eviction_event(http, bar, "member1", "2026-11-27T09:00:00Z")
+    async with controller(kube):
+        await eventually(recorded(http, "foo", "member1"))
+        await eventually(lambda: rebalancers(http), timeout=10)  # member1 is healthy: after the window, back
+        await eventually(failing_back(http, "foo"))
+        assert record_of(await get_or_none(http, f"{RB}/bar-deployment")) is None
+        assert [w["name"] for r in await rebalancers(http) for w in r["spec"]["workloads"]] == ["foo"]
 
 
 class LostCreateAnswer(KubeClient):

@@ -10,7 +10,7 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
-from controllers.failback.recorder import EvictionRecorder
+from controllers.failback.recorder import EvictionRecorder, evicted_by_event, eviction_event
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
@@ -162,3 +162,49 @@ def test_an_eviction_while_failing_back_is_recorded_again_only_for_the_clusters_
     tasked = binding(["member1", "member2"], record="member1", tasks=["member1"])
     assert recovery.evicted_clusters(old, tasked, sick.get, again=["member1"]) == {"member1"}
     assert recovery.evicted_clusters(tasked, tasked, sick.get, again=["member1"]) == set()  # the same task
+
+
+# ---- evictions told by Karmada's Events ---------------------------------------------------------------------
+
+TRIGGERED = "2026-11-27T10:00:00Z"
+
+
+def eviction(cluster: str = "member1", *, at: str = "2026-11-27T10:05:00Z", kind: str = "ResourceBinding",
+             reason: str = "EvictWorkloadFromClusterSucceed", uid: str = "uid-1") -> dict[str, Any]:
+    """The Event Karmada's graceful-eviction controller records on a binding once the eviction is done."""
+    return {"metadata": {"name": "foo-deployment.1", "namespace": "default", "creationTimestamp": at},
+            "involvedObject": {"kind": kind, "namespace": "default", "name": "foo-deployment", "uid": uid,
+                               "apiVersion": "work.karmada.io/v1alpha2"},
+            "reason": reason, "message": f"Evict from cluster {cluster} succeed.", "type": "Normal",
+            "firstTimestamp": at, "lastTimestamp": at}
+
+
+def test_an_eviction_event_names_the_binding_the_cluster_and_when() -> None:
+    told = eviction_event(eviction())
+    assert told is not None
+    assert (told.request, told.uid, told.cluster, told.at.isoformat()) == (
+        Request("default", "foo-deployment"), "uid-1", "member1", "2026-11-27T10:05:00+00:00")
+    crb = eviction_event(eviction(kind="ClusterResourceBinding"))
+    assert crb is not None and crb.request == Request("", "foo-deployment")
+    # the template's copy of the Event, another reason, a message that is not Karmada's: nothing
+    assert eviction_event(eviction(kind="Deployment")) is None
+    assert eviction_event(eviction(reason="EvictWorkloadFromClusterFailed")) is None
+    assert eviction_event({**eviction(), "message": "evicted"}) is None
+
+
+def test_an_eviction_event_is_recorded_only_if_the_binding_does_not_show_it_over() -> None:
+    told = eviction_event(eviction())
+    assert told is not None
+    gone = {**binding(["member2"]), "metadata": {**binding(["member2"])["metadata"], "uid": "uid-1"}}
+    assert evicted_by_event(gone, told, ())
+    back = {**gone, "spec": {**gone["spec"], "clusters": [{"name": "member1", "replicas": 1}]}}
+    assert not evicted_by_event(back, told, ())  # back on member1 (failed back, or rescheduled there)
+    assert not evicted_by_event(gone, told, ("member1",))  # a fail-back to it in flight
+    rescheduled = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": "2026-11-27T10:05:00Z"}}
+    assert not evicted_by_event(rescheduled, told, ())  # moved afresh at or after the eviction
+    earlier = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": TRIGGERED}}
+    assert evicted_by_event(earlier, told, ())  # a reschedule before it says nothing of it
+    other = {**gone, "metadata": {**gone["metadata"], "uid": "uid-2"}}
+    assert not evicted_by_event(other, told, ())  # another binding by that name
+    recorded_already = {**gone, "metadata": {**gone["metadata"], "annotations": {EVICTED_FROM_ANNOTATION: "member1"}}}
+    assert not evicted_by_event(recorded_already, told, ())
