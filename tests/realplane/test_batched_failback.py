@@ -316,6 +316,33 @@ async def test_a_relapse_stops_the_fail_back_until_the_cluster_recovers_again(ou
         assert flights.started[scene.key("first")] == 2 and flights.started[scene.key("second")] == 1, flights
 
 
+async def test_an_eviction_while_no_recorder_ran_is_failed_back_from_karmadas_event(ours: Ours,
+                                                                                      karmada: KubeClient) -> None:
+    """The fail-back controller-manager stopped for a whole eviction (Karmada's task added and removed): nothing on
+    the bindings says so, but Karmada's EvictWorkloadFromClusterSucceed Events do; started again once member1
+    has recovered, it records and fails both back."""
+    lease = "rp-failback-away"
+    async with evicted_two(ours, karmada, lease) as scene:
+        scene.program.stop()  # no recorder from here on
+        for name in TWO:
+            binding = await binding_of(karmada, scene.ns, name)
+            assert binding is not None
+            await karmada.patch(RESOURCE_BINDINGS, objects.name(binding), namespace=scene.ns,  # as if never seen
+                                patch={"metadata": {"annotations": {EVICTED_FROM_ANNOTATION: None}}})
+        await set_taint(karmada, CLUSTER, [])
+        successor = ours.launch("controller_manager", f"{lease}-successor", *ONE_AT_A_TIME,
+                                f"--leader-elect-resource-name={lease}")
+        try:
+            await scene.failed_back("first")
+            await scene.failed_back("second")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{log_tail(successor.log)}") from exc
+        finally:
+            successor.stop()
+        listed = [w for names in scene.batches.listed.values() for w in names]
+        assert sorted(listed) == [f"{scene.ns}/first", f"{scene.ns}/second"], scene.batches
+
+
 async def _none_recorded(karmada: KubeClient) -> bool:
     """No binding recorded as evicted from member1 or in flight back to it."""
     bindings = (await karmada.list(RESOURCE_BINDINGS)).get("items") or []
