@@ -51,7 +51,7 @@ from sharedcli.flagtypes import duration, format_duration, positive_duration, po
 
 from . import progress, recovery
 from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
-from .recorder import EVICTION_EVENTS_SELECTOR, EvictionRecorder, rewrite
+from .recorder import EvictionRecorder, rewrite
 
 log = structlog.get_logger(__name__)
 
@@ -506,7 +506,7 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
     rebalancers = manager.informer(WORKLOAD_REBALANCERS)
     policy_informers = [manager.informer(resource) for resource in POLICY_RESOURCES]
     # Karmada's EvictWorkloadFromClusterSucceed Events: the evictions that began and ended while no recorder ran
-    eviction_events = manager.informer(EVENTS, field_selector=EVICTION_EVENTS_SELECTOR)
+    eviction_events = manager.informer(EVENTS, field_selector=recovery.EVICTION_EVENTS_SELECTOR)
     rb_store, crb_store = (informer.store for informer in binding_informers)
 
     def cached_binding(request: Request) -> Obj | None:

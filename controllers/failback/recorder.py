@@ -8,14 +8,12 @@ restart, a leader hand-over: Karmada's graceful eviction can be over in seconds)
 binding, but an Event: Karmada's graceful-eviction controller records ``EvictWorkloadFromClusterSucceed``
 ("Evict from cluster <name> succeed.") on the binding when it removes the task. The recorder also reads
 those Events (kept by the API server for its ``--event-ttl``, 1h by default) and records what one tells of,
-unless the binding shows it is over (:func:`evicted_by_event`).
+unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 
 import structlog
@@ -26,63 +24,11 @@ from controller_manager.client import MERGE_PATCH, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names
-from karmada_api.shapes import binding_spec
-from kube_api.timeutil import parse_optional_time
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
 
 from . import progress, recovery
 
 log = structlog.get_logger(__name__)
-
-
-EVICTION_SUCCEEDED_REASON = "EvictWorkloadFromClusterSucceed"
-"""The Event Karmada's graceful-eviction controllers record on a binding (and its template) when a task is done."""
-EVICTION_EVENTS_SELECTOR = f"reason={EVICTION_SUCCEEDED_REASON}"
-_EVICTION_MESSAGE = re.compile(r"Evict from cluster (?P<cluster>\S+) succeed\.")
-_BINDING_KINDS = {RB_KIND.resource.kind: RB_KIND, CRB_KIND.resource.kind: CRB_KIND}
-
-
-@dataclass(frozen=True)
-class EvictionEvent:
-    """What an ``EvictWorkloadFromClusterSucceed`` Event on a binding tells: the binding, the cluster, when."""
-
-    request: Request
-    uid: str
-    cluster: str
-    at: datetime
-
-
-def eviction_event(event: Obj) -> EvictionEvent | None:
-    """The eviction an Event tells of; None for any other Event (the template's copy, another reason, a message
-    or time that is not Karmada's)."""
-    involved = event.get("involvedObject") or {}
-    kind = _BINDING_KINDS.get(str(involved.get("kind") or ""))
-    found = _EVICTION_MESSAGE.fullmatch(str(event.get("message") or ""))
-    at = (parse_optional_time(event.get("lastTimestamp")) or parse_optional_time(event.get("eventTime"))
-          or parse_optional_time(objects.creation_timestamp(event)))
-    if event.get("reason") != EVICTION_SUCCEEDED_REASON or kind is None or found is None or at is None:
-        return None
-    namespace = str(involved.get("namespace") or "") if kind is RB_KIND else ""
-    return EvictionEvent(Request(namespace, str(involved.get("name") or "")), str(involved.get("uid") or ""),
-                         found["cluster"], at)
-
-
-def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Collection[str]) -> bool:
-    """Whether ``event`` tells of an eviction ``binding`` does not show as over, nor records already.
-
-    Over (or someone else's business) when the binding is being deleted or is another one by that name (uid),
-    has the cluster in ``spec.clusters`` again or in flight back to it (``in_flight``), or was rescheduled at
-    or after the event (a fail-back that already ran, or the user's own rebalancer: both moved it afresh).
-    """
-    if objects.is_deleting(binding) or (event.uid and objects.uid(binding) != event.uid):
-        return False
-    spec = binding_spec(binding)
-    if event.cluster in binding_cluster_names(spec) or event.cluster in in_flight:
-        return False
-    if event.cluster in recovery.recorded_clusters(binding):
-        return False
-    triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))
-    return triggered is None or triggered < event.at
 
 
 def _kind(request: Request) -> BindingKind:
@@ -126,7 +72,7 @@ class EvictionRecorder:
         self.clusters = clusters
         self.bindings = bindings
         """The cached binding a request names (None when not cached)."""
-        self.told: dict[Request, set[EvictionEvent]] = {}
+        self.told: dict[Request, set[recovery.EvictionEvent]] = {}
         """Evictions Events tell of, to be judged against the binding by the reconcile."""
         self.pending: dict[Request, set[str]] = {}
         self.unverified: dict[Request, set[str]] = {}
@@ -152,8 +98,8 @@ class EvictionRecorder:
 
     def observe_event(self, event: MutableObj) -> None:
         """Informer handler of the ``EvictWorkloadFromClusterSucceed`` Events: queue the binding it names, to be
-        judged by the reconcile (:func:`evicted_by_event`), once the binding caches have synced."""
-        told = eviction_event(event)
+        judged by the reconcile (:func:`.recovery.evicted_by_event`), once the binding caches have synced."""
+        told = recovery.eviction_event(event)
         if told is None or self.controller is None:
             return
         self.told.setdefault(told.request, set()).add(told)
@@ -166,7 +112,7 @@ class EvictionRecorder:
         if binding is None:
             return
         for event in told:
-            if evicted_by_event(binding, event, progress.failing_back(binding).keys()):
+            if recovery.evicted_by_event(binding, event, progress.failing_back(binding).keys()):
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat())
                 self.pending.setdefault(request, set()).add(event.cluster)

@@ -1,21 +1,26 @@
-"""The fail-back rules, pure: is a cluster recovered, which bindings lost a cluster through eviction, the
-record kept on a binding, and whether its placement still allows the cluster (the batches: :mod:`.progress`).
+"""The fail-back rules, pure: is a cluster recovered, which bindings lost a cluster through eviction (on the
+binding, or told by Karmada's Events), the record kept on a binding, and whether its placement still allows the
+cluster (the batches: :mod:`.progress`).
 
 No I/O here: :mod:`.controller` reads the caches, calls these and writes the results.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from karmada_api.bindings import binding_cluster_names
+from controller_manager.reconcile import Request
+from karmada_api.bindings import CRB_KIND, RB_KIND, binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
 from karmada_api.placement import affinity_allows, applied_placement
 from karmada_api.shapes import as_placement, binding_spec, cluster_spec
 from karmada_api.taints import has_no_execute_taints
+from kube_api.timeutil import parse_optional_time
 from kube_api.tolerations import TAINT_EFFECT_NO_SCHEDULE, find_untolerated_taint
 
 EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
@@ -156,3 +161,57 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
         return (f"its placement does not tolerate the taint {taint.get('key')}:{taint.get('effect')} "
                 f"of cluster {name}")
     return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Evictions told by Karmada's Events
+
+
+EVICTION_SUCCEEDED_REASON = "EvictWorkloadFromClusterSucceed"
+"""The Event Karmada's graceful-eviction controllers record on a binding (and its template) when a task is done."""
+EVICTION_EVENTS_SELECTOR = f"reason={EVICTION_SUCCEEDED_REASON}"
+_EVICTION_MESSAGE = re.compile(r"Evict from cluster (?P<cluster>\S+) succeed\.")
+_BINDING_KINDS = {RB_KIND.resource.kind: RB_KIND, CRB_KIND.resource.kind: CRB_KIND}
+
+
+@dataclass(frozen=True)
+class EvictionEvent:
+    """What an ``EvictWorkloadFromClusterSucceed`` Event on a binding tells: the binding, the cluster, when."""
+
+    request: Request
+    uid: str
+    cluster: str
+    at: datetime
+
+
+def eviction_event(event: Obj) -> EvictionEvent | None:
+    """The eviction an Event tells of; None for any other Event (the template's copy, another reason, a message
+    or time that is not Karmada's)."""
+    involved = event.get("involvedObject") or {}
+    kind = _BINDING_KINDS.get(str(involved.get("kind") or ""))
+    found = _EVICTION_MESSAGE.fullmatch(str(event.get("message") or ""))
+    at = (parse_optional_time(event.get("lastTimestamp")) or parse_optional_time(event.get("eventTime"))
+          or parse_optional_time(objects.creation_timestamp(event)))
+    if event.get("reason") != EVICTION_SUCCEEDED_REASON or kind is None or found is None or at is None:
+        return None
+    namespace = str(involved.get("namespace") or "") if kind is RB_KIND else ""
+    return EvictionEvent(Request(namespace, str(involved.get("name") or "")), str(involved.get("uid") or ""),
+                         found["cluster"], at)
+
+
+def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Collection[str]) -> bool:
+    """Whether ``event`` tells of an eviction ``binding`` does not show as over, nor records already.
+
+    Over (or someone else's business) when the binding is being deleted or is another one by that name (uid),
+    has the cluster in ``spec.clusters`` again or in flight back to it (``in_flight``), or was rescheduled at
+    or after the event (a fail-back that already ran, or the user's own rebalancer: both moved it afresh).
+    """
+    if objects.is_deleting(binding) or (event.uid and objects.uid(binding) != event.uid):
+        return False
+    spec = binding_spec(binding)
+    if event.cluster in binding_cluster_names(spec) or event.cluster in in_flight:
+        return False
+    if event.cluster in recorded_clusters(binding):
+        return False
+    triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))
+    return triggered is None or triggered < event.at

@@ -10,8 +10,8 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
-from controllers.failback.recorder import EvictionRecorder, evicted_by_event, eviction_event
-from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
+from controllers.failback.recorder import EvictionRecorder
+from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows, evicted_by_event, eviction_event
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
 
