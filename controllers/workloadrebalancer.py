@@ -316,7 +316,7 @@ class WorkloadRebalancerReconciler:
                 except ApiError as exc:
                     if not exc.is_conflict or attempt == CONFLICT_ATTEMPTS - 1:
                         raise
-            elif attempt or not isinstance(outcome, Refusal) or outcome.transient:
+            elif attempt or fresh or not isinstance(outcome, Refusal) or outcome.transient:
                 return outcome
             binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
         raise AssertionError("unreachable")

@@ -39,8 +39,7 @@ from typing import Any
 
 from controller_manager.client import Resource
 from controller_manager.informer import Transform
-from estimator.unschedulable import POD_REASON_UNSCHEDULABLE, POD_SCHEDULED, TEMPLATE_DIGEST, template_digest
-from kube_api.conditions import find_condition
+from estimator.unschedulable import TEMPLATE_DIGEST, template_digest, unschedulable_condition
 from kube_api.pods import TERMINAL_POD_PHASES
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS
 
@@ -112,9 +111,8 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     phase = status.get("phase") if isinstance(status, dict) else None
     if not (isinstance(status, dict) and isinstance(conditions, list | None) and isinstance(phase, str | None)):
         return {**_with_metadata(pod, _POD_METADATA), "status": status}  # a shape no API server sends: as it is
-    condition = find_condition(conditions, POD_SCHEDULED)
-    if (phase in TERMINAL_POD_PHASES or condition is None or condition.get("status") != "False"
-            or condition.get("reason") != POD_REASON_UNSCHEDULABLE):
+    condition = unschedulable_condition(conditions)
+    if phase in TERMINAL_POD_PHASES or condition is None:
         return _with_metadata(pod, _KEY_METADATA)
     kept = {"phase": phase} if "phase" in status else {}
     return {**_with_metadata(pod, _POD_METADATA), "status": {**kept, "conditions": [_pick(condition, _CONDITION)]}}

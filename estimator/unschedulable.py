@@ -62,10 +62,18 @@ def threshold_from_nanoseconds(nanoseconds: int) -> timedelta:
     return timedelta(microseconds=nanoseconds // 1000)
 
 
+def unschedulable_condition(conditions: Any) -> Mapping[str, Any] | None:
+    """The ``PodScheduled`` condition of a Pod's conditions when it is False/Unschedulable, else None."""
+    condition = find_condition(conditions, POD_SCHEDULED)
+    if condition is None or condition.get("status") != "False" or condition.get("reason") != POD_REASON_UNSCHEDULABLE:
+        return None
+    return condition
+
+
 def pod_unschedulable(pod: Obj, threshold: timedelta, now: datetime | None = None) -> bool:
     """``PodScheduled`` is False/Unschedulable and ``lastTransitionTime + threshold < now``."""
-    condition = find_condition(objects.status(pod).get("conditions"), POD_SCHEDULED)
-    if condition is None or condition.get("status") != "False" or condition.get("reason") != POD_REASON_UNSCHEDULABLE:
+    condition = unschedulable_condition(objects.status(pod).get("conditions"))
+    if condition is None:
         return False
     now = now or datetime.now(UTC)
     try:

@@ -491,13 +491,6 @@ class LabelSelector:
                     return False
         return True
 
-    def requires_exact_match(self, key: str) -> str | None:
-        """The single value ``key`` must have (``=``, ``==``, one-valued ``in``), else None."""
-        for req in self._reqs:
-            if req.key == key:
-                return req.value if req.op == _EQ else None
-        return None
-
     def __str__(self) -> str:
         return ",".join(req.text for req in self._reqs)
 

@@ -25,7 +25,7 @@ from . import retry
 from .discovery import Discovered, GroupKind, discover, resolve_kind, resource_for
 from .errors import UsageError
 from .selection import Criteria, Selection, Workload, binding_workload, count_in_scope, describe_empty, select
-from .waves import Wave, split, waves
+from .waves import Wave, waves
 
 GENERATE_NAME = "rebalance-"
 
@@ -199,7 +199,7 @@ def wave_plan(name: str, workloads: Sequence[Workload], *, per_wave: int, size: 
               preserve: bool = False) -> list[Wave]:
     """``--max-concurrent``: the workloads in waves of ``per_wave``, each wave's rebalancers of at most ``size``,
     numbered across the waves (``NAME-1``... in creation order)."""
-    parts = split(workloads, per_wave)
+    parts = chunks(workloads, per_wave)  # the waves, in order
     per_part = [chunks(part, size) for part in parts]
     bodies = named_rebalancers(name, [chunk for chunked in per_part for chunk in chunked], ttl_seconds=ttl_seconds,
                                preserve=preserve)

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from karmada_api.rebalancers import chunks
-
 from .selection import Workload
 
 WAVE_ANNOTATION = "rebalance.karmada-rebalance.io/wave"
@@ -46,11 +44,6 @@ class Wave:
         if after > self.total:
             return ""
         return f"wave {after}" if after == self.total else f"waves {after}-{self.total}"
-
-
-def split(workloads: Sequence[Workload], per_wave: int) -> list[list[Workload]]:
-    """The workloads in order, in waves of at most ``per_wave``."""
-    return chunks(workloads, per_wave)
 
 
 def waves(parts: Sequence[Sequence[Workload]], rebalancers: Sequence[Sequence[dict[str, Any]]]) -> list[Wave]:

@@ -188,8 +188,8 @@ class ClusterFailback:
         """The bindings being failed back to the cluster, and since when, by workload."""
         found: dict[tuple[str, str], tuple[BindingKind, Obj, datetime]] = {}
         marked = self.marked.get(cluster, set())
-        candidates = [(kind, objects.key(b)) for kind, store in self.binding_stores.items()
-                      for b in store.by_index(FLIGHT_INDEX, cluster)]
+        candidates = [(kind, key) for kind, store in self.binding_stores.items()
+                      for key in store.store.index_keys(FLIGHT_INDEX, cluster)]
         # our marks the index may not show yet
         candidates += [(self.binding_kinds[resource], key) for resource, key in marked]
         for kind, key in candidates:
@@ -510,7 +510,7 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
     rb_store, crb_store = (informer.store for informer in binding_informers)
 
     def cached_binding(request: Request) -> Obj | None:
-        return rb_store.get(f"{request.namespace}/{request.name}") if request.namespace else crb_store.get(request.name)
+        return (rb_store if request.namespace else crb_store).get(objects.join_key(request.namespace, request.name))
 
     recorder = EvictionRecorder(manager.client, clusters.store, cached_binding)
     record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)

@@ -131,15 +131,6 @@ def test_whitespace_is_tolerated_around_tokens() -> None:
     assert str(s) == "app=web,!gone,tier notin (a,b),x"  # sorted by key, like kube's String()
 
 
-def test_requires_exact_match() -> None:
-    s = sel("a=1,b in (2),c in (3,4),d!=5")
-    assert s.requires_exact_match("a") == "1"
-    assert s.requires_exact_match("b") == "2"
-    assert s.requires_exact_match("c") is None
-    assert s.requires_exact_match("d") is None
-    assert s.requires_exact_match("zzz") is None
-
-
 # --- label selectors: errors ---------------------------------------------------------------
 
 
