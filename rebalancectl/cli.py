@@ -21,6 +21,7 @@ from controller_manager.client import ApiError, KubeClient
 from sharedcli.flagtypes import duration, format_duration, object_name, positive_duration, positive_int
 
 from . import create, kubeconfig, status
+from .discovery import Discovered
 from .errors import CommandError, UsageError, WaveHeldBack
 from .output import FORMATS, mode_line, render, render_waves, result_rows, summary, table, wave_line
 from .progname import PROG, program_name
@@ -129,7 +130,7 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
                                        context_namespace=context_namespace)
     flags = create.CreateFlags(namespace, tuple(args.kind), args.selector, args.cluster, args.policy,
                                args.cluster_policy)
-    chosen, _criteria = await create.selection(client, flags)
+    chosen, criteria = await create.selection(client, flags)
     for text in chosen.unmatched:
         print(f"{args.prog}: {text} matched no workload", file=err)
     if args.max_concurrent is not None:
@@ -139,7 +140,7 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
         if args.dry_run:
             out.write(render_waves(plan, args.output or "yaml"))
             return 0
-        return await _run_waves(client, plan, chosen, args, out=out, err=err)
+        return await _run_waves(client, plan, chosen, criteria.discovered, args, out=out, err=err)
     objs = create.rebalancers(args.name or "", chosen.workloads, size=args.max_per_rebalancer, ttl_seconds=ttl,
                               preserve=args.preserve_available_replicas)
     if args.dry_run:
@@ -164,8 +165,8 @@ def _check_wave_flags(args: argparse.Namespace) -> None:
         raise UsageError("--progress-deadline needs --max-concurrent")
 
 
-async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, args: argparse.Namespace, *,
-                     out: TextIO, err: TextIO) -> int:
+async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, discovered: Discovered | None,
+                     args: argparse.Namespace, *, out: TextIO, err: TextIO) -> int:
     """Create the waves (see :mod:`rebalancectl.rollout`); the wave lines go to stdout, or to stderr with ``-o``
     (stdout then holds only the rebalancers: names as each wave is created, YAML or JSON once at the end)."""
     deadline = DEFAULT_PROGRESS_DEADLINE if args.progress_deadline is None else args.progress_deadline
@@ -176,7 +177,8 @@ async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, ar
         elif not args.output and objs:
             out.write(summary(objs))
 
-    runner = WaveRunner(client, plan, await targets(client, chosen), deadline, err if args.output else out, show)
+    found = await targets(client, chosen, discovered)
+    runner = WaveRunner(client, plan, found, deadline, err if args.output else out, show)
     finished = None
     try:
         with anyio.move_on_after(args.timeout):  # None: no bound on the whole command

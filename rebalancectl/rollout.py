@@ -28,7 +28,7 @@ from karmada_api.shapes import rebalancer_spec, rebalancer_status
 from sharedcli.flagtypes import format_duration
 
 from .create import create_all
-from .discovery import GroupKind, discover, resource_for
+from .discovery import Discovered, GroupKind, discover, resource_for
 from .errors import CommandError, WaveHeldBack
 from .output import table
 from .retry import CreateGaveUp, describe, transient
@@ -47,13 +47,14 @@ class Targets:
     resources: Mapping[GroupKind, Resource]
 
 
-async def targets(client: KubeClient, chosen: Selection) -> Targets:
-    """Each selected workload's binding, and the REST resource of each template kind (from discovery).
+async def targets(client: KubeClient, chosen: Selection, discovered: Discovered | None = None) -> Targets:
+    """Each selected workload's binding, and the REST resource of each template kind (from discovery: the
+    selection's own, ``discovered``, when it made one).
 
     A kind missing while some resource lists could not be read (a restarting server) stops here, before any
     wave, with "try again" (exit 1): its templates would read as not found until the deadline held a wave back.
     """
-    found = await discover(client)
+    found = discovered if discovered is not None else await discover(client)
     resources = {}
     for kind in {workload.group_kind for workload in chosen.workloads}:
         resource = resource_for(kind, found.resources)

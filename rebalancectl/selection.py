@@ -17,7 +17,7 @@ from karmada_api import shapes
 from karmada_api.bindings import workload_reference
 from karmada_api.placement import PlacementError, affinity_allows, applied_placement, target_contains
 
-from .discovery import GroupKind, group_of
+from .discovery import Discovered, GroupKind, group_of
 
 
 @dataclass(frozen=True, order=True)
@@ -91,6 +91,8 @@ class Criteria:
     cluster: Obj | None = None
     policy: tuple[str, str, str] | None = None
     """``(flag text, permanent-id label, its value)``."""
+    discovered: Discovered | None = None
+    """The API server's resources, when resolving the flags needed them (``--kind``, ``-l``)."""
 
 
 @dataclass
