@@ -487,7 +487,9 @@ async def run_all(args: argparse.Namespace, tmp: Path) -> list[Figures]:
             elif fault == "f":
                 back = await failback_fault(args, folder)
                 figures = Figures(fault, recovery_seconds=back.recovery_seconds, error="; ".join(back.problems()),
-                                  notes=[f"{back.done}/{back.workloads} failed back; listed twice {back.listed_twice}, "
+                                  # every workload failed back: failback_fault raises otherwise
+                                  notes=[f"{back.workloads}/{back.workloads} failed back; "
+                                         f"listed twice {back.listed_twice}, "
                                          f"forgotten {back.forgotten} (both must be 0); at most "
                                          f"{back.most_in_flight} in flight (budget {MAX_CONCURRENT})",
                                          *back.notes])

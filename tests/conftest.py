@@ -84,6 +84,13 @@ async def ensure_namespace(http: aiohttp.ClientSession, name: str) -> None:
     await send(http, "POST", "/api/v1/namespaces", {"metadata": {"name": name}}, expect=(201, 409))
 
 
+async def cancel_and_wait(task: asyncio.Future[Any]) -> None:
+    """Cancel a background task of the test and wait until it has stopped (its own cancellation is not an error)."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
 async def eventually(check: Callable[[], Any], *, timeout: float = 10.0, interval: float = 0.05,
                      what: str = "condition") -> Any:
     """Poll ``check`` (a predicate, or a coroutine function) until it returns something truthy without

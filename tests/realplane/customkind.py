@@ -18,15 +18,14 @@ resources every 30 s.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from benchmarks.refplane import RefPlane, kubectl
+from benchmarks.refplane import RefPlane
 from controller_manager.client import Resource
+from tests.realplane.support import kubectl_run
 
 GROUP, VERSION, KIND, PLURAL = "rp.example.io", "v1", "TaskPool", "taskpools"
 TASK_POOLS = Resource(GROUP, VERSION, PLURAL, KIND, True)
@@ -82,9 +81,7 @@ def task_pool(name: str, replicas: int) -> dict[str, Any]:
 
 
 def _kubectl(plane: RefPlane, context: str, *args: str, stdin: str | None = None) -> None:
-    config = f"{plane.karmada_kubeconfig}:{plane.members_kubeconfig}"
-    done = subprocess.run([kubectl() or "kubectl", "--context", context, *args], input=stdin, capture_output=True,
-                          text=True, timeout=60, check=False, env={**os.environ, "KUBECONFIG": config})
+    done = kubectl_run(plane, *args, context=context, stdin=stdin)
     if done.returncode != 0:
         raise RuntimeError(f"kubectl --context {context} {' '.join(args)}: {done.stderr.strip()}")
 

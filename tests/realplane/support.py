@@ -22,24 +22,26 @@ from controller_manager.events import EVENTS
 from karmada_api.bindings import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS, REPLICA_SETS
-from tests.conftest import eventually
+from tests.conftest import cancel_and_wait, eventually
 
 T = TypeVar("T")
 
 SCHEDULED = 60.0  # seconds Karmada's scheduler and controllers get to place and apply a workload
 
 
+def kubectl_run(plane: RefPlane, *args: str, context: str = "karmada-apiserver",
+                stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``kubectl --context C ARGS`` with the plane's kubeconfigs (the one the project installs), blocking: for the
+    synchronous fixtures; async tests use :func:`run_kubectl`."""
+    config = f"{plane.karmada_kubeconfig}:{plane.members_kubeconfig}"
+    return subprocess.run([kubectl() or "kubectl", "--context", context, *args], input=stdin, capture_output=True,
+                          text=True, timeout=60, check=False, env={**os.environ, "KUBECONFIG": config})
+
+
 async def run_kubectl(plane: RefPlane, *args: str, context: str = "karmada-apiserver",
                       stdin: str | None = None) -> str:
-    """``kubectl --context C ARGS`` with the plane's kubeconfigs (the one the project installs); its stdout."""
-    config = f"{plane.karmada_kubeconfig}:{plane.members_kubeconfig}"
-    argv = [kubectl() or "kubectl", "--context", context, *args]
-
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=60, check=False,
-                              env={**os.environ, "KUBECONFIG": config})
-
-    done = await anyio.to_thread.run_sync(run)
+    """:func:`kubectl_run` off the event loop; its stdout (an AssertionError naming stderr when it fails)."""
+    done = await anyio.to_thread.run_sync(lambda: kubectl_run(plane, *args, context=context, stdin=stdin))
     assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
     return done.stdout
 
@@ -327,7 +329,7 @@ async def _seen(karmada: KubeClient, binding: dict[str, Any],
     try:
         yield seen
     finally:
-        await _cancel(watcher)
+        await cancel_and_wait(watcher)
 
 
 @contextlib.asynccontextmanager
@@ -343,13 +345,7 @@ async def watching(karmada: KubeClient, resource: Resource, record: Callable[[st
     try:
         yield
     finally:
-        await _cancel(watcher)
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+        await cancel_and_wait(watcher)
 
 
 async def _record(karmada: KubeClient, resource: Resource, namespace: str, version: str,

@@ -32,7 +32,7 @@ from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
 from rebalancectl import retry
 from rebalancectl.cli import execute
 from rebalancectl.create import create_all
-from tests.conftest import eventually
+from tests.conftest import cancel_and_wait, eventually
 
 PLACEMENT_BOTH = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
 PLACEMENT_M2 = {"clusterAffinity": {"clusterNames": ["member2"]}}
@@ -215,7 +215,7 @@ async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: Kub
         assert code == 0, err
         await asyncio.wait_for(controller, 10)
     finally:
-        controller.cancel()
+        await cancel_and_wait(controller)
     assert out.splitlines() == [
         "workloadrebalancer.apps.karmada.io/back-1 created (1 workloads)",
         "workloadrebalancer.apps.karmada.io/back-2 created (1 workloads)",
@@ -239,9 +239,12 @@ async def test_creates_and_the_wait_ride_out_a_busy_or_restarting_server(
               server.inject_fault("GET", "/workloadrebalancers", code=503, reason="ServiceUnavailable", times=2)]
     command = asyncio.create_task(cli(world, "create", "back", "--cluster", "member1", "--max-per-rebalancer", "1",
                                       "--wait", "--timeout", "20s"))
-    await eventually(lambda: faults[-1].times == 0, what="the wait's reads failed")  # before the results exist
-    await finish(kube, {"web": ("Successful", ""), "settings": ("Successful", "")})
-    code, out, err = await asyncio.wait_for(command, 20)
+    try:
+        await eventually(lambda: faults[-1].times == 0, what="the wait's reads failed")  # before the results exist
+        await finish(kube, {"web": ("Successful", ""), "settings": ("Successful", "")})
+        code, out, err = await asyncio.wait_for(command, 20)
+    finally:
+        await cancel_and_wait(command)
     assert code == 0, err
     assert [fault.times for fault in faults] == [0] * len(faults)
     assert out.splitlines()[:2] == ["workloadrebalancer.apps.karmada.io/back-1 created (1 workloads)",
@@ -314,7 +317,7 @@ async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dic
         code, out, err = await cli(world, "create", "gone", "--kind", "cm", "--wait", "--timeout", "20s")
         await asyncio.wait_for(deleter, 10)
     finally:
-        deleter.cancel()
+        await cancel_and_wait(deleter)
     assert (code, out) == (1, "workloadrebalancer.apps.karmada.io/gone created (1 workloads)\n")
     assert err == "karmada-rebalance create: error: workloadrebalancer gone was deleted before it finished\n"
 

@@ -35,7 +35,7 @@ from kube_api.resources import DEPLOYMENTS, NAMESPACES
 from rebalancectl import retry, rollout
 from rebalancectl.retry import CREATE_ID_LABEL
 from rebalancectl.waves import WAVE_ANNOTATION
-from tests.conftest import eventually, running
+from tests.conftest import cancel_and_wait, eventually, running
 from tests.rebalancectl.test_rebalancectl import binding, cli, deployment, kubeconfig_env
 
 NAMES = ("a", "b", "c")
@@ -97,7 +97,7 @@ async def karmada(kube: KubeClient) -> AsyncIterator[Karmada]:
         try:
             yield stand_in
         finally:
-            task.cancel()
+            await cancel_and_wait(task)
 
 
 @pytest.fixture
@@ -123,15 +123,19 @@ async def test_the_second_wave_starts_only_once_the_first_is_healthy(
         env: dict[str, str], karmada: Karmada, kube: KubeClient, seen: list[tuple[str, str | None]]) -> None:
     karmada.ready.add("c")  # c gets ready as soon as it moves; a and b only when the test says so
     command = asyncio.create_task(cli(env, "create", "back", "--max-concurrent", "2", "--wait"))
-    await eventually(lambda: ("a", "0/1 replicas ready on member1") in seen, what="wave 1 seen not healthy")
-    await eventually(lambda: seen.count(("a", "0/1 replicas ready on member1")) >= 3, what="wave 1 looked at again")
-    assert await kube.get_or_none(WORKLOAD_REBALANCERS, "back-2") is None  # held back while a is not ready
-    karmada.ready.update(("a", "b"))
-    code, out, err = await asyncio.wait_for(command, 20)
+    try:
+        await eventually(lambda: ("a", "0/1 replicas ready on member1") in seen, what="wave 1 seen not healthy")
+        await eventually(lambda: seen.count(("a", "0/1 replicas ready on member1")) >= 3,
+                         what="wave 1 looked at again")
+        assert await kube.get_or_none(WORKLOAD_REBALANCERS, "back-2") is None  # held back while a is not ready
+        karmada.ready.update(("a", "b"))
+        code, out, err = await asyncio.wait_for(command, 20)
+    finally:
+        await cancel_and_wait(command)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[:3] == ["wave 1/2: 2 workloads", "workloadrebalancer.apps.karmada.io/back-1 created (2 workloads)",
-                         lines[2]] and lines[2].startswith("wave 1/2: healthy after ")
+    assert lines[:2] == ["wave 1/2: 2 workloads", "workloadrebalancer.apps.karmada.io/back-1 created (2 workloads)"]
+    assert lines[2].startswith("wave 1/2: healthy after ")
     assert lines[3:5] == ["wave 2/2: 1 workloads", "workloadrebalancer.apps.karmada.io/back-2 created (1 workloads)"]
     assert lines[5].startswith("wave 2/2: healthy after ")
     assert [line.split() for line in lines[6:]] == [["WORKLOAD", "RESULT", "REASON"],
