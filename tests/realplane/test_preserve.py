@@ -107,13 +107,16 @@ def outcomes(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
             for w in (obj.get("status") or {}).get("observedWorkloads") or []}
 
 
-async def assert_untouched(karmada: KubeClient, binding: dict[str, Any]) -> None:
+async def assert_untouched(karmada: KubeClient, binding: dict[str, Any], *, karmada_edits_spec: bool = False) -> None:
     """Nothing of ours in the binding since ``binding``: no spec change (its ``generation``; Karmada's controllers
-    keep writing its status, so not its resourceVersion), no trigger."""
+    keep writing its status, so not its resourceVersion), no trigger. ``karmada_edits_spec``: Karmada's own
+    controllers may still change the spec (a graceful eviction under way: seen once in CI, generation 4 -> 5 with
+    the same clusters and task), so only our kinds of change are checked: the assignment and the trigger."""
     resource = binding["spec"]["resource"]
     now = await binding_of(karmada, binding["metadata"]["namespace"], resource["name"], resource["kind"])
     assert now is not None
-    assert now["metadata"]["generation"] == binding["metadata"]["generation"], (now["spec"], binding["spec"])
+    if not karmada_edits_spec:
+        assert now["metadata"]["generation"] == binding["metadata"]["generation"], (now["spec"], binding["spec"])
     assert assigned(now) == assigned(binding)
     assert "rescheduleTriggeredAt" not in now["spec"]
 
@@ -306,7 +309,8 @@ async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(our
             # the taint evicts every binding on member1 that does not tolerate it, as in test_failback.py
             binding: dict[str, Any] = await eventually(evicting, timeout=SCHEDULED, interval=0.25)
             _, finished = await scene.rebalance([scene.ref("web")])
-            await assert_untouched(karmada, binding)  # before the faker is back and Karmada ends the eviction
+            # before the faker is back and Karmada ends the eviction
+            await assert_untouched(karmada, binding, karmada_edits_spec=True)
         finally:
             await set_taint(karmada, "member1", [])
     assert outcomes(finished) == {f"{ns}/web": ("Failed", f"GracefulEvictionInProgress: evicting from member1 "
