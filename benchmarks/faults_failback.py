@@ -126,9 +126,15 @@ async def failback_fault(args: argparse.Namespace, tmp: Path) -> FailbackFigures
         await observer.until(lambda: observer.recorded == 0, deadline, "every workload failed back")
         figures.recovery_seconds = time.monotonic() - restarted
         listed: Counter[str] = Counter()
+        batches: dict[str, list[str]] = {}
         for item in (await failback.send(http, "GET", failback.WR, None))["items"]:
-            listed.update(w["name"] for w in item["spec"]["workloads"])
-        figures.listed_twice = sum(1 for count in listed.values() if count > 1)
+            names = [w["name"] for w in item["spec"]["workloads"]]
+            listed.update(names)
+            batches[f"{item['metadata']['name']} ({item['metadata']['creationTimestamp']})"] = names
+        twice = sorted(name for name, count in listed.items() if count > 1)
+        figures.listed_twice = len(twice)
+        for name in twice[:3]:  # which batches repeated it: the first thing to know when diagnosing
+            figures.notes.append(f"{name} listed by " + ", ".join(b for b, names in batches.items() if name in names))
         figures.forgotten = n - len(listed)
         figures.most_in_flight = observer.most
         if karmada.errors:

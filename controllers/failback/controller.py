@@ -163,6 +163,8 @@ class ClusterFailback:
         """cluster → the stuck workloads a FailbackPaused event named (in this process)."""
         self.adopted: set[tuple[str, str]] = set()
         """(cluster, round) whose earlier batches were adopted by this process (:meth:`_adopt`)."""
+        self.unsettled: dict[str, dict[str, Any]] = {}
+        """cluster → the body of a batch rebalancer whose create or marks failed (:meth:`_settle`)."""
         self.marked: dict[str, set[tuple[str, str]]] = {}
         """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
         mark, it is found here (the binding itself is then read through the mutation cache)."""
@@ -223,6 +225,7 @@ class ClusterFailback:
         if cluster is None or not keys:
             self.windows.forget(name)
             self.marked.pop(name, None)
+            self.unsettled.pop(name, None)
             self._set_flights(name, [])
             if cluster is not None:
                 await self._annotate(cluster, {progress.ROUND_ANNOTATION: None, progress.PAUSED_ANNOTATION: None})
@@ -237,6 +240,11 @@ class ClusterFailback:
         if round_value and (name, round_value) not in self.adopted:
             await self._adopt(name, round_value)
             self.adopted.add((name, round_value))
+        unsettled = self.unsettled.get(name)
+        if unsettled is not None:
+            same_round = bool(round_value) and (objects.labels(unsettled).get(progress.ROUND_LABEL)
+                                                == progress.round_digest(name, str(round_value)))
+            await self._settle(name, unsettled, resend=recovered and same_round)
         flights = self._in_flight(name)
         flying = {(kind.resource.key, objects.key(b)) for kind, b, _ in flights}
         pending = [(kind, key) for kind, key in keys if (kind.resource.key, key) not in flying]
@@ -269,8 +277,7 @@ class ClusterFailback:
         self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
-            await self._start_batch(cluster, pending, plan.start,
-                                    in_flight=len(flights) - len(over))
+            await self._batch(cluster, pending, plan.start, in_flight=len(flights) - len(over))
         IN_FLIGHT.labels(name).set(len(self.flights.get(name, ())))
         waits = [w for w in (requeue, plan.next_deadline) if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
@@ -326,20 +333,11 @@ class ClusterFailback:
                           f"when they are healthy, or with the annotation {progress.RESUME_ANNOTATION}=<a time at or "
                           f"after {progress.PAUSED_ANNOTATION}>")
 
-    async def _start_batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
-                           in_flight: int) -> None:
-        """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
-        decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
-        bindings it looks at. A failure after the create lets the next reconcile adopt what was made."""
-        name = objects.name(cluster)
-        try:
-            await self._batch(cluster, pending, slots, in_flight=in_flight)
-        except BaseException:
-            self.adopted = {entry for entry in self.adopted if entry[0] != name}
-            raise
-
     async def _batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
                      in_flight: int) -> None:
+        """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
+        decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
+        bindings it looks at. A failure between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
         name = objects.name(cluster)
         chosen: dict[WorkloadKey, list[Entry]] = {}
         for kind, key in pending:
@@ -370,11 +368,14 @@ class ClusterFailback:
             body = progress.batch_body(name, round_value, [Workload(**workload_reference(chosen[k][0][1]))
                                                            for k in group],
                                        ttl_seconds=int(self.options.rebalancer_ttl))
-            rebalancer = await self._create_once(body)
-            started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
-            await self._write_all([(kind, binding, progress.started_change(name, started))
-                                   for key in group for kind, binding in chosen[key]])
-            created.append(objects.name(rebalancer))
+            self.unsettled[name] = body
+            rebalancer = await self._create_once(name, body)
+            if rebalancer is not None:
+                started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+                await self._write_all([(kind, binding, progress.started_change(name, started))
+                                       for key in group for kind, binding in chosen[key]])
+            self.unsettled.pop(name, None)
+            created.append(body["metadata"]["name"])
             REBALANCERS_CREATED.labels(name).inc()
             WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
         BATCHES.labels(name).inc()
@@ -388,17 +389,47 @@ class ClusterFailback:
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
 
-    async def _create_once(self, body: dict[str, Any]) -> Obj:
+    async def _create_once(self, cluster: str, body: dict[str, Any]) -> Obj | None:
         """Create the batch's rebalancer; 409 AlreadyExists means an earlier attempt did (an answer lost, a
-        restart between the create and the marks): that one is the batch."""
+        restart between the create and the marks): that one is the batch. None: that one is gone already
+        (finished, deleted by its TTL); the round's adoption then finds its workloads by their trigger.
+
+        An answer below 500 (but 409) rejected the create: nothing was stored, the batch is no longer
+        unsettled. Anything else (5xx, a dropped connection, a timeout) may have stored it."""
         try:
             created: Obj = await self.client.create(WORKLOAD_REBALANCERS, body)
             return created
         except ApiError as exc:
             if not exc.is_already_exists:
+                if exc.status < 500:
+                    self.unsettled.pop(cluster, None)
                 raise
-        existing: Obj = await self.client.get(WORKLOAD_REBALANCERS, body["metadata"]["name"])
-        return existing
+        return await self._get_batch(cluster, body["metadata"]["name"])
+
+    async def _get_batch(self, cluster: str, name: str) -> Obj | None:
+        """The batch rebalancer ``name``, or None when it does not exist (re-adopting the cluster's round)."""
+        try:
+            existing: Obj = await self.client.get(WORKLOAD_REBALANCERS, name)
+            return existing
+        except ApiError as exc:
+            if not exc.is_not_found:
+                raise
+        self.adopted = {entry for entry in self.adopted if entry[0] != cluster}
+        return None
+
+    async def _settle(self, cluster: str, body: dict[str, Any], *, resend: bool) -> None:
+        """Finish a batch that a failure left unsettled, before anything else is decided: its create may or may
+        not have been stored, its marks may be missing, and the informer may not show it yet. A batch decided
+        afresh could list other workloads under another name and move some twice; so the very same create is
+        sent again (409 if the first was stored) and what it lists is marked in flight. Once its round is over
+        (a relapse) it is only looked for: a batch that never started stays unstarted."""
+        rebalancer = (await self._create_once(cluster, body) if resend
+                      else await self._get_batch(cluster, body["metadata"]["name"]))
+        if rebalancer is not None:
+            await self._mark_listed(cluster, rebalancer)
+            if resend:
+                log.info("fail-back batch settled", cluster=cluster, rebalancer=objects.name(rebalancer))
+        self.unsettled.pop(cluster, None)
 
     async def _adopt(self, cluster: str, round_value: str) -> None:
         """Mark in flight the pending workloads a batch of this round already moved (its rebalancer was made,
@@ -411,17 +442,21 @@ class ClusterFailback:
         listed = (self.rebalancers.by_index(ROUND_INDEX, progress.round_digest(cluster, round_value))
                   if self.rebalancers is not None else [])
         for rebalancer in listed:
-            began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
-            for workload in objects.spec(rebalancer).get("workloads") or []:
-                namespace = str(workload.get("namespace") or "")
-                kind = RB_KIND if namespace else CRB_KIND
-                key = objects.join_key(namespace, binding_name(str(workload.get("kind", "")),
-                                                               str(workload.get("name", ""))))
-                await self._mark_pending(kind, self._load(kind, key, cluster), cluster, began)
+            await self._mark_listed(cluster, rebalancer)
         for kind, key in self._record_keys(cluster):
             binding = self._load(kind, key, cluster)
             if binding is not None:
                 await self._mark_pending(kind, binding, cluster, progress.triggered_in_round(binding, round_value))
+
+    async def _mark_listed(self, cluster: str, rebalancer: Obj) -> None:
+        """Mark in flight, since the rebalancer's creation, each pending workload it lists."""
+        began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+        for workload in objects.spec(rebalancer).get("workloads") or []:
+            namespace = str(workload.get("namespace") or "")
+            kind = RB_KIND if namespace else CRB_KIND
+            name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+            key = objects.join_key(namespace, name)
+            await self._mark_pending(kind, self._load(kind, key, cluster), cluster, began)
 
     async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
         """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names

@@ -62,9 +62,6 @@ def test_member_restart_deschedules_nothing_on_stale_data() -> None:
     assert re.search(r"descheduled rightly \(stuck past the threshold\): [1-9]", out), out
 
 
-@pytest.mark.xfail(strict=False, reason="known defect (issue 26's note): with the API server SIGKILLed mid-fail-back "
-                   "and a lost create, 1-16 of 90 workloads are sometimes listed by two batches (seen in most runs on "
-                   "2026-11-27 evening, back to 8c2a448; passing in the day's CI runs); not yet diagnosed")
 def test_failback_through_a_lost_create_and_a_restart_neither_repeats_nor_forgets() -> None:
     out = run_faults("--faults", "f", "--failback-workloads", "90", "--restart-after", "2",
                      "--crd-unserved-window", "2", "--run-time", "120")

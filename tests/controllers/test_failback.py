@@ -35,7 +35,7 @@ from controllers.failback.progress import (
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from devplane.apiserver.server import ApiServer
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
-from karmada_api.resources import WORKLOAD_REBALANCERS
+from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
 from kube_api.timeutil import format_time, now, now_text
 from tests.conftest import events_about, eventually, get_or_none, running, send
@@ -250,6 +250,55 @@ async def test_a_create_whose_answer_was_lost_is_not_made_twice(kube: KubeClient
         await eventually(failing_back(http, "foo"), timeout=10)  # the retry met 409: it is the batch
     assert lossy.lost
     assert len(await rebalancers(http)) == 1
+
+
+class TimedOutCreate(KubeClient):
+    """The first rebalancer create ``after`` others times out before the server stores it; it may still land
+    later (the server was slow, not gone): its body is kept in :attr:`late` for the test to send. ``meanwhile``
+    runs before the timeout is raised (what changes while the controller waits to retry)."""
+
+    def __init__(self, base: KubeClient, *, after: int) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.after = after
+        self.late: dict[str, Any] | None = None
+        self.meanwhile: Callable[[], Any] | None = None
+
+    async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        if resource == WORKLOAD_REBALANCERS and self.late is None:
+            if self.after == 0:
+                self.late = obj
+                if self.meanwhile is not None:
+                    await self.meanwhile()
+                raise TimeoutError("the create timed out")
+            self.after -= 1
+        return await super().create(resource, obj, namespace)
+
+
+async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_next_batch_would_differ(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """Batch [a, b], then c alone takes the slot a freed; its create times out, and meanwhile b is healthy too.
+    A batch decided afresh would be [c, d] under another name, and when the timed-out create landed after all,
+    c would be rescheduled twice. The retry sends the very same create, so the late one meets 409."""
+    names = ["a", "b", "c", "d"]
+    await evicted_from_member1(kube, http, names)
+    slow = TimedOutCreate(kube, after=1)
+    async with controller(slow, window=QUICK, max_concurrent=2) as mgr:
+        bindings = mgr.informer(RESOURCE_BINDINGS).store
+
+        async def b_heals() -> None:
+            await make_healthy(http, "b", ["member1", "member2"])
+            await eventually(lambda: bool((bindings.get("default/b-deployment") or {}).get("status")))
+
+        slow.meanwhile = b_heals
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "b"))
+        await make_healthy(http, "a", ["member1", "member2"])
+        await eventually(failing_back(http, "c"), timeout=10)
+        assert slow.late is not None and [w["name"] for w in slow.late["spec"]["workloads"]] == ["c"]
+        async with http.post(WR, json=slow.late) as late:  # the timed-out create lands now
+            assert late.status == 409, await late.text()
+        await eventually(failing_back(http, "d"))
+    assert await listed_names(http) == names  # each once
 
 
 @pytest.mark.slow
