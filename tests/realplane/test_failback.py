@@ -8,11 +8,13 @@ from benchmarks.support import log_tail
 from controller_manager.client import KubeClient
 from controllers.failback.progress import CLUSTER_LABEL
 from karmada_api.resources import WORKLOAD_REBALANCERS
+from kube_api.resources import DEPLOYMENTS
 from tests.conftest import eventually
 from tests.realplane.conftest import Ours
 from tests.realplane.support import (
     SCHEDULED,
     binding_of,
+    delete_quietly,
     fresh_namespace,
     propagate,
     results,
@@ -28,6 +30,7 @@ async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_remov
     failback = ours.launch("controller_manager", "failback-controller-manager", "--controllers=clusterFailback",
                            "--leader-elect-resource-name=rp-failback", "--failback-stabilization-window=5s",
                            "--failback-rebalancer-ttl=0s", "-v", "4")
+    ns = ""
     try:
         # It records evictions as they happen: it must lead before the taint, or it never sees this one
         await eventually(lambda: anyio.to_thread.run_sync(failback.leads, "rp-failback"), timeout=30, interval=0.25)
@@ -57,3 +60,5 @@ async def test_replicas_evicted_by_a_noexecute_taint_come_back_after_it_is_remov
         await eventually(failed_back, timeout=SCHEDULED, interval=0.5)
     finally:
         failback.stop()
+        if ns:  # a workload left on member1 would be evicted (and failed back) by a later test's taint
+            await delete_quietly(karmada, DEPLOYMENTS, "back", ns)
