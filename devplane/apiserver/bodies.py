@@ -16,7 +16,7 @@ from aiohttp import web
 
 from controller_manager import objects
 
-from . import errors, protobuf
+from . import builtin_types, errors, protobuf
 from .codec import decode_json, go_json_type_name
 from .resources import Registry, ResourceType
 from .responses import JSON
@@ -74,6 +74,8 @@ async def decode_object(request: web.Request, registry: Registry, rtype: Resourc
             f"struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string "
             f"\"json:\\\"kind,omitempty\\\"\" }}")
     check_kind(registry, rtype, obj)
+    if rtype.builtin:
+        builtin_types.check_types(rtype, obj)
     return obj
 
 

@@ -1420,15 +1420,52 @@ async def test_nan_is_a_json_syntax_error(http: aiohttp.ClientSession, existing:
     await assert_configmaps_untouched(http, existing)
 
 
-@pytest.mark.xfail(reason="built-in kinds are not type-checked on decode (kube: 400 ReadString error)", strict=True)
 async def test_wrong_value_type_in_builtin_is_decode_error(http: aiohttp.ClientSession,
                                                            existing: dict[str, Any]) -> None:
     reply = await call(http, "POST", cm_path(), {"apiVersion": "v1", "kind": "ConfigMap",
                                                  "metadata": {"name": "bad"}, "data": {"k": 1}})
     assert reply.status == 400, reply.body
     assert reply.body["reason"] == "BadRequest"
-    assert reply.body["message"].startswith('ConfigMap in version "v1" cannot be handled as a ConfigMap:')
+    assert reply.body["message"] == ('ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+                                     "unmarshal number into Go struct field ConfigMap.data of type string")
     await assert_configmaps_untouched(http, existing)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"metadata": {"name": "bad", "labels": {"a": 1}}},
+     "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"),
+    ({"metadata": {"name": "bad"}, "spec": {"replicas": "3"}},
+     "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"),
+    ({"metadata": {"name": "bad"}, "spec": {"replicas": 1.5}},
+     "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"),
+    ({"metadata": {"name": "bad"}, "spec": "three"},
+     "json: cannot unmarshal string into Go struct field Deployment.spec of type v1.DeploymentSpec"),
+    ({"metadata": {"name": "bad"}, "spec": {"template": {"spec": {"containers": [{"name": ["c"]}]}}}},
+     "json: cannot unmarshal array into Go struct field Container.spec.template.spec.containers.name of type "
+     "string"),
+])
+async def test_a_wrong_type_anywhere_in_a_deployment_is_refused_before_validation(
+        http: aiohttp.ClientSession, body: dict[str, Any], message: str) -> None:
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    async with http.post(path, json=body) as r:
+        assert r.status == 400, await r.text()
+        reply = await r.json()
+    assert reply["reason"] == "BadRequest"
+    assert reply["message"] == f'Deployment in version "v1" cannot be handled as a Deployment: {message}'
+    async with http.get(f"{path}/bad") as r:
+        assert r.status == 404  # nothing stored
+
+
+async def test_what_go_decodes_passes_the_type_check(http: aiohttp.ClientSession) -> None:
+    """null, unknown fields, int-or-string and quantities as numbers or strings, an integral float."""
+    body = {"metadata": {"name": "fine", "labels": None, "unknownField": 1}, "spec": {
+        "replicas": 2.0, "selector": {"matchLabels": {"app": "fine"}},
+        "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+        "template": {"metadata": {"labels": {"app": "fine"}}, "spec": {"containers": [{
+            "name": "c", "image": "nginx", "resources": {"requests": {"cpu": 0.5, "memory": "1Gi"}}}]}}}}
+    async with http.post("/apis/apps/v1/namespaces/default/deployments", json=body) as r:
+        assert r.status == 201, await r.text()
+        assert (await r.json())["spec"]["replicas"] == 2
 
 
 async def test_emptied_labels_and_annotations_are_dropped(http: aiohttp.ClientSession) -> None:

@@ -1,0 +1,167 @@
+"""Go's type check of a built-in kind's body: a value of the wrong JSON type is a decode error (400), not a 422.
+
+kube-apiserver decodes a built-in object into its Go struct, so ``"data": {"k": 1}`` in a ConfigMap or
+``"replicas": "3"`` in a Deployment fails in the decoder, and nothing is stored: ``400 BadRequest``,
+``ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct
+field ConfigMap.data of type string``. Go names the innermost struct, then the JSON path from the root
+(``ObjectMeta.metadata.labels``). That is the wording of kube >= 1.21, whose version this server reports;
+1.20's json-iterator said ``v1.ConfigMap.Data: ReadString: ...``. Custom resources are checked by their
+CRD's schema instead (:mod:`.validation`, a 422).
+
+The Go types are read from kube's own OpenAPI schemas (:mod:`.openapi_builtin`). Only what Go's decoder
+refuses is refused: ``null`` anywhere (it leaves the zero value), fields the struct does not have (dropped),
+and values whose schema says nothing (``RawExtension``, ``JSON``) pass; formats (base64, times) are not
+parsed here. An integral float (``3.0``) passes an integer field, as the parsed body cannot tell it from
+``3``. Bodies of creates and updates are checked; the result of a patch is not yet.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from . import errors
+from .codec import go_json_type_name
+from .openapi_builtin import builtin_schemas
+from .resources import ResourceType
+
+REF_PREFIX = "#/components/schemas/"
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+GO_SCALARS = {"string": "string", "boolean": "bool", "number": "float64"}
+
+
+class _Mismatch(Exception):
+    def __init__(self, value: Any, where: _Where, go_type: str, *, literal: bool = False) -> None:
+        super().__init__()
+        self.value, self.where, self.go_type, self.literal = value, where, go_type, literal
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a value is, as Go names it: the innermost struct being decoded and the JSON path from the root."""
+
+    struct: str
+    path: tuple[str, ...] = ()
+
+    def field(self, key: str) -> _Where:
+        return _Where(self.struct, (*self.path, key))
+
+    def inside(self, definition: str) -> _Where:
+        return _Where(definition.rsplit(".", 1)[-1], self.path)
+
+
+@functools.cache
+def _schemas() -> dict[str, Any]:
+    return builtin_schemas()
+
+
+@functools.cache
+def _root(group: str, version: str, kind: str) -> str | None:
+    """The definition name of a built-in kind."""
+    for name, schema in _schemas().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
+            if (gvk.get("group") or "", gvk.get("version"), gvk.get("kind")) == (group, version, kind):
+                return name
+    return None
+
+
+def _resolve(schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The schema behind a ``$ref`` (directly or as ``allOf``'s only member) and its definition name; (None,
+    name) when the definition is not among kube's published ones (then anything goes)."""
+    ref = schema.get("$ref")
+    if ref is None and len(schema.get("allOf") or []) == 1:
+        ref = schema["allOf"][0].get("$ref")
+    if not isinstance(ref, str):
+        return schema, None
+    name = ref.removeprefix(REF_PREFIX)
+    return _schemas().get(name), name
+
+
+def _go_type(schema: dict[str, Any] | None, name: str | None = None) -> str:
+    """The Go type an error names: ``int32``, ``v1.DeploymentSpec``, ``[]v1.Container``, ``map[string]string``."""
+    if schema is None:
+        return "interface {}"
+    target, ref_name = _resolve(schema)
+    if ref_name is not None:
+        if target is None or target.get("properties") is not None:  # a struct: its package and name
+            return ".".join(ref_name.split(".")[-2:])
+        return _go_type(target, ref_name)
+    kind = schema.get("type")
+    if kind == "integer":
+        return str(schema.get("format") or "int64")
+    if kind == "array":
+        return "[]" + _go_type(schema.get("items"))
+    if kind == "object":
+        if schema.get("properties") is not None and name is not None:
+            return ".".join(name.split(".")[-2:])
+        extra = schema.get("additionalProperties")
+        return "map[string]" + _go_type(extra if isinstance(extra, dict) else None)
+    return GO_SCALARS.get(str(kind), "interface {}")
+
+
+def _check(value: Any, schema: dict[str, Any] | None, where: _Where, name: str | None = None) -> None:
+    if value is None or schema is None:
+        return
+    target, ref_name = _resolve(schema)
+    if target is None:
+        return
+    if ref_name is not None:
+        _check(value, target, where, ref_name)
+        return
+    if "oneOf" in schema:  # IntOrString, Quantity: a string or a number
+        options = {option.get("type") for option in schema["oneOf"]}
+        if not any(_fits(value, str(option)) for option in options):
+            raise _Mismatch(value, where, ".".join((name or "").split(".")[-2:]) or "interface {}")
+        return
+    kind = schema.get("type")
+    if kind is None:
+        return
+    if not _fits(value, str(kind)):
+        raise _Mismatch(value, where, _go_type(schema, name))
+    if kind == "integer":
+        low, high = INT_RANGES.get(str(schema.get("format") or "int64"), INT_RANGES["int64"])
+        if (isinstance(value, float) and not value.is_integer()) or not low <= int(value) <= high:
+            raise _Mismatch(value, where, _go_type(schema, name), literal=True)
+    elif kind == "array":
+        for item in value:
+            _check(item, schema.get("items"), where)
+    elif kind == "object":
+        properties = schema.get("properties")
+        if properties is not None:
+            inner = where.inside(name) if name is not None else where
+            for key, item in value.items():
+                if key in properties:
+                    _check(item, properties[key], inner.field(key))
+        elif isinstance(schema.get("additionalProperties"), dict):
+            for item in value.values():
+                _check(item, schema["additionalProperties"], where)
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind in ("integer", "number"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    return True
+
+
+def check_types(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """Refuse, as kube's decoder does, a built-in object with a value of the wrong JSON type (see the module)."""
+    root = _root(rtype.group, rtype.version, rtype.kind)
+    if root is None:
+        return
+    try:
+        _check(obj, _schemas()[root], _Where(rtype.kind), root)
+    except _Mismatch as exc:
+        found = go_json_type_name(exc.value) + (f" {exc.value}" if exc.literal else "")
+        field = ".".join((exc.where.struct, *exc.where.path))
+        raise errors.bad_request(
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: json: cannot '
+            f"unmarshal {found} into Go struct field {field} of type {exc.go_type}") from None
