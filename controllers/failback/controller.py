@@ -422,8 +422,11 @@ class ClusterFailback:
         not have been stored, its marks may be missing, and the informer may not show it yet. A batch decided
         afresh could list other workloads under another name and move some twice; so the very same create is
         sent again (409 if the first was stored) and what it lists is marked in flight. Once its round is over
-        (a relapse) it is only looked for: a batch that never started stays unstarted."""
-        rebalancer = (await self._create_once(cluster, body) if resend
+        (a relapse), or when none of its workloads is pending any more, it is only looked for: a batch that
+        never started stays unstarted."""
+        pending = any(binding is not None and cluster not in progress.failing_back(binding)
+                      for _, binding in self._listed(cluster, body))
+        rebalancer = (await self._create_once(cluster, body) if resend and pending
                       else await self._get_batch(cluster, body["metadata"]["name"]))
         if rebalancer is not None:
             await self._mark_listed(cluster, rebalancer)
@@ -448,15 +451,21 @@ class ClusterFailback:
             if binding is not None:
                 await self._mark_pending(kind, binding, cluster, progress.triggered_in_round(binding, round_value))
 
-    async def _mark_listed(self, cluster: str, rebalancer: Obj) -> None:
-        """Mark in flight, since the rebalancer's creation, each pending workload it lists."""
-        began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+    def _listed(self, cluster: str, rebalancer: Obj) -> list[tuple[BindingKind, Obj | None]]:
+        """The binding of each workload a (fail-back) rebalancer lists, if its record still names the cluster."""
+        found: list[tuple[BindingKind, Obj | None]] = []
         for workload in objects.spec(rebalancer).get("workloads") or []:
             namespace = str(workload.get("namespace") or "")
             kind = RB_KIND if namespace else CRB_KIND
             name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
-            key = objects.join_key(namespace, name)
-            await self._mark_pending(kind, self._load(kind, key, cluster), cluster, began)
+            found.append((kind, self._load(kind, objects.join_key(namespace, name), cluster)))
+        return found
+
+    async def _mark_listed(self, cluster: str, rebalancer: Obj) -> None:
+        """Mark in flight, since the rebalancer's creation, each pending workload it lists."""
+        began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
+        for kind, binding in self._listed(cluster, rebalancer):
+            await self._mark_pending(kind, binding, cluster, began)
 
     async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
         """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names

@@ -301,6 +301,30 @@ async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_nex
     assert await listed_names(http) == names  # each once
 
 
+async def test_a_timed_out_create_is_not_sent_again_once_its_workloads_need_no_fail_back(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """b's create times out; meanwhile b's record goes (it is back by other means). The retry only looks for
+    b's batch (not there) instead of moving b again, and c comes next."""
+    names = ["a", "b", "c"]
+    await evicted_from_member1(kube, http, names)
+    slow = TimedOutCreate(kube, after=1)
+    async with controller(slow, window=QUICK, max_concurrent=1) as mgr:
+        bindings = mgr.informer(RESOURCE_BINDINGS).store
+
+        async def b_needs_nothing() -> None:
+            await send(http, "PATCH", f"{RB}/b-deployment", {"metadata": {"annotations": {
+                EVICTED_FROM_ANNOTATION: None}}})
+            await eventually(lambda: record_of(bindings.get("default/b-deployment")) is None)
+
+        slow.meanwhile = b_needs_nothing
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"))
+        await make_healthy(http, "a", ["member1", "member2"])
+        await eventually(failing_back(http, "c"), timeout=10)
+        assert slow.late is not None and [w["name"] for w in slow.late["spec"]["workloads"]] == ["b"]
+    assert await listed_names(http) == ["a", "c"]
+
+
 @pytest.mark.slow
 async def test_a_flapping_cluster_never_triggers_anything(kube: KubeClient, http: aiohttp.ClientSession) -> None:
     await make_cluster(http, "member1")
