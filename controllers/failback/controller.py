@@ -237,14 +237,14 @@ class ClusterFailback:
         if not recovered and round_value:  # a relapse ends the round: what has not started waits for a new one
             cluster = await self._annotate(cluster, {progress.ROUND_ANNOTATION: None})
             round_value = None
+        unsettled = self.unsettled.get(name)
+        if unsettled is not None:  # first: finding its batch gone makes the round's adoption run again below
+            same_round = bool(round_value) and (objects.labels(unsettled).get(progress.ROUND_LABEL)
+                                                == progress.round_digest(name, str(round_value)))
+            await self._settle(cluster, unsettled, resend=recovered and same_round)
         if round_value and (name, round_value) not in self.adopted:
             await self._adopt(name, round_value)
             self.adopted.add((name, round_value))
-        unsettled = self.unsettled.get(name)
-        if unsettled is not None:
-            same_round = bool(round_value) and (objects.labels(unsettled).get(progress.ROUND_LABEL)
-                                                == progress.round_digest(name, str(round_value)))
-            await self._settle(name, unsettled, resend=recovered and same_round)
         flights = self._in_flight(name)
         flying = {(kind.resource.key, objects.key(b)) for kind, b, _ in flights}
         pending = [(kind, key) for kind, key in keys if (kind.resource.key, key) not in flying]
@@ -374,10 +374,10 @@ class ClusterFailback:
                 started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
                 await self._write_all([(kind, binding, progress.started_change(name, started))
                                        for key in group for kind, binding in chosen[key]])
+                created.append(objects.name(rebalancer))
+                REBALANCERS_CREATED.labels(name).inc()
+                WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
             self.unsettled.pop(name, None)
-            created.append(body["metadata"]["name"])
-            REBALANCERS_CREATED.labels(name).inc()
-            WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
         BATCHES.labels(name).inc()
         self.flights.setdefault(name, set()).update(chosen)
         waiting = len(pending) - len(chosen)
@@ -394,15 +394,13 @@ class ClusterFailback:
         restart between the create and the marks): that one is the batch. None: that one is gone already
         (finished, deleted by its TTL); the round's adoption then finds its workloads by their trigger.
 
-        An answer below 500 (but 409) rejected the create: nothing was stored, the batch is no longer
-        unsettled. Anything else (5xx, a dropped connection, a timeout) may have stored it."""
+        Any other failure leaves the batch unsettled, a 4xx too: it says this attempt was not stored, not that
+        no earlier one was (a lost answer, the client's own retry after a 5xx)."""
         try:
             created: Obj = await self.client.create(WORKLOAD_REBALANCERS, body)
             return created
         except ApiError as exc:
             if not exc.is_already_exists:
-                if exc.status < 500:
-                    self.unsettled.pop(cluster, None)
                 raise
         return await self._get_batch(cluster, body["metadata"]["name"])
 
@@ -417,20 +415,28 @@ class ClusterFailback:
         self.adopted = {entry for entry in self.adopted if entry[0] != cluster}
         return None
 
-    async def _settle(self, cluster: str, body: dict[str, Any], *, resend: bool) -> None:
+    async def _settle(self, cluster_obj: Obj, body: dict[str, Any], *, resend: bool) -> None:
         """Finish a batch that a failure left unsettled, before anything else is decided: its create may or may
         not have been stored, its marks may be missing, and the informer may not show it yet. A batch decided
         afresh could list other workloads under another name and move some twice; so the very same create is
         sent again (409 if the first was stored) and what it lists is marked in flight. Once its round is over
         (a relapse), or when none of its workloads is pending any more, it is only looked for: a batch that
         never started stays unstarted."""
+        cluster = objects.name(cluster_obj)
         pending = any(binding is not None and cluster not in progress.failing_back(binding)
                       for _, binding in self._listed(cluster, body))
         rebalancer = (await self._create_once(cluster, body) if resend and pending
                       else await self._get_batch(cluster, body["metadata"]["name"]))
         if rebalancer is not None:
             await self._mark_listed(cluster, rebalancer)
-            if resend:
+            if resend and pending:  # started by the failed attempt or by this one: say so, as for any batch
+                listed = objects.spec(rebalancer).get("workloads") or []
+                REBALANCERS_CREATED.labels(cluster).inc()
+                WORKLOADS_FAILED_BACK.labels(cluster).inc(len(listed))
+                BATCHES.labels(cluster).inc()
+                self.events.event(cluster_obj, NORMAL, EVENT_TRIGGERED,
+                                  f"created WorkloadRebalancer {objects.name(rebalancer)} for {len(listed)} "
+                                  f"workload(s) evicted from cluster {cluster}, after a failure left it unsettled")
                 log.info("fail-back batch settled", cluster=cluster, rebalancer=objects.name(rebalancer))
         self.unsettled.pop(cluster, None)
 

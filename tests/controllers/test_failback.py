@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers.app import main
@@ -298,6 +298,53 @@ async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_nex
         async with http.post(WR, json=slow.late) as late:  # the timed-out create lands now
             assert late.status == 409, await late.text()
         await eventually(failing_back(http, "d"))
+    assert await listed_names(http) == names  # each once
+
+
+class StoredThenThrottled(KubeClient):
+    """The second rebalancer create is stored but its answer is lost; the first create after it is refused with
+    429 before reaching the server (which says nothing of the lost one). ``meanwhile`` runs before the loss."""
+
+    def __init__(self, base: KubeClient) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.creates = 0
+        self.meanwhile: Callable[[], Any] | None = None
+
+    async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        if resource != WORKLOAD_REBALANCERS:
+            return await super().create(resource, obj, namespace)
+        self.creates += 1
+        if self.creates == 3:
+            raise ApiError(429, "TooManyRequests", "the server has received too many requests")
+        created = await super().create(resource, obj, namespace)
+        if self.creates == 2:
+            if self.meanwhile is not None:
+                await self.meanwhile()
+            raise TimeoutError("the answer to the create was lost")
+        return created
+
+
+async def test_a_throttled_retry_of_a_lost_create_does_not_settle_it(kube: KubeClient,
+                                                                     http: aiohttp.ClientSession) -> None:
+    """c's create is stored, its answer lost, and the retry is throttled (429: this attempt was not stored, which
+    says nothing of the first). The batch stays unsettled until a retry meets 409: c is never listed again."""
+    names = ["a", "b", "c", "d"]
+    await evicted_from_member1(kube, http, names)
+    lossy = StoredThenThrottled(kube)
+    async with controller(lossy, window=QUICK, max_concurrent=2) as mgr:
+        bindings = mgr.informer(RESOURCE_BINDINGS).store
+
+        async def b_heals() -> None:
+            await make_healthy(http, "b", ["member1", "member2"])
+            await eventually(lambda: bool((bindings.get("default/b-deployment") or {}).get("status")))
+
+        lossy.meanwhile = b_heals
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "b"))
+        await make_healthy(http, "a", ["member1", "member2"])
+        await eventually(failing_back(http, "c"), timeout=10)
+        await eventually(failing_back(http, "d"), timeout=10)
+    assert lossy.creates >= 4
     assert await listed_names(http) == names  # each once
 
 
