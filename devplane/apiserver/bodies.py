@@ -24,6 +24,15 @@ from .responses import JSON
 MAX_BODY = 3 * 1024 * 1024
 
 
+class GoYamlLoader(yaml.SafeLoader):
+    """YAML as kube reads it (sigs.k8s.io/yaml over go-yaml): an unquoted date or time stays a string."""
+
+
+GoYamlLoader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
 async def read_body(request: web.Request) -> bytes:
     length = request.content_length
     if length is not None and length > MAX_BODY:
@@ -52,7 +61,7 @@ async def decode_object(request: web.Request, registry: Registry, rtype: Resourc
     body = await read_body(request)
     if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
-            obj = yaml.safe_load(body)
+            obj = yaml.load(body, Loader=GoYamlLoader)  # a SafeLoader
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error converting YAML to JSON: {exc}") from exc
     elif ctype in (JSON, "", "application/octet-stream") or ctype.endswith("+json"):

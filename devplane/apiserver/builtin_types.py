@@ -11,8 +11,8 @@ CRD's schema instead (:mod:`.validation`, a 422).
 The Go types are read from kube's own OpenAPI schemas (:mod:`.openapi_builtin`). Only what Go's decoder
 refuses is refused: ``null`` anywhere (it leaves the zero value), fields the struct does not have (dropped),
 and values whose schema says nothing (``RawExtension``, ``JSON``) pass; formats (base64, times) are not
-parsed here. An integral float (``3.0``) passes an integer field, as the parsed body cannot tell it from
-``3``. Bodies of creates and updates are checked; the result of a patch is not yet.
+parsed here. A number with a fraction or an exponent (``3.0``, ``1e3``) in an integer field is refused, as
+Go's ParseInt does. Bodies of creates and updates are checked; the result of a patch is not yet.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from .resources import ResourceType
 REF_PREFIX = "#/components/schemas/"
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 GO_SCALARS = {"string": "string", "boolean": "bool", "number": "float64"}
+ANY_JSON = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"})
+"""Definitions whose Go type takes any JSON value (its own UnmarshalJSON), whatever the schema says."""
 
 
 class _Mismatch(Exception):
@@ -75,7 +77,7 @@ def _resolve(schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]
     if not isinstance(ref, str):
         return schema, None
     name = ref.removeprefix(REF_PREFIX)
-    return _schemas().get(name), name
+    return (None if name in ANY_JSON else _schemas().get(name)), name
 
 
 def _go_type(schema: dict[str, Any] | None, name: str | None = None) -> str:
@@ -90,6 +92,8 @@ def _go_type(schema: dict[str, Any] | None, name: str | None = None) -> str:
     kind = schema.get("type")
     if kind == "integer":
         return str(schema.get("format") or "int64")
+    if kind == "string" and schema.get("format") == "byte":
+        return "[]uint8"
     if kind == "array":
         return "[]" + _go_type(schema.get("items"))
     if kind == "object":
@@ -109,9 +113,10 @@ def _check(value: Any, schema: dict[str, Any] | None, where: _Where, name: str |
     if ref_name is not None:
         _check(value, target, where, ref_name)
         return
-    if "oneOf" in schema:  # IntOrString, Quantity: a string or a number
+    if "oneOf" in schema:  # IntOrString (a string or an int32), Quantity (a string or a number)
         options = {option.get("type") for option in schema["oneOf"]}
-        if not any(_fits(value, str(option)) for option in options):
+        if not any(_fits(value, str(option)) and not (option == "integer" and isinstance(value, float))
+                   for option in options):
             raise _Mismatch(value, where, ".".join((name or "").split(".")[-2:]) or "interface {}")
         return
     kind = schema.get("type")
@@ -121,7 +126,7 @@ def _check(value: Any, schema: dict[str, Any] | None, where: _Where, name: str |
         raise _Mismatch(value, where, _go_type(schema, name))
     if kind == "integer":
         low, high = INT_RANGES.get(str(schema.get("format") or "int64"), INT_RANGES["int64"])
-        if (isinstance(value, float) and not value.is_integer()) or not low <= int(value) <= high:
+        if isinstance(value, float) or not low <= value <= high:
             raise _Mismatch(value, where, _go_type(schema, name), literal=True)
     elif kind == "array":
         for item in value:

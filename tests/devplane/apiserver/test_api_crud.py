@@ -1438,6 +1438,8 @@ async def test_wrong_value_type_in_builtin_is_decode_error(http: aiohttp.ClientS
      "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"),
     ({"metadata": {"name": "bad"}, "spec": {"replicas": 1.5}},
      "json: cannot unmarshal number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32"),
+    ({"metadata": {"name": "bad"}, "spec": {"replicas": 2.0}},
+     "json: cannot unmarshal number 2.0 into Go struct field DeploymentSpec.spec.replicas of type int32"),
     ({"metadata": {"name": "bad"}, "spec": "three"},
      "json: cannot unmarshal string into Go struct field Deployment.spec of type v1.DeploymentSpec"),
     ({"metadata": {"name": "bad"}, "spec": {"template": {"spec": {"containers": [{"name": ["c"]}]}}}},
@@ -1456,10 +1458,19 @@ async def test_a_wrong_type_anywhere_in_a_deployment_is_refused_before_validatio
         assert r.status == 404  # nothing stored
 
 
+async def test_an_unquoted_date_in_yaml_stays_a_string(http: aiohttp.ClientSession) -> None:
+    """kube reads YAML with go-yaml through sigs.k8s.io/yaml: ``2024-01-01`` is a string, not a timestamp."""
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dated\ndata:\n  since: 2024-01-01\n"
+    async with http.post(cm_path(), data=body, headers={"Content-Type": "application/yaml"}) as r:
+        assert r.status == 201, await r.text()
+        assert (await r.json())["data"] == {"since": "2024-01-01"}
+
+
 async def test_what_go_decodes_passes_the_type_check(http: aiohttp.ClientSession) -> None:
-    """null, unknown fields, int-or-string and quantities as numbers or strings, an integral float."""
-    body = {"metadata": {"name": "fine", "labels": None, "unknownField": 1}, "spec": {
-        "replicas": 2.0, "selector": {"matchLabels": {"app": "fine"}},
+    """null, unknown fields, int-or-string and quantities as numbers or strings, any JSON in managedFields."""
+    body = {"metadata": {"name": "fine", "labels": None, "unknownField": 1,
+                         "managedFields": [{"manager": "m", "operation": "Update", "fieldsV1": "anything"}]}, "spec": {
+        "replicas": 2, "selector": {"matchLabels": {"app": "fine"}},
         "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
         "template": {"metadata": {"labels": {"app": "fine"}}, "spec": {"containers": [{
             "name": "c", "image": "nginx", "resources": {"requests": {"cpu": 0.5, "memory": "1Gi"}}}]}}}}
