@@ -274,33 +274,6 @@ class TimedOutCreate(KubeClient):
         return await super().create(resource, obj, namespace)
 
 
-async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_next_batch_would_differ(
-        kube: KubeClient, http: aiohttp.ClientSession) -> None:
-    """Batch [a, b], then c alone takes the slot a freed; its create times out, and meanwhile b is healthy too.
-    A batch decided afresh would be [c, d] under another name, and when the timed-out create landed after all,
-    c would be rescheduled twice. The retry sends the very same create, so the late one meets 409."""
-    names = ["a", "b", "c", "d"]
-    await evicted_from_member1(kube, http, names)
-    slow = TimedOutCreate(kube, after=1)
-    async with controller(slow, window=QUICK, max_concurrent=2) as mgr:
-        bindings = mgr.informer(RESOURCE_BINDINGS).store
-
-        async def b_heals() -> None:
-            await make_healthy(http, "b", ["member1", "member2"])
-            await eventually(lambda: bool((bindings.get("default/b-deployment") or {}).get("status")))
-
-        slow.meanwhile = b_heals
-        await set_health(http, "member1", taints=[])
-        await eventually(failing_back(http, "b"))
-        await make_healthy(http, "a", ["member1", "member2"])
-        await eventually(failing_back(http, "c"), timeout=10)
-        assert slow.late is not None and [w["name"] for w in slow.late["spec"]["workloads"]] == ["c"]
-        async with http.post(WR, json=slow.late) as late:  # the timed-out create lands now
-            assert late.status == 409, await late.text()
-        await eventually(failing_back(http, "d"))
-    assert await listed_names(http) == names  # each once
-
-
 class StoredThenThrottled(KubeClient):
     """The second rebalancer create is stored but its answer is lost; the first create after it is refused with
     429 before reaching the server (which says nothing of the lost one). ``meanwhile`` runs before the loss."""
@@ -324,28 +297,51 @@ class StoredThenThrottled(KubeClient):
         return created
 
 
-async def test_a_throttled_retry_of_a_lost_create_does_not_settle_it(kube: KubeClient,
-                                                                     http: aiohttp.ClientSession) -> None:
-    """c's create is stored, its answer lost, and the retry is throttled (429: this attempt was not stored, which
-    says nothing of the first). The batch stays unsettled until a retry meets 409: c is never listed again."""
-    names = ["a", "b", "c", "d"]
-    await evicted_from_member1(kube, http, names)
-    lossy = StoredThenThrottled(kube)
-    async with controller(lossy, window=QUICK, max_concurrent=2) as mgr:
+@asynccontextmanager
+async def c_started_while_b_heals(kube: KubeClient, http: aiohttp.ClientSession,
+                                  client: TimedOutCreate | StoredThenThrottled) -> AsyncIterator[Manager]:
+    """a, b, c, d evicted from member1, failed back 2 at a time by a controller using ``client``: [a, b], then c
+    alone in the slot a frees. c's create fails, and meanwhile b gets healthy (seen by the controller's informer),
+    so a batch decided afresh would be [c, d]. Yields once c is in flight."""
+    await evicted_from_member1(kube, http, ["a", "b", "c", "d"])
+    async with controller(client, window=QUICK, max_concurrent=2) as mgr:
         bindings = mgr.informer(RESOURCE_BINDINGS).store
 
         async def b_heals() -> None:
             await make_healthy(http, "b", ["member1", "member2"])
             await eventually(lambda: bool((bindings.get("default/b-deployment") or {}).get("status")))
 
-        lossy.meanwhile = b_heals
+        client.meanwhile = b_heals
         await set_health(http, "member1", taints=[])
         await eventually(failing_back(http, "b"))
         await make_healthy(http, "a", ["member1", "member2"])
         await eventually(failing_back(http, "c"), timeout=10)
+        yield mgr
+
+
+async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_next_batch_would_differ(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """Batch [a, b], then c alone takes the slot a freed; its create times out, and meanwhile b is healthy too.
+    A batch decided afresh would be [c, d] under another name, and when the timed-out create landed after all,
+    c would be rescheduled twice. The retry sends the very same create, so the late one meets 409."""
+    slow = TimedOutCreate(kube, after=1)
+    async with c_started_while_b_heals(kube, http, slow):
+        assert slow.late is not None and [w["name"] for w in slow.late["spec"]["workloads"]] == ["c"]
+        async with http.post(WR, json=slow.late) as late:  # the timed-out create lands now
+            assert late.status == 409, await late.text()
+        await eventually(failing_back(http, "d"))
+    assert await listed_names(http) == ["a", "b", "c", "d"]  # each once
+
+
+async def test_a_throttled_retry_of_a_lost_create_does_not_settle_it(kube: KubeClient,
+                                                                     http: aiohttp.ClientSession) -> None:
+    """c's create is stored, its answer lost, and the retry is throttled (429: this attempt was not stored, which
+    says nothing of the first). The batch stays unsettled until a retry meets 409: c is never listed again."""
+    lossy = StoredThenThrottled(kube)
+    async with c_started_while_b_heals(kube, http, lossy):
         await eventually(failing_back(http, "d"), timeout=10)
     assert lossy.creates >= 4
-    assert await listed_names(http) == names  # each once
+    assert await listed_names(http) == ["a", "b", "c", "d"]  # each once
 
 
 async def test_a_timed_out_create_is_not_sent_again_once_its_workloads_need_no_fail_back(
