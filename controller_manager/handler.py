@@ -10,13 +10,19 @@ only read them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from .objects import MutableObj
 from .predicate import Predicate
 from .reconcile import Request
-from .workqueue import RateLimitingQueue
 
 MapFunc = Callable[[MutableObj], Iterable[Request]]
+
+
+class Adder(Protocol):
+    """Where an :class:`Enqueuer` puts requests: a workqueue, or a :class:`~.pacing.KeyPacer` in front of one."""
+
+    def add(self, item: Request) -> None: ...
 
 
 def request_for_object(obj: MutableObj) -> Iterable[Request]:
@@ -27,7 +33,7 @@ def request_for_object(obj: MutableObj) -> Iterable[Request]:
 class Enqueuer:
     """The informer handler of one watch: predicates, then map to requests, then enqueue."""
 
-    def __init__(self, queue: RateLimitingQueue[Request], map_func: MapFunc, predicates: list[Predicate]) -> None:
+    def __init__(self, queue: Adder, map_func: MapFunc, predicates: list[Predicate]) -> None:
         self._queue = queue
         self._map = map_func
         self._predicates = predicates

@@ -31,7 +31,7 @@ from estimator.kinds import load_workload_kinds
 from estimator.podselectors import PodSelectorsError
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS
-from sharedcli.flagtypes import boolean, duration, positive_int
+from sharedcli.flagtypes import boolean, duration, format_duration, positive_int
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
 from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
@@ -82,10 +82,12 @@ def _ttl_cleaner(manager: Manager, ctx: Context) -> None:
 
 
 def _binding_status(manager: Manager, ctx: Context) -> None:
+    pace = ctx.args.binding_status_coalesce_period
     bindingstatus.setup_resource_binding_status(manager, workers=ctx.args.concurrent_resourcebinding_syncs,
-                                                rate_limiter_options=ctx.rate_limiter)
+                                                rate_limiter_options=ctx.rate_limiter, coalesce=pace)
     bindingstatus.setup_cluster_resource_binding_status(
-        manager, workers=ctx.args.concurrent_clusterresourcebinding_syncs, rate_limiter_options=ctx.rate_limiter)
+        manager, workers=ctx.args.concurrent_clusterresourcebinding_syncs, rate_limiter_options=ctx.rate_limiter,
+        coalesce=pace)
 
 
 def _cluster_failback(manager: Manager, ctx: Context) -> None:
@@ -150,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="The number of ResourceBindings that are allowed to sync concurrently. (default 5)")
     add("--concurrent-clusterresourcebinding-syncs", type=positive_int, default=5,
         help="The number of ClusterResourceBindings that are allowed to sync concurrently. (default 5)")
+    add("--binding-status-coalesce-period", type=duration, default=bindingstatus.COALESCE_PERIOD,
+        metavar="DURATION",
+        help="(beyond Karmada) A binding whose Works change in a stream (a rollout) is reconciled by the "
+             "binding-status controllers once its events have stopped for this long (at most 5 periods after the "
+             "first), so that its intermediate states make no binding and template writes; the first event after "
+             "a quiet period is reconciled at once. 0 reconciles every event at once. "
+             f"(default {format_duration(bindingstatus.COALESCE_PERIOD)})")
     add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
         help="Timeout period waiting for caches to sync. (default 2m0s)")
     failback.add_flags(parser)

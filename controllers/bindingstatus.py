@@ -83,6 +83,9 @@ FULLY_APPLIED_SUCCESS_MESSAGE = "All works have been successfully applied"
 FULLY_APPLIED_FAILED_MESSAGE = "Failed to apply all works, see status.aggregatedStatus for details"
 HEALTH_UNKNOWN = "Unknown"
 
+COALESCE_PERIOD = 1.0
+"""``--binding-status-coalesce-period``'s default (seconds): see :mod:`controller_manager.pacing`."""
+
 AGGREGATE_STATUS_SUCCEED = "AggregateStatusSucceed"
 AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
 TEMPLATE_UPDATED_MESSAGE = "Update Resource with AggregatedStatus successfully."

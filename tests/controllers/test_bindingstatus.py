@@ -1088,3 +1088,34 @@ def test_binding_status_with_leaves_the_binding_alone() -> None:
     assert [c["status"] for c in status["conditions"]] == ["True"]
     assert binding_status_with(binding, []).get("aggregatedStatus") is None
     assert binding == before
+
+
+async def test_a_rollouts_stream_of_work_statuses_is_written_once_it_is_quiet(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """With --binding-status-coalesce-period, five Work statuses in a row (a rollout on the member) make at most
+    two binding writes (the first event at once, the rest once quiet), and the binding ends with the last."""
+    manager = Manager(kube, ManagerOptions(name="test-coalesce", metrics_bind_address="127.0.0.1:0",
+                                           health_probe_bind_address="127.0.0.1:0"))
+    setup_resource_binding_status(manager, workers=2, rate_limiter_options=FAST, coalesce=0.5)
+    await create_deployment(http)
+    binding = await create_binding(http, "rollout", ["member1"])
+    work = await applied_work(http, binding, "member1", {"replicas": 0})
+    environment = Env(http, manager, manager.controllers[0], manager.controllers[0])
+    await environment.start()
+    try:
+        await wait_fully_applied(http, binding, "True", items=1)
+        updated_before = aggregations("updated")
+        for ready in range(1, 6):
+            await set_work_status(http, work, [applied_condition()],
+                                  [manifest_status(binding.ref, {"replicas": 5, "readyReplicas": ready})])
+
+        async def all_ready() -> bool:
+            obj = await get_or_none(http, binding.path)
+            return bool(obj) and obj["status"]["aggregatedStatus"][0]["status"].get("readyReplicas") == 5
+
+        await eventually(all_ready)
+        assert aggregations("updated") - updated_before <= 2
+    finally:
+        manager.request_shutdown()
+        assert environment.task is not None
+        await asyncio.wait_for(environment.task, 10)
