@@ -17,9 +17,9 @@ from collections.abc import Iterable
 import structlog
 
 from . import metrics
+from .coalescing import Coalescer
 from .handler import Enqueuer, MapFunc, request_for_object
 from .informer import SharedInformer
-from .pacing import Coalescer
 from .predicate import Predicate
 from .ratelimiter import RateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from .reconcile import ReconcileFunc, Reconciler, Request, TerminalError, as_result
@@ -35,7 +35,7 @@ class Controller:
                  rate_limiter: RateLimiter[Request] | None = None,
                  rate_limiter_options: RateLimiterOptions | None = None, coalesce: float = 0.0) -> None:
         """``coalesce`` > 0: a stream of watch events for one key is reconciled once it has been quiet for that
-        many seconds (:mod:`.pacing`); the first event after a quiet period at once."""
+        many seconds (:mod:`.coalescing`); the first event after a quiet period at once."""
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
         self.name = name
@@ -43,7 +43,7 @@ class Controller:
         self.workers = workers
         limiter = rate_limiter or default_controller_rate_limiter(rate_limiter_options or RateLimiterOptions())
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(limiter, name=name, controller=name)
-        self._pacer: Coalescer[Request] | None = Coalescer(self.queue, coalesce) if coalesce > 0 else None
+        self._coalescer: Coalescer[Request] | None = Coalescer(self.queue, coalesce) if coalesce > 0 else None
         self.informers: list[SharedInformer] = []
         self._stopping = False
         self._metrics = metrics.ControllerMetrics(name, workers)
@@ -51,7 +51,7 @@ class Controller:
     def watches(self, informer: SharedInformer, *, map_func: MapFunc | None = None,
                 predicates: Iterable[Predicate] = ()) -> Controller:
         """Enqueue on this informer's events: the object itself, or what ``map_func`` maps it to."""
-        informer.add_event_handler(Enqueuer(self._pacer or self.queue, map_func or request_for_object,
+        informer.add_event_handler(Enqueuer(self._coalescer or self.queue, map_func or request_for_object,
                                             list(predicates)))
         return self.wait_for_caches(informer)
 
@@ -79,8 +79,8 @@ class Controller:
             await asyncio.gather(*workers)
         finally:
             self.queue.shut_down()
-            if self._pacer is not None:
-                self._pacer.close()
+            if self._coalescer is not None:
+                self._coalescer.close()
             for worker in workers:
                 if not worker.done():
                     worker.cancel()
@@ -117,8 +117,8 @@ class Controller:
     async def _process(self, request: Request) -> None:
         name, counts = self.name, self._metrics
         counts.active_workers.inc()
-        if self._pacer is not None:
-            self._pacer.started(request)
+        if self._coalescer is not None:
+            self._coalescer.started(request)
         started = time.perf_counter()
         try:
             result = as_result(await self._reconcile(request))

@@ -20,7 +20,7 @@ MapFunc = Callable[[MutableObj], Iterable[Request]]
 
 
 class Adder(Protocol):
-    """Where an :class:`Enqueuer` puts requests: a workqueue, or a :class:`~.pacing.KeyPacer` in front of one."""
+    """Where an :class:`Enqueuer` puts requests: a workqueue, or a :class:`~.coalescing.Coalescer` in front of one."""
 
     def add(self, item: Request) -> None: ...
 

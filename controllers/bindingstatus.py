@@ -84,7 +84,7 @@ FULLY_APPLIED_FAILED_MESSAGE = "Failed to apply all works, see status.aggregated
 HEALTH_UNKNOWN = "Unknown"
 
 COALESCE_PERIOD = 1.0
-"""``--binding-status-coalesce-period``'s default (seconds): see :mod:`controller_manager.pacing`."""
+"""``--binding-status-coalesce-period``'s default (seconds): see :mod:`controller_manager.coalescing`."""
 
 AGGREGATE_STATUS_SUCCEED = "AggregateStatusSucceed"
 AGGREGATE_STATUS_FAILED = "AggregateStatusFailed"
