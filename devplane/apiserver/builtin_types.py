@@ -58,6 +58,10 @@ def _schemas() -> dict[str, Any]:
     return builtin_schemas()
 
 
+def _go_name(definition: str) -> str:
+    """A definition as Go prints its type: package and name (``io.k8s.api.apps.v1.Deployment``: ``v1.Deployment``)."""
+    return ".".join(definition.split(".")[-2:])
+
 @functools.cache
 def _root(group: str, version: str, kind: str) -> str | None:
     """The definition name of a built-in kind."""
@@ -87,7 +91,7 @@ def _go_type(schema: dict[str, Any] | None, name: str | None = None) -> str:
     target, ref_name = _resolve(schema)
     if ref_name is not None:
         if target is None or target.get("properties") is not None:  # a struct: its package and name
-            return ".".join(ref_name.split(".")[-2:])
+            return _go_name(ref_name)
         return _go_type(target, ref_name)
     kind = schema.get("type")
     if kind == "integer":
@@ -98,7 +102,7 @@ def _go_type(schema: dict[str, Any] | None, name: str | None = None) -> str:
         return "[]" + _go_type(schema.get("items"))
     if kind == "object":
         if schema.get("properties") is not None and name is not None:
-            return ".".join(name.split(".")[-2:])
+            return _go_name(name)
         extra = schema.get("additionalProperties")
         return "map[string]" + _go_type(extra if isinstance(extra, dict) else None)
     return GO_SCALARS.get(str(kind), "interface {}")
@@ -117,7 +121,7 @@ def _check(value: Any, schema: dict[str, Any] | None, where: _Where, name: str |
         options = {option.get("type") for option in schema["oneOf"]}
         if not any(_fits(value, str(option)) and not (option == "integer" and isinstance(value, float))
                    for option in options):
-            raise _Mismatch(value, where, ".".join((name or "").split(".")[-2:]) or "interface {}")
+            raise _Mismatch(value, where, _go_name(name) if name else "interface {}")
         return
     kind = schema.get("type")
     if kind is None:
