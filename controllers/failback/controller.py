@@ -468,10 +468,12 @@ class ClusterFailback:
         return found
 
     async def _mark_listed(self, cluster: str, rebalancer: Obj) -> None:
-        """Mark in flight, since the rebalancer's creation, each pending workload it lists."""
+        """Mark in flight, since the rebalancer's creation, each pending workload it lists (the writes of a
+        batch's marks, :data:`WRITE_CONCURRENCY` at a time, as :meth:`_batch` writes them)."""
         began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
-        for kind, binding in self._listed(cluster, rebalancer):
-            await self._mark_pending(kind, binding, cluster, began)
+        await self._write_all([(kind, binding, progress.started_change(cluster, began))
+                               for kind, binding in self._listed(cluster, rebalancer)
+                               if binding is not None and cluster not in progress.failing_back(binding)])
 
     async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
         """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names
