@@ -222,26 +222,57 @@ async def test_an_eviction_over_before_the_recorder_started_is_found_in_karmadas
         assert [w["name"] for r in await rebalancers(http) for w in r["spec"]["workloads"]] == ["foo"]
 
 
-class LostCreateAnswer(KubeClient):
-    """The first rebalancer create is stored by the server, but its answer is lost (as in a timeout)."""
+LOST, TIMED_OUT, THROTTLED = "answer lost", "timed out", "throttled"
 
-    def __init__(self, base: KubeClient) -> None:
+
+class RebalancerCreateFaults(KubeClient):
+    """WorkloadRebalancer creates, counted from 1, that fail as ``faults`` says; the others go through.
+
+    * LOST: the server stores it, but its answer is lost (a TimeoutError, as a timeout);
+    * TIMED_OUT: it times out before the server stores it, and may still land later (the server was slow, not
+      gone): its body is kept in :attr:`late` for the test to send;
+    * THROTTLED: 429 before it reaches the server (which says nothing of an earlier create).
+
+    ``meanwhile`` runs before a LOST or TIMED_OUT failure is raised: what changes while the controller waits
+    to retry."""
+
+    def __init__(self, base: KubeClient, faults: dict[int, str]) -> None:
         super().__init__(base.api_client, qps=0)
-        self.lost = False
+        self.faults = faults
+        self.creates = 0
+        self.injected: list[str] = []
+        self.late: dict[str, Any] | None = None
+        self.meanwhile: Callable[[], Any] | None = None
+
+    @property
+    def lost(self) -> bool:
+        return LOST in self.injected
 
     async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
-        created = await super().create(resource, obj, namespace)
-        if resource == WORKLOAD_REBALANCERS and not self.lost:
-            self.lost = True
-            raise TimeoutError("the answer to the create was lost")
-        return created
+        if resource != WORKLOAD_REBALANCERS:
+            return await super().create(resource, obj, namespace)
+        self.creates += 1
+        fault = self.faults.get(self.creates)
+        if fault is not None:
+            self.injected.append(fault)
+        if fault == THROTTLED:
+            raise ApiError(429, "TooManyRequests", "the server has received too many requests")
+        if fault == TIMED_OUT:
+            self.late = obj
+        else:
+            created = await super().create(resource, obj, namespace)
+            if fault is None:
+                return created
+        if self.meanwhile is not None:
+            await self.meanwhile()
+        raise TimeoutError(f"the create: {fault}")
 
 
 async def test_a_create_whose_answer_was_lost_is_not_made_twice(kube: KubeClient,
                                                                 http: aiohttp.ClientSession) -> None:
     await make_cluster(http, "member1")
     foo = await make_binding(http, "foo", ["member1", "member2"])
-    lossy = LostCreateAnswer(kube)
+    lossy = RebalancerCreateFaults(kube, {1: LOST})
     async with controller(lossy):
         await set_health(http, "member1", taints=[NO_EXECUTE])
         await evict(http, foo, "member1", ["member2"])
@@ -252,54 +283,9 @@ async def test_a_create_whose_answer_was_lost_is_not_made_twice(kube: KubeClient
     assert len(await rebalancers(http)) == 1
 
 
-class TimedOutCreate(KubeClient):
-    """The first rebalancer create ``after`` others times out before the server stores it; it may still land
-    later (the server was slow, not gone): its body is kept in :attr:`late` for the test to send. ``meanwhile``
-    runs before the timeout is raised (what changes while the controller waits to retry)."""
-
-    def __init__(self, base: KubeClient, *, after: int) -> None:
-        super().__init__(base.api_client, qps=0)
-        self.after = after
-        self.late: dict[str, Any] | None = None
-        self.meanwhile: Callable[[], Any] | None = None
-
-    async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
-        if resource == WORKLOAD_REBALANCERS and self.late is None:
-            if self.after == 0:
-                self.late = obj
-                if self.meanwhile is not None:
-                    await self.meanwhile()
-                raise TimeoutError("the create timed out")
-            self.after -= 1
-        return await super().create(resource, obj, namespace)
-
-
-class StoredThenThrottled(KubeClient):
-    """The second rebalancer create is stored but its answer is lost; the first create after it is refused with
-    429 before reaching the server (which says nothing of the lost one). ``meanwhile`` runs before the loss."""
-
-    def __init__(self, base: KubeClient) -> None:
-        super().__init__(base.api_client, qps=0)
-        self.creates = 0
-        self.meanwhile: Callable[[], Any] | None = None
-
-    async def create(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
-        if resource != WORKLOAD_REBALANCERS:
-            return await super().create(resource, obj, namespace)
-        self.creates += 1
-        if self.creates == 3:
-            raise ApiError(429, "TooManyRequests", "the server has received too many requests")
-        created = await super().create(resource, obj, namespace)
-        if self.creates == 2:
-            if self.meanwhile is not None:
-                await self.meanwhile()
-            raise TimeoutError("the answer to the create was lost")
-        return created
-
-
 @asynccontextmanager
 async def c_started_while_b_heals(kube: KubeClient, http: aiohttp.ClientSession,
-                                  client: TimedOutCreate | StoredThenThrottled) -> AsyncIterator[Manager]:
+                                  client: RebalancerCreateFaults) -> AsyncIterator[Manager]:
     """a, b, c, d evicted from member1, failed back 2 at a time by a controller using ``client``: [a, b], then c
     alone in the slot a frees. c's create fails, and meanwhile b gets healthy (seen by the controller's informer),
     so a batch decided afresh would be [c, d]. Yields once c is in flight."""
@@ -324,7 +310,7 @@ async def test_a_create_that_timed_out_is_sent_again_as_it_was_even_when_the_nex
     """Batch [a, b], then c alone takes the slot a freed; its create times out, and meanwhile b is healthy too.
     A batch decided afresh would be [c, d] under another name, and when the timed-out create landed after all,
     c would be rescheduled twice. The retry sends the very same create, so the late one meets 409."""
-    slow = TimedOutCreate(kube, after=1)
+    slow = RebalancerCreateFaults(kube, {2: TIMED_OUT})
     async with c_started_while_b_heals(kube, http, slow):
         assert slow.late is not None and [w["name"] for w in slow.late["spec"]["workloads"]] == ["c"]
         async with http.post(WR, json=slow.late) as late:  # the timed-out create lands now
@@ -337,7 +323,7 @@ async def test_a_throttled_retry_of_a_lost_create_does_not_settle_it(kube: KubeC
                                                                      http: aiohttp.ClientSession) -> None:
     """c's create is stored, its answer lost, and the retry is throttled (429: this attempt was not stored, which
     says nothing of the first). The batch stays unsettled until a retry meets 409: c is never listed again."""
-    lossy = StoredThenThrottled(kube)
+    lossy = RebalancerCreateFaults(kube, {2: LOST, 3: THROTTLED})
     async with c_started_while_b_heals(kube, http, lossy):
         await eventually(failing_back(http, "d"), timeout=10)
     assert lossy.creates >= 4
@@ -350,7 +336,7 @@ async def test_a_timed_out_create_is_not_sent_again_once_its_workloads_need_no_f
     b's batch (not there) instead of moving b again, and c comes next."""
     names = ["a", "b", "c"]
     await evicted_from_member1(kube, http, names)
-    slow = TimedOutCreate(kube, after=1)
+    slow = RebalancerCreateFaults(kube, {2: TIMED_OUT})
     async with controller(slow, window=QUICK, max_concurrent=1) as mgr:
         bindings = mgr.informer(RESOURCE_BINDINGS).store
 
