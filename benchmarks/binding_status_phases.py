@@ -42,8 +42,8 @@ if str(REPO) not in sys.path:  # as a script: the repository importable without 
     sys.path.insert(0, str(REPO))
 
 from benchmarks import bindingstatus, rebalancer, side_by_side  # noqa: E402
-from benchmarks.refplane import KARMADA_API, PlaneError, RefPlane, missing  # noqa: E402
-from benchmarks.support import BenchError, expect, pool_all, run_in_tmp, use_tls  # noqa: E402
+from benchmarks.refplane import KARMADA_API, RefPlane, missing, started  # noqa: E402
+from benchmarks.support import expect, pool_all, run_in_tmp, use_tls  # noqa: E402
 from karmada_api.names import EXECUTION_SPACE_PREFIX  # noqa: E402
 from kube_api.timeutil import format_time  # noqa: E402
 
@@ -154,18 +154,12 @@ def main() -> int:
 
     async def bench(tmp: Path) -> None:
         plane = RefPlane(tmp / "refplane", {"API_ONLY": "1", "START_KUBE_CONTROLLER_MANAGER": "1"})
-        try:
-            await asyncio.to_thread(plane.up)
-        except PlaneError as exc:
-            raise BenchError(str(exc)) from None
-        try:
+        async with started(plane):
             use_tls(plane.client_tls())
             async with rebalancer.session(KARMADA_API, CONCURRENCY) as http:
                 for index, (setup, system) in enumerate((s, system) for s in args.setup
                                                         for system in ("karmada", "ours")):
                     await run(system, setup, args, plane=plane, http=http, tmp=tmp, tag=f"bsp{os.getpid()}r{index}")
-        finally:
-            await asyncio.to_thread(plane.down, purge=False)
 
     print(f"{os.cpu_count()} CPUs; reference plane: kube-apiserver v1.20.2 + etcd, Karmada f8fdd02; "
           f"{args.bindings} bindings x 2 Works", flush=True)

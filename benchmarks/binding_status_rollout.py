@@ -35,7 +35,7 @@ if str(REPO) not in sys.path:  # as a script: the repository importable without 
     sys.path.insert(0, str(REPO))
 
 from benchmarks import rebalancer, side_by_side  # noqa: E402
-from benchmarks.refplane import KARMADA_API, OURS_IN_PLACE, PlaneError, RefPlane, missing  # noqa: E402
+from benchmarks.refplane import KARMADA_API, OURS_IN_PLACE, RefPlane, missing, started  # noqa: E402
 from benchmarks.support import (  # noqa: E402
     BenchError,
     child_env,
@@ -97,32 +97,29 @@ async def rollout(http: Any, bindings: int, time_limit: float) -> float:
 
 async def run(system: str, period: str, args: argparse.Namespace, tmp: Path) -> None:
     plane = RefPlane(tmp / f"refplane-{system}-{period}", OURS_IN_PLACE if system == "ours" else {})
-    try:
-        await asyncio.to_thread(plane.up)
-    except PlaneError as exc:
-        raise BenchError(str(exc)) from None
-    proc = None
-    try:
-        use_tls(plane.client_tls())
-        if system == "ours":
-            with (tmp / f"ours-{period}.log").open("wb") as log:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "controller_manager", f"--kubeconfig={plane.karmada_kubeconfig}",
-                    "--controllers=bindingStatus", "--leader-elect=false", f"--binding-status-coalesce-period={period}",
-                    "--metrics-bind-address=0", "--health-probe-bind-address=0", stdout=log, stderr=log,
-                    stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=child_env(), preexec_fn=die_with_parent)
-        async with rebalancer.session(KARMADA_API, CONCURRENCY) as http:
-            before = await side_by_side.api_requests(http)
-            ready = await rollout(http, args.bindings, args.time_limit)
-            await asyncio.sleep(SETTLE)  # a fixed observation window, the same in every run
-            changed = side_by_side.difference(await side_by_side.api_requests(http), before)
-        label = "Karmada" if system == "karmada" else f"ours, --binding-status-coalesce-period={period}"
-        counts = ", ".join(f"{key} {changed.get(key, 0) / args.bindings:.2f}" for key in SHOWN)
-        print(f"  {label}: all Ready in {ready:.1f} s; per binding: {counts}", flush=True)
-    finally:
-        if proc is not None:
-            await stop_process(proc, grace=10.0)
-        await asyncio.to_thread(plane.down, purge=True)
+    async with started(plane, purge=True):
+        proc = None
+        try:
+            use_tls(plane.client_tls())
+            if system == "ours":
+                with (tmp / f"ours-{period}.log").open("wb") as log:
+                    proc = await asyncio.create_subprocess_exec(
+                        sys.executable, "-m", "controller_manager", f"--kubeconfig={plane.karmada_kubeconfig}",
+                        "--controllers=bindingStatus", "--leader-elect=false",
+                        f"--binding-status-coalesce-period={period}", "--metrics-bind-address=0",
+                        "--health-probe-bind-address=0", stdout=log, stderr=log,
+                        stdin=asyncio.subprocess.DEVNULL, cwd=REPO, env=child_env(), preexec_fn=die_with_parent)
+            async with rebalancer.session(KARMADA_API, CONCURRENCY) as http:
+                before = await side_by_side.api_requests(http)
+                ready = await rollout(http, args.bindings, args.time_limit)
+                await asyncio.sleep(SETTLE)  # a fixed observation window, the same in every run
+                changed = side_by_side.difference(await side_by_side.api_requests(http), before)
+            label = "Karmada" if system == "karmada" else f"ours, --binding-status-coalesce-period={period}"
+            counts = ", ".join(f"{key} {changed.get(key, 0) / args.bindings:.2f}" for key in SHOWN)
+            print(f"  {label}: all Ready in {ready:.1f} s; per binding: {counts}", flush=True)
+        finally:
+            if proc is not None:
+                await stop_process(proc, grace=10.0)
 
 
 def parse_args() -> argparse.Namespace:

@@ -10,6 +10,8 @@ Blocking on purpose: each call waits for a shell script of the kit (seconds); as
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import lzma
 import os
 import shutil
@@ -18,9 +20,11 @@ import socket
 import ssl
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.support import BenchError
 
 REPO = Path(__file__).resolve().parent.parent
 KIT_ENV = "REFPLANE_KIT"
@@ -187,3 +191,17 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+@contextlib.asynccontextmanager
+async def started(plane: RefPlane, *, purge: bool = False) -> AsyncIterator[RefPlane]:
+    """For a benchmark: the plane up (in a thread: up.sh takes seconds), stopped (``purge``: and removed) when
+    the block leaves; a failed up.sh is a BenchError, the benchmark's one-line failure."""
+    try:
+        await asyncio.to_thread(plane.up)
+    except PlaneError as exc:
+        raise BenchError(str(exc)) from None
+    try:
+        yield plane
+    finally:
+        await asyncio.to_thread(plane.down, purge=purge)

@@ -62,7 +62,7 @@ if str(REPO) not in sys.path:  # as a script: the repository importable without 
 
 from benchmarks import bindingstatus, rebalancer  # noqa: E402
 from benchmarks.rebalancer import spread  # noqa: E402
-from benchmarks.refplane import KARMADA_API, PlaneError, RefPlane, missing  # noqa: E402
+from benchmarks.refplane import KARMADA_API, RefPlane, missing, started  # noqa: E402
 from benchmarks.support import (  # noqa: E402
     BenchError,
     child_env,
@@ -373,16 +373,8 @@ def main() -> int:
     async def bench(tmp: Path) -> None:
         plane = RefPlane(Path(running) if running else tmp / "refplane",
                          {"API_ONLY": "1", "START_KUBE_CONTROLLER_MANAGER": "1"})
-        if not running:
-            try:
-                await asyncio.to_thread(plane.up)
-            except PlaneError as exc:
-                raise BenchError(str(exc)) from None
-        try:
+        async with contextlib.nullcontext(plane) if running else started(plane):
             await bench_all(args, plane, tmp)
-        finally:
-            if not running:
-                await asyncio.to_thread(plane.down, purge=False)
 
     print(f"{os.cpu_count()} CPUs; reference plane: kube-apiserver v1.20.2 + etcd, Karmada f8fdd02", flush=True)
     return run_in_tmp(bench, "side-by-side-", args.keep_logs)
