@@ -559,12 +559,8 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
     policy_informers = [manager.informer(resource) for resource in POLICY_RESOURCES]
     # Karmada's EvictWorkloadFromClusterSucceed Events: the evictions that began and ended while no recorder ran
     eviction_events = manager.informer(EVENTS, field_selector=recovery.EVICTION_EVENTS_SELECTOR)
-    rb_store, crb_store = (informer.store for informer in binding_informers)
-
-    def cached_binding(request: Request) -> Obj | None:
-        return (rb_store if request.namespace else crb_store).get(objects.join_key(request.namespace, request.name))
-
-    recorder = EvictionRecorder(manager.client, clusters.store, cached_binding)
+    recorder = EvictionRecorder(manager.client, clusters.store,
+                                {RB_KIND: binding_informers[0].store, CRB_KIND: binding_informers[1].store})
     record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)
     recorder.controller = record_controller
     record_controller.wait_for_caches(clusters, *binding_informers, eviction_events)

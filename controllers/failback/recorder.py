@@ -13,7 +13,7 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from datetime import datetime
 
 import structlog
@@ -66,12 +66,11 @@ async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: s
 class EvictionRecorder:
     """Turns binding events into pending records (``pending``), then writes them (``reconcile``)."""
 
-    def __init__(self, client: KubeClient, clusters: Indexer,
-                 bindings: Callable[[Request], Obj | None] = lambda _request: None) -> None:
+    def __init__(self, client: KubeClient, clusters: Indexer, bindings: Mapping[BindingKind, Indexer]) -> None:
         self.client = client
         self.clusters = clusters
         self.bindings = bindings
-        """The cached binding a request names (None when not cached)."""
+        """The binding caches, by kind (:func:`_kind` of a request)."""
         self.told: dict[Request, set[recovery.EvictionEvent]] = {}
         """Evictions Events tell of, to be judged against the binding by the reconcile."""
         self.pending: dict[Request, set[str]] = {}
@@ -108,11 +107,12 @@ class EvictionRecorder:
     def _judge_events(self, request: Request) -> None:
         """Move the evictions the binding's Events tell of, and it does not show as over, to pending."""
         told = self.told.pop(request, set())
-        binding = self.bindings(request) if told else None
+        binding = self.bindings[_kind(request)].get(objects.join_key(request.namespace, request.name)) if told else None
         if binding is None:
             return
+        in_flight = progress.failing_back(binding).keys()
         for event in told:
-            if recovery.evicted_by_event(binding, event, progress.failing_back(binding).keys()):
+            if recovery.evicted_by_event(binding, event, in_flight):
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat())
                 self.pending.setdefault(request, set()).add(event.cluster)

@@ -143,7 +143,7 @@ def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_late
             self.request = request
 
     clusters = Indexer()
-    recorder = EvictionRecorder(None, clusters)  # type: ignore[arg-type]  # verify() sends no request
+    recorder = EvictionRecorder(None, clusters, {})  # type: ignore[arg-type]  # verify() sends no request
     recorder.controller = Queue()  # type: ignore[assignment]
     recorder.observe(old, new)  # the Clusters cache is still empty, as at start-up
     request = Request.for_object(new)
