@@ -563,7 +563,9 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
                                 {RB_KIND: binding_informers[0].store, CRB_KIND: binding_informers[1].store})
     record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)
     recorder.controller = record_controller
-    record_controller.wait_for_caches(clusters, *binding_informers, eviction_events)
+    # not on the Events: their handler only queues a binding, judged on the binding caches; a failing Events list
+    # (an install whose RBAC predates it) must not hold back the recording from the bindings
+    record_controller.wait_for_caches(clusters, *binding_informers)
     eviction_events.add_event_handler(FuncHandler(add=lambda obj, _initial: recorder.observe_event(obj),
                                                   update=lambda _old, new: recorder.observe_event(new)))
     for informer in binding_informers:
