@@ -166,14 +166,14 @@ async def resolve(client: KubeClient, flags: CreateFlags) -> tuple[Criteria, lis
         cluster = await client.get_or_none(CLUSTERS, flags.cluster)
         if cluster is None:
             raise UsageError(f"--cluster {flags.cluster}: no such cluster")
-    discovered = flags.kinds or flags.selector
-    resources = await discover(client) if discovered else Discovered([])
+    discovered = await discover(client) if flags.kinds or flags.selector else None
+    resources = discovered if discovered is not None else Discovered([])
     kinds = [(text, _kind(text, resources)) for text in flags.kinds]
     bindings = await _bindings(client, namespace)
     labelled = None
     if flags.selector:
         labelled = (flags.selector, await _labelled(client, flags.selector, bindings, namespace, resources))
-    return Criteria(namespace, kinds, labelled, cluster, policy, resources if discovered else None), bindings
+    return Criteria(namespace, kinds, labelled, cluster, policy, discovered), bindings
 
 
 async def selection(client: KubeClient, flags: CreateFlags) -> tuple[Selection, Criteria]:
