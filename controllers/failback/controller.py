@@ -46,7 +46,7 @@ from karmada_api.names import binding_name
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
-from kube_api.timeutil import format_time, now, parse_time
+from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
 from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int
 
 from . import progress, recovery
@@ -339,6 +339,7 @@ class ClusterFailback:
         decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
         bindings it looks at. A failure between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
         name = objects.name(cluster)
+        round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
         for kind, key in pending:
             if len(chosen) >= slots:
@@ -346,6 +347,10 @@ class ClusterFailback:
             binding = self._load(kind, key, name)
             if binding is None or name in progress.failing_back(binding):
                 continue
+            undone_at = progress.undone(binding).get(name)
+            if round_start is not None and undone_at is not None and undone_at >= round_start:
+                await self._end_undone_round(cluster, binding)
+                return
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
                 chosen[workload].append((kind, binding))
@@ -388,6 +393,15 @@ class ClusterFailback:
                           f"{self.options.max_concurrent}; {max(waiting, 0)} waiting")
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
+
+    async def _end_undone_round(self, cluster: Obj, binding: Obj) -> None:
+        """A move of this round was undone by an eviction the Cluster never showed us (a relapse over between two
+        looks): a relapse all the same. The round ends and the cluster must stay recovered a full window again;
+        the next round's batches have other names, so the undone workload can be listed again."""
+        name = objects.name(cluster)
+        await self._annotate(cluster, {progress.ROUND_ANNOTATION: None})
+        self.windows.forget(name)
+        log.info("fail-back undone by an eviction; the round ends", cluster=name, binding=objects.key(binding))
 
     async def _create_once(self, cluster: str, body: dict[str, Any]) -> Obj | None:
         """Create the batch's rebalancer; 409 AlreadyExists means an earlier attempt did (an answer lost, a

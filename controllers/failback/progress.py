@@ -5,6 +5,8 @@ Everything the controller needs to remember is in the API (docs/failback.md, "Re
 * a binding's :data:`~.recovery.EVICTED_FROM_ANNOTATION` names the clusters it still has to go back to;
 * its :data:`FAILING_BACK_ANNOTATION` names those it is going back to now, with when that move began (the
   creationTimestamp of the batch's WorkloadRebalancer, the time Karmada's rebalancer triggers the reschedule at);
+* its :data:`UNDONE_ANNOTATION` says, for a cluster it was evicted from again while going back (a relapse), when
+  that undone move began: no batch that began then or before marks it in flight again;
 * the Cluster's :data:`ROUND_ANNOTATION` names the fail-back in progress (batch names derive from it), its
   :data:`PAUSED_ANNOTATION` says since when it is paused, and the operator's :data:`RESUME_ANNOTATION` resumes it.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +33,11 @@ from .recovery import EVICTED_FROM_ANNOTATION, record_value, recorded_clusters
 PREFIX = "failback.karmada-rebalance.io"
 FAILING_BACK_ANNOTATION = f"{PREFIX}/failing-back"
 """On a binding: ``{"<cluster>": "<RFC 3339 start>", ...}``, the fail-backs in flight (JSON)."""
+UNDONE_ANNOTATION = f"{PREFIX}/undone"
+"""On a binding: ``{"<cluster>": "<RFC 3339>"}``, fail-backs undone by an eviction (a relapse), each with the start
+of the move it undid (or, when the eviction came before the move was marked, when it was recorded). A batch that
+began at or before it cannot mark the binding in flight again: re-adopted, its stale move would be taken for one
+still going, and its end for the fail-back's, and the eviction's record would be cleared."""
 ROUND_ANNOTATION = f"{PREFIX}/round"
 """On a Cluster: when the fail-back in progress began (RFC 3339); batch names derive from it."""
 PAUSED_ANNOTATION = f"{PREFIX}/paused"
@@ -45,8 +52,21 @@ ROUND_LABEL = f"{PREFIX}/round"
 """On a fail-back rebalancer: a digest of (cluster, round); finds a round's batches after a restart."""
 NAME_PREFIX = "failback-"
 
-Change = Callable[[set[str], dict[str, datetime]], tuple[set[str], dict[str, datetime]]]
-"""A rewrite of a binding's (record, in flight), given the current ones."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a binding's annotations say of its fail-backs: the clusters it was evicted from and has not gone back
+    to (``record``), those it is going back to now with when that began (``flight``), and the moves a relapse
+    undid (``undone``, :data:`UNDONE_ANNOTATION`)."""
+
+    record: frozenset[str] = frozenset()
+    flight: Mapping[str, datetime] = field(default_factory=dict)
+    undone: Mapping[str, datetime] = field(default_factory=dict)
+
+
+Change = Callable[[Progress], Progress]
+"""A rewrite of a binding's :class:`Progress`, given the current one."""
 
 PP_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
 PP_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
@@ -60,7 +80,16 @@ CPP_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
 def failing_back(binding: Obj) -> dict[str, datetime]:
     """The binding's fail-backs in flight: cluster → when it began. Entries that cannot be read are left out
     (the cluster is then simply pending again, as its record still names it)."""
-    text = objects.annotations(binding).get(FAILING_BACK_ANNOTATION)
+    return _times(objects.annotations(binding).get(FAILING_BACK_ANNOTATION))
+
+
+def undone(binding: Obj) -> dict[str, datetime]:
+    """The binding's fail-backs undone by a relapse (:data:`UNDONE_ANNOTATION`); unreadable entries left out."""
+    return _times(objects.annotations(binding).get(UNDONE_ANNOTATION))
+
+
+def _times(text: str | None) -> dict[str, datetime]:
+    """A ``{"<cluster>": "<RFC 3339>"}`` annotation's value, the entries that can be read."""
     if not text:
         return {}
     try:
@@ -81,12 +110,17 @@ def failing_back_clusters(binding: Obj) -> list[str]:
     return sorted(failing_back(binding))
 
 
-def progress_patch(binding: Obj, evicted: Iterable[str], in_flight: Mapping[str, datetime]) -> dict[str, Any]:
-    """A merge patch setting both annotations, conditional on the binding's resourceVersion."""
-    flight = {cluster: format_time(moment) for cluster, moment in sorted(in_flight.items())}
+def _times_value(times: Mapping[str, datetime]) -> str | None:
+    text = {cluster: format_time(moment) for cluster, moment in sorted(times.items())}
+    return json.dumps(text) if text else None
+
+
+def progress_patch(binding: Obj, wanted: Progress) -> dict[str, Any]:
+    """A merge patch setting the three annotations, conditional on the binding's resourceVersion."""
     return {"metadata": {"resourceVersion": objects.resource_version(binding),
-                         "annotations": {EVICTED_FROM_ANNOTATION: record_value(evicted),
-                                         FAILING_BACK_ANNOTATION: json.dumps(flight) if flight else None}}}
+                         "annotations": {EVICTED_FROM_ANNOTATION: record_value(wanted.record),
+                                         FAILING_BACK_ANNOTATION: _times_value(wanted.flight),
+                                         UNDONE_ANNOTATION: _times_value(wanted.undone)}}}
 
 
 def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
@@ -104,23 +138,45 @@ def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
 
 
 def started_change(cluster: str, started: datetime) -> Change:
-    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding began at ``started``."""
-    def change(evicted: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
-        if cluster not in evicted or cluster in flight:
-            return evicted, flight  # done meanwhile, or already marked: keep what is there
-        return evicted, {**flight, cluster: started}
+    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding began at ``started``. Nothing changes
+    when it is done meanwhile (no record), already marked, or was undone by a relapse after ``started``: a move
+    that began then or before is not this fail-back's any more."""
+    def change(now: Progress) -> Progress:
+        undone_at = now.undone.get(cluster)
+        if cluster not in now.record or cluster in now.flight or (undone_at is not None and started <= undone_at):
+            return now
+        return replace(now, flight={**now.flight, cluster: started})
     return change
 
 
 def finished_change(cluster: str) -> Change:
     """``change`` for :func:`rewrite`: the cluster's fail-back of this binding is over (or given up)."""
-    def change(evicted: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
-        return evicted - {cluster}, {c: t for c, t in flight.items() if c != cluster}
+    def change(now: Progress) -> Progress:
+        return Progress(now.record - {cluster}, _without(now.flight, cluster), _without(now.undone, cluster))
     return change
 
 
-def current(binding: Obj) -> tuple[set[str], dict[str, datetime]]:
-    return set(recorded_clusters(binding)), failing_back(binding)
+def evicted_change(clusters: Iterable[str], at: datetime) -> Change:
+    """``change`` for :func:`rewrite`: the binding was evicted from ``clusters`` (recorded at ``at``). Each is
+    pending again; a move back to it that was going on (in flight), or was listed but not marked yet (already
+    recorded), is undone: from its start, or from ``at``."""
+    evicted = set(clusters)
+
+    def change(now: Progress) -> Progress:
+        undone_now = dict(now.undone)
+        for cluster in evicted & (now.record | now.flight.keys()):
+            undo = now.flight.get(cluster, at)
+            undone_now[cluster] = max(undo, undone_now.get(cluster, undo))
+        return Progress(now.record | evicted, {c: t for c, t in now.flight.items() if c not in evicted}, undone_now)
+    return change
+
+
+def _without(times: Mapping[str, datetime], cluster: str) -> dict[str, datetime]:
+    return {c: t for c, t in times.items() if c != cluster}
+
+
+def current(binding: Obj) -> Progress:
+    return Progress(frozenset(recorded_clusters(binding)), failing_back(binding), undone(binding))
 
 
 # --------------------------------------------------------------------------------------------------

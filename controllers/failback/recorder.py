@@ -14,7 +14,6 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
 import structlog
 
@@ -25,6 +24,7 @@ from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from kube_api.timeutil import now
 
 from . import progress, recovery
 
@@ -37,7 +37,7 @@ def _kind(request: Request) -> BindingKind:
 
 async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: str, change: progress.Change, *,
                    unless_deleting: bool = False, cached: Obj | None = None) -> Obj | None:
-    """Merge-patch the binding's record and in-flight marks to ``change(record, in flight)``; the binding as
+    """Merge-patch the binding's record and in-flight marks to ``change(progress)``; the binding as
     written (or as read, when nothing changed), None when it is gone (or being deleted and ``unless_deleting``).
 
     Conditional on the resourceVersion it was read at, so that concurrent writers (the other controller,
@@ -52,11 +52,11 @@ async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: s
         start = None
         if binding is None or (unless_deleting and objects.is_deleting(binding)):
             return None
-        record, flight = progress.current(binding)
-        wanted, wanted_flight = change(set(record), dict(flight))
-        if wanted == record and wanted_flight == flight:
+        now = progress.current(binding)
+        wanted = change(now)
+        if wanted == now:
             return binding
-        written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted, wanted_flight),
+        written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted),
                                           namespace=namespace, content_type=MERGE_PATCH)
         return written
 
@@ -82,9 +82,10 @@ class EvictionRecorder:
     def observe(self, old: MutableObj | None, new: MutableObj) -> None:
         """Informer handler: note what ``new`` lost through eviction and queue the binding."""
         unknown: set[str] = set()
-        # An eviction from a cluster the binding is being failed back to undoes that fail-back: it is pending
-        # again. Not on the initial list, where a graceful-eviction task may be the one that started it all.
-        again = progress.failing_back(new).keys() if old is not None else ()
+        # An eviction from a cluster the binding is being failed back to (in flight, or already recorded: a batch
+        # that lists it, its marks not written yet) undoes that fail-back: it is pending again. Not on the initial
+        # list, where a graceful-eviction task may be the one that started it all.
+        again = {*progress.failing_back(new), *recovery.recorded_clusters(new)} if old is not None else ()
         evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
         if not (evicted or unknown) or self.controller is None:
             return
@@ -131,11 +132,8 @@ class EvictionRecorder:
         if not pending:
             return Result()
 
-        def add(recorded: set[str], flight: dict[str, datetime]) -> tuple[set[str], dict[str, datetime]]:
-            return recorded | pending, {c: t for c, t in flight.items() if c not in pending}
-
-        written = await rewrite(self.client, _kind(request), request.namespace, request.name, add,
-                                 unless_deleting=True)
+        written = await rewrite(self.client, _kind(request), request.namespace, request.name,
+                                progress.evicted_change(pending, now()), unless_deleting=True)
         if written is not None:
             log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
         left = self.pending.get(request, set()) - pending  # noted meanwhile: the next reconcile writes them

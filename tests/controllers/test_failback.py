@@ -30,6 +30,7 @@ from controllers.failback.progress import (
     PP_NAMESPACE_ANNOTATION,
     RESUME_ANNOTATION,
     ROUND_ANNOTATION,
+    UNDONE_ANNOTATION,
     batch_body,
 )
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
@@ -600,6 +601,42 @@ async def test_a_relapse_stops_the_batches_not_started(kube: KubeClient, http: a
         await eventually(failing_back(http, "b"), timeout=10)
 
 
+async def test_an_eviction_while_going_back_keeps_the_record_and_the_workload_goes_back_in_a_new_round(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """a, in flight to member1, is placed there and evicted again (a new graceful-eviction task) so fast that the
+    Cluster never looks unhealthy to the controller. Its move is undone: its record stays, it is not taken as
+    still going (nor finished when it is healthy on member2 alone); the round ends, and after a new window a
+    batch of another name takes it back."""
+    await evicted_from_member1(kube, http, ["a", "b"])
+    async with controller(kube, window=WINDOW, max_concurrent=1):
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"), timeout=10)
+        first_round = await eventually(cluster_annotation(http, "member1", ROUND_ANNOTATION))
+        trigger = (await rebalancers(http))[0]["metadata"]["creationTimestamp"]
+        await rescheduled(http, "a", trigger, ["member1", "member2"], ready=False)  # back, not ready yet
+        a = await send(http, "PATCH", f"{RB}/a-deployment", {"spec": {"gracefulEvictionTasks": None}})
+        await evict(http, a, "member1", ["member2"])  # the relapse
+        await eventually(lambda: undone_in(http, "a"))
+        items = [{"clusterName": "member2", "applied": True, "status": {"replicas": 1, "readyReplicas": 1}}]
+        await send(http, "PATCH", f"{RB}/a-deployment/status", {"status": {"aggregatedStatus": items}})
+        # healthy on member2 alone: not a fail-back that is over; the round of the undone move ends
+        await eventually(lambda: round_changed(http, first_round), timeout=10)
+        assert record_of(await get_or_none(http, f"{RB}/a-deployment")) == "member1"
+        await eventually(failing_back(http, "a"), timeout=10)
+        assert await listed_names(http) == ["a", "a"]  # two batches of different names: b still waits
+        assert await in_flight_names(http) == ["a"]
+
+
+async def undone_in(http: aiohttp.ClientSession, name: str) -> bool:
+    binding = await get_or_none(http, f"{RB}/{name}-deployment")
+    annotations = (binding or {}).get("metadata", {}).get("annotations") or {}
+    return record_of(binding) == "member1" and not in_flight_of(binding) and UNDONE_ANNOTATION in annotations
+
+
+async def round_changed(http: aiohttp.ClientSession, before: str) -> bool:
+    return await cluster_annotation(http, "member1", ROUND_ANNOTATION)() != before
+
+
 async def test_an_opted_out_policy_is_left_alone(kube: KubeClient, http: aiohttp.ClientSession) -> None:
     await send(http, "POST", PP, {"metadata": {"name": "pinned", "annotations": {OPT_OUT_ANNOTATION: "true"}},
                                   "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}]}})
@@ -708,11 +745,15 @@ async def a_waits_for_b_alone(http: aiohttp.ClientSession) -> bool:
     return await in_flight_names(http) == ["b"] and await listed_names(http) == []
 
 
-async def rescheduled(http: aiohttp.ClientSession, name: str, trigger: str, clusters: list[str]) -> None:
-    """What Karmada does after the trigger ``trigger`` of the binding: :func:`make_healthy` without a rebalancer."""
+async def rescheduled(http: aiohttp.ClientSession, name: str, trigger: str, clusters: list[str], *,
+                      ready: bool = True) -> None:
+    """What Karmada does after the trigger ``trigger`` of the binding: :func:`make_healthy` without a rebalancer
+    (``ready``: the members report its replicas ready; else applied, none ready yet)."""
     binding = await send(http, "PATCH", f"{RB}/{name}-deployment",
-                         {"spec": {"clusters": [{"name": c, "replicas": 1} for c in clusters]}})
-    items = [{"clusterName": c, "applied": True, "status": {"replicas": 1, "readyReplicas": 1}} for c in clusters]
+                         {"spec": {"rescheduleTriggeredAt": trigger,
+                                   "clusters": [{"name": c, "replicas": 1} for c in clusters]}})
+    items = [{"clusterName": c, "applied": True, "status": {"replicas": 1, "readyReplicas": int(ready)}}
+             for c in clusters]
     await send(http, "PATCH", f"{RB}/{name}-deployment/status",
                {"status": {"schedulerObservedGeneration": binding["metadata"]["generation"],
                            "lastScheduledTime": trigger, "aggregatedStatus": items}})

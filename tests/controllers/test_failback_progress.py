@@ -12,6 +12,7 @@ from controllers.failback import progress
 from controllers.failback.progress import InFlight, Resume, plan
 from karmada_api.health import binding_not_healthy
 from karmada_api.shapes import Workload
+from kube_api.timeutil import format_time
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(seconds=100)
@@ -105,23 +106,49 @@ def binding(annotations: dict[str, str]) -> dict[str, Any]:
 
 
 def test_the_marks_round_trip_and_bad_entries_are_pending_again() -> None:
-    patch = progress.progress_patch(binding({}), {"member1", "member2"}, {"member1": T0})
+    patch = progress.progress_patch(binding({}), progress.Progress(frozenset({"member1", "member2"}),
+                                                                   {"member1": T0}, {"member2": NOW}))
     annotations = patch["metadata"]["annotations"]
     assert annotations == {progress.EVICTED_FROM_ANNOTATION: "member1,member2",
-                           progress.FAILING_BACK_ANNOTATION: '{"member1": "2026-01-01T00:00:00Z"}'}
-    assert progress.failing_back(binding(annotations)) == {"member1": T0}
+                           progress.FAILING_BACK_ANNOTATION: '{"member1": "2026-01-01T00:00:00Z"}',
+                           progress.UNDONE_ANNOTATION: json.dumps({"member2": format_time(NOW)})}
+    assert progress.current(binding(annotations)) == progress.Progress(frozenset({"member1", "member2"}),
+                                                                       {"member1": T0}, {"member2": NOW})
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: "{bad"})) == {}
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: json.dumps({"m": "x"})})) == {}
-    cleared = progress.progress_patch(binding({}), set(), {})["metadata"]["annotations"]
-    assert cleared == {progress.EVICTED_FROM_ANNOTATION: None, progress.FAILING_BACK_ANNOTATION: None}
+    assert progress.undone(binding({progress.UNDONE_ANNOTATION: "[]"})) == {}
+    cleared = progress.progress_patch(binding({}), progress.Progress())["metadata"]["annotations"]
+    assert cleared == {progress.EVICTED_FROM_ANNOTATION: None, progress.FAILING_BACK_ANNOTATION: None,
+                       progress.UNDONE_ANNOTATION: None}
+
+
+def state(record: set[str], flight: dict[str, datetime] | None = None,
+          undone: dict[str, datetime] | None = None) -> progress.Progress:
+    return progress.Progress(frozenset(record), flight or {}, undone or {})
 
 
 def test_started_and_finished_changes() -> None:
-    evicted, flight_ = progress.started_change("member1", T0)({"member1"}, {})
-    assert (evicted, flight_) == ({"member1"}, {"member1": T0})
-    assert progress.started_change("member1", NOW)({"member1"}, {"member1": T0}) == ({"member1"}, {"member1": T0})
-    assert progress.started_change("member1", T0)(set(), {}) == (set(), {})  # finished meanwhile
-    assert progress.finished_change("member1")({"member1", "m2"}, {"member1": T0}) == ({"m2"}, {})
+    assert progress.started_change("member1", T0)(state({"member1"})) == state({"member1"}, {"member1": T0})
+    marked = state({"member1"}, {"member1": T0})
+    assert progress.started_change("member1", NOW)(marked) == marked  # already marked: kept as it is
+    assert progress.started_change("member1", T0)(state(set())) == state(set())  # finished meanwhile
+    done = progress.finished_change("member1")(state({"member1", "m2"}, {"member1": T0}, {"member1": T0}))
+    assert done == state({"m2"})
+
+
+def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks_it_again() -> None:
+    """A relapse: the binding, in flight to member1 since T0, is evicted from it again. It is pending again, and a
+    batch that began at T0 or before (re-adopted, say) cannot mark it; one of a later round can."""
+    relapsed = progress.evicted_change({"member1"}, NOW)(state({"member1"}, {"member1": T0}))
+    assert relapsed == state({"member1"}, undone={"member1": T0})
+    assert progress.started_change("member1", T0)(relapsed) == relapsed
+    later = T0 + timedelta(seconds=1)
+    assert progress.started_change("member1", later)(relapsed) == state({"member1"}, {"member1": later},
+                                                                        {"member1": T0})
+    # evicted after its batch was made but before its marks: undone from when the eviction was recorded
+    assert progress.evicted_change({"member1"}, NOW)(state({"member1"})) == state({"member1"}, undone={"member1": NOW})
+    # a first eviction is only recorded
+    assert progress.evicted_change({"member1"}, NOW)(state(set())) == state({"member1"})
 
 
 def test_the_policy_of_a_binding_and_its_opt_out() -> None:

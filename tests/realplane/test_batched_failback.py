@@ -227,7 +227,10 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) 
                                  interval=0.25)
             yield scene
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{log_tail(program.log)}") from exc
+        states = [await _binding_state(karmada, scene.ns, name) for name in TWO] if scene.ns else []
+        raise AssertionError("\n".join([str(exc), *states, "fail-back controller-manager:", log_tail(program.log),
+                                         "session controller-manager:",
+                                         log_tail(ours.controller_manager.log, 40)])) from exc
     finally:
         program.stop()
         await set_taint(karmada, CLUSTER, [])
@@ -364,6 +367,20 @@ async def _event_naming(karmada: KubeClient, cluster: dict[str, Any], reason: st
 async def _paused(karmada: KubeClient) -> dict[str, Any] | None:
     cluster = await karmada.get(CLUSTERS, CLUSTER)
     return cluster if PAUSED_ANNOTATION in objects.annotations(cluster) else None
+
+
+async def _binding_state(karmada: KubeClient, ns: str, name: str) -> str:
+    """What a failure needs to tell of a binding: generation, schedule, eviction tasks, each cluster's health."""
+    binding = await binding_of(karmada, ns, name)
+    if binding is None:
+        return f"{ns}/{name}: no binding"
+    status = binding.get("status") or {}
+    health = {item.get("clusterName"): (item.get("applied"), item.get("health"))
+              for item in status.get("aggregatedStatus") or []}
+    return (f"{ns}/{name}: generation {objects.metadata(binding).get('generation')} scheduled "
+            f"{status.get('schedulerObservedGeneration')} clusters {assigned(binding)} tasks "
+            f"{binding['spec'].get('gracefulEvictionTasks')} health {health} annotations "
+            f"{ {k: v for k, v in objects.annotations(binding).items() if 'failback' in k} }")
 
 
 async def _evicted(karmada: KubeClient, ns: str, name: str, *, settled: bool = False) -> bool:
