@@ -17,6 +17,7 @@ status PUTs, Work status PUTs, and the seconds until every template reported its
 
     .venv/bin/python benchmarks/binding_status_rollout.py                          # 60 Deployments; 0s and 1s
     .venv/bin/python benchmarks/binding_status_rollout.py --bindings 100 --coalesce-period 0s,1s,2s
+    .venv/bin/python benchmarks/binding_status_rollout.py --coalesce-period 1s --rounds 3    # medians of 3
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -95,14 +97,35 @@ async def rollout(http: Any, bindings: int, time_limit: float) -> float:
     raise BenchError(f"not every template Ready within {time_limit:.0f}s")
 
 
-async def run(system: str, period: str, args: argparse.Namespace, tmp: Path) -> None:
-    plane = RefPlane(tmp / f"refplane-{system}-{period}", OURS_IN_PLACE if system == "ours" else {})
+Figures = dict[str, float]
+"""One run's: ``ready`` (seconds) and, per binding, the count of each of :data:`SHOWN`."""
+
+
+def label_of(system: str, period: str) -> str:
+    return "Karmada" if system == "karmada" else f"ours, --binding-status-coalesce-period={period}"
+
+
+def show(label: str, figures: Figures, ranges: dict[str, tuple[float, float]] | None = None) -> str:
+    """One line of figures, with each one's range over the rounds when ``ranges`` is given."""
+    def one(key: str, text: str) -> str:
+        if ranges is None:
+            return text
+        low, high = ranges[key]
+        return f"{text} ({low:.2f}-{high:.2f})" if key != "ready" else f"{text} ({low:.1f}-{high:.1f} s)"
+
+    counts = ", ".join(one(key, f"{key} {figures[key]:.2f}") for key in SHOWN)
+    ready = one("ready", f"{figures['ready']:.1f} s")
+    return f"  {label}: all Ready in {ready}; per binding: {counts}"
+
+
+async def run(system: str, period: str, args: argparse.Namespace, tmp: Path, round_no: int) -> Figures:
+    plane = RefPlane(tmp / f"refplane-{system}-{period}-{round_no}", OURS_IN_PLACE if system == "ours" else {})
     async with started(plane, purge=True):
         proc = None
         try:
             use_tls(plane.client_tls())
             if system == "ours":
-                with (tmp / f"ours-{period}.log").open("wb") as log:
+                with (tmp / f"ours-{period}-{round_no}.log").open("wb") as log:
                     proc = await asyncio.create_subprocess_exec(
                         sys.executable, "-m", "controller_manager", f"--kubeconfig={plane.karmada_kubeconfig}",
                         "--controllers=bindingStatus", "--leader-elect=false",
@@ -114,9 +137,9 @@ async def run(system: str, period: str, args: argparse.Namespace, tmp: Path) -> 
                 ready = await rollout(http, args.bindings, args.time_limit)
                 await asyncio.sleep(SETTLE)  # a fixed observation window, the same in every run
                 changed = side_by_side.difference(await side_by_side.api_requests(http), before)
-            label = "Karmada" if system == "karmada" else f"ours, --binding-status-coalesce-period={period}"
-            counts = ", ".join(f"{key} {changed.get(key, 0) / args.bindings:.2f}" for key in SHOWN)
-            print(f"  {label}: all Ready in {ready:.1f} s; per binding: {counts}", flush=True)
+            figures = {"ready": ready, **{key: changed.get(key, 0) / args.bindings for key in SHOWN}}
+            print(show(label_of(system, period), figures), flush=True)
+            return figures
         finally:
             if proc is not None:
                 await stop_process(proc, grace=10.0)
@@ -126,6 +149,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--bindings", type=int, default=60, help="Deployments rolled out")
     parser.add_argument("--coalesce-period", default="0s,1s", help="ours' --binding-status-coalesce-period values")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of every run, in a rotating order; "
+                        "more than one prints the medians")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--keep-logs", type=Path, default=None)
     args = parser.parse_args()
@@ -133,8 +158,9 @@ def parse_args() -> argparse.Namespace:
         args.periods = [p for p in args.coalesce_period.split(",") if p and parse_duration(p) >= 0]
     except ValueError as exc:
         parser.error(f"--coalesce-period: {exc}")
-    if not args.periods or args.bindings < 1 or args.time_limit <= 0:
-        parser.error("want --bindings >= 1, a positive --time-limit and at least one --coalesce-period")
+    if not args.periods or args.bindings < 1 or args.rounds < 1 or args.time_limit <= 0:
+        parser.error("want --bindings >= 1, --rounds >= 1, a positive --time-limit and at least one "
+                     "--coalesce-period")
     return args
 
 
@@ -145,10 +171,22 @@ def main() -> int:
         print(f"binding_status_rollout: {reason}", file=sys.stderr)
         return 2
 
+    runs = [("karmada", "-"), *(("ours", period) for period in args.periods)]
+
     async def bench(tmp: Path) -> None:
-        await run("karmada", "-", args, tmp)
-        for period in args.periods:
-            await run("ours", period, args, tmp)
+        results: dict[tuple[str, str], list[Figures]] = {run_: [] for run_ in runs}
+        for round_no in range(args.rounds):
+            if args.rounds > 1:
+                print(f"round {round_no + 1}", flush=True)
+            for system, period in runs[round_no % len(runs):] + runs[:round_no % len(runs)]:
+                results[(system, period)].append(await run(system, period, args, tmp, round_no))
+        if args.rounds > 1:
+            print(f"medians of {args.rounds} rounds (ranges in brackets):", flush=True)
+            for (system, period), rounds in results.items():
+                keys = ["ready", *SHOWN]
+                medians = {key: statistics.median(r[key] for r in rounds) for key in keys}
+                ranges = {key: (min(r[key] for r in rounds), max(r[key] for r in rounds)) for key in keys}
+                print(show(label_of(system, period), medians, ranges), flush=True)
 
     print(f"{os.cpu_count()} CPUs; reference plane (all of Karmada f8fdd02, two members); {args.bindings} "
           "Deployments x 2 replicas over member1 and member2", flush=True)

@@ -271,10 +271,10 @@ class ClusterFailback:
                              deadline=self.options.progress_deadline, may_start=may_start,
                              paused_at=progress.paused_since(cluster), resume=resume)
         given_up = set(plan.given_up)
-        over = [(kind, b) for (kind, b, _), seen in zip(flights, health_now, strict=True)
+        over = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
                 if seen.not_healthy is None or seen.workload in given_up]
-        await self._write_all([(kind, b, progress.finished_change(name)) for kind, b in over])
-        self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o in over)])
+        await self._write_all([(kind, b, progress.finished_change(name, started)) for kind, b, started in over])
+        self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o, _ in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
             await self._batch(cluster, pending, plan.start, in_flight=len(flights) - len(over))
@@ -358,7 +358,7 @@ class ClusterFailback:
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
-                await self._write(kind, binding, progress.finished_change(name))
+                await self._write(kind, binding, progress.skipped_change(name))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 continue
             chosen[workload] = [(kind, binding)]

@@ -149,8 +149,20 @@ def started_change(cluster: str, started: datetime) -> Change:
     return change
 
 
-def finished_change(cluster: str) -> Change:
-    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding is over (or given up)."""
+def finished_change(cluster: str, started: datetime) -> Change:
+    """``change`` for :func:`rewrite`: the cluster's fail-back of this binding that began at ``started`` is over
+    (healthy, or given up): its record goes. Nothing changes when that move is no longer in flight: an eviction
+    undid it meanwhile (the recorder, quicker than the cache the judgement was made on, made it pending again),
+    and that eviction's record must stay."""
+    def change(now: Progress) -> Progress:
+        if now.flight.get(cluster) != started:
+            return now
+        return skipped_change(cluster)(now)
+    return change
+
+
+def skipped_change(cluster: str) -> Change:
+    """``change`` for :func:`rewrite`: the binding does not go back to the cluster (skipped, opted out)."""
     def change(now: Progress) -> Progress:
         return Progress(now.record - {cluster}, _without(now.flight, cluster), _without(now.undone, cluster))
     return change

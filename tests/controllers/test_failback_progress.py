@@ -132,8 +132,19 @@ def test_started_and_finished_changes() -> None:
     marked = state({"member1"}, {"member1": T0})
     assert progress.started_change("member1", NOW)(marked) == marked  # already marked: kept as it is
     assert progress.started_change("member1", T0)(state(set())) == state(set())  # finished meanwhile
-    done = progress.finished_change("member1")(state({"member1", "m2"}, {"member1": T0}, {"member1": T0}))
+    done = progress.finished_change("member1", NOW)(state({"member1", "m2"}, {"member1": NOW}, {"member1": T0}))
     assert done == state({"m2"})
+    skipped = progress.skipped_change("member1")(state({"member1", "m2"}, undone={"member1": T0}))
+    assert skipped == state({"m2"})
+
+
+def test_a_move_judged_over_on_a_late_copy_leaves_the_eviction_that_undid_it_recorded() -> None:
+    """The flight was judged healthy on a cache copy from before the recorder noted a relapse: finishing it then
+    must not clear the record of that eviction; finishing it first is undone by the recorder's write after."""
+    relapsed = progress.evicted_change({"member1"}, NOW)(state({"member1"}, {"member1": T0}))
+    assert progress.finished_change("member1", T0)(relapsed) == relapsed
+    finished = progress.finished_change("member1", T0)(state({"member1"}, {"member1": T0}))
+    assert progress.evicted_change({"member1"}, NOW)(finished) == state({"member1"})
 
 
 def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks_it_again() -> None:
