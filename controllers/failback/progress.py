@@ -53,7 +53,6 @@ ROUND_LABEL = f"{PREFIX}/round"
 NAME_PREFIX = "failback-"
 
 
-
 @dataclass(frozen=True)
 class Progress:
     """What a binding's annotations say of its fail-backs: the clusters it was evicted from and has not gone back
