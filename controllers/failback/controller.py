@@ -41,11 +41,11 @@ from controller_manager.predicate import AnnotationChangedPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api import health
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, workload_reference
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names, workload_reference
 from karmada_api.names import binding_name
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from karmada_api.shapes import Workload
+from karmada_api.shapes import Workload, binding_spec
 from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
 from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int
 
@@ -129,6 +129,8 @@ def options_from_args(args: argparse.Namespace) -> FailbackOptions:
 
 
 Entry = tuple[BindingKind, Obj]
+Flight = tuple[BindingKind, Obj, datetime]
+"""A binding in flight back to a cluster, and since when."""
 
 
 def _display(binding: Obj) -> str:
@@ -186,9 +188,9 @@ class ClusterFailback:
         binding = self.binding_stores[kind].get(key)
         return binding if binding is not None and cluster in recovery.recorded_clusters(binding) else None
 
-    def _in_flight(self, cluster: str) -> list[tuple[BindingKind, Obj, datetime]]:
+    def _in_flight(self, cluster: str) -> list[Flight]:
         """The bindings being failed back to the cluster, and since when, by workload."""
-        found: dict[tuple[str, str], tuple[BindingKind, Obj, datetime]] = {}
+        found: dict[tuple[str, str], Flight] = {}
         marked = self.marked.get(cluster, set())
         candidates = [(kind, key) for kind, store in self.binding_stores.items()
                       for key in store.store.index_keys(FLIGHT_INDEX, cluster)]
@@ -267,6 +269,8 @@ class ClusterFailback:
             return Result(requeue_after=TEMPLATES_FILLING)  # judged on an empty cache, every flight would look stuck
         health_now = [progress.InFlight(_display(b), started, self._not_healthy(b, started))
                       for _, b, started in flights]
+        if not recovered:
+            flights, health_now = await self._undo_relapsed(name, flights, health_now)
         plan = progress.plan(health_now, len(pending), now=now(), max_concurrent=self.options.max_concurrent,
                              deadline=self.options.progress_deadline, may_start=may_start,
                              paused_at=progress.paused_since(cluster), resume=resume)
@@ -281,6 +285,24 @@ class ClusterFailback:
         IN_FLIGHT.labels(name).set(len(self.flights.get(name, ())))
         waits = [w for w in (requeue, plan.next_deadline) if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
+
+    async def _undo_relapsed(self, cluster: str, flights: list[Flight], health_now: list[progress.InFlight]
+                             ) -> tuple[list[Flight], list[progress.InFlight]]:
+        """The flights still going: one healthy on other clusters but not on this one, which is unhealthy, is no
+        finished fail-back. The cluster relapsed before the scheduler could place it back (no eviction to see),
+        or the recorder has not written the eviction yet: the move is undone, and the workload pending again."""
+        undone = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
+                  if seen.not_healthy is None and cluster not in binding_cluster_names(binding_spec(b))]
+        if not undone:
+            return flights, health_now
+        seen_at = now()
+        await self._write_all([(kind, b, progress.relapsed_change(cluster, started, seen_at))
+                               for kind, b, started in undone])
+        log.info("fail-back undone: the cluster is unhealthy again", cluster=cluster,
+                 bindings=[_display(b) for _, b, _ in undone])
+        kept = [(flight, seen) for flight, seen in zip(flights, health_now, strict=True)
+                if all(flight[1] is not b for _, b, _ in undone)]
+        return [flight for flight, _ in kept], [seen for _, seen in kept]
 
     def _set_flights(self, cluster: str, bindings: Iterable[Obj]) -> None:
         keys = {workload_key(workload_reference(b)) for b in bindings}
@@ -347,9 +369,9 @@ class ClusterFailback:
             binding = self._load(kind, key, name)
             if binding is None or name in progress.failing_back(binding):
                 continue
-            undone_at = progress.undone(binding).get(name)
-            if round_start is not None and undone_at is not None and undone_at >= round_start:
-                await self._end_undone_round(cluster, binding)
+            evicted = progress.evicted_at(binding).get(name)
+            if round_start is not None and evicted is not None and evicted >= round_start:
+                await self._end_round(cluster, binding, "evicted during the round")
                 return
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
@@ -375,14 +397,20 @@ class ClusterFailback:
                                        ttl_seconds=int(self.options.rebalancer_ttl))
             self.unsettled[name] = body
             rebalancer = await self._create_once(name, body)
+            refused: Obj | None = None
             if rebalancer is not None:
                 started = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
-                await self._write_all([(kind, binding, progress.started_change(name, started))
-                                       for key in group for kind, binding in chosen[key]])
+                written = await self._write_all([(kind, binding, progress.started_change(name, started))
+                                                 for key in group for kind, binding in chosen[key]])
+                refused = next((w for w in written if w is not None and name in recovery.recorded_clusters(w)
+                                and name not in progress.failing_back(w)), None)
                 created.append(objects.name(rebalancer))
                 REBALANCERS_CREATED.labels(name).inc()
                 WORKLOADS_FAILED_BACK.labels(name).inc(len(group))
             self.unsettled.pop(name, None)
+            if refused is not None:  # evicted since the batch began (a 409 met an old one): not this round's any more
+                await self._end_round(cluster, refused, "evicted at or after its batch began")
+                return
         BATCHES.labels(name).inc()
         self.flights.setdefault(name, set()).update(chosen)
         waiting = len(pending) - len(chosen)
@@ -394,14 +422,16 @@ class ClusterFailback:
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
 
-    async def _end_undone_round(self, cluster: Obj, binding: Obj) -> None:
-        """A move of this round was undone by an eviction the Cluster never showed us (a relapse over between two
-        looks): a relapse all the same. The round ends and the cluster must stay recovered a full window again;
-        the next round's batches have other names, so the undone workload can be listed again."""
+    async def _end_round(self, cluster: Obj, binding: Obj, why: str) -> None:
+        """A workload of this round was evicted from the cluster again, a relapse the Cluster may never have shown
+        us (over between two looks): the round ends, and the cluster must stay recovered a full window again. The
+        next round's batches have other names, so the workload can be listed again (the same list in the same
+        round would only meet the old batch again, whose move the eviction undid)."""
         name = objects.name(cluster)
         await self._annotate(cluster, {progress.ROUND_ANNOTATION: None})
         self.windows.forget(name)
-        log.info("fail-back undone by an eviction; the round ends", cluster=name, binding=objects.key(binding))
+        log.info("fail-back round ended: a workload was evicted again", cluster=name, binding=objects.key(binding),
+                 why=why)
 
     async def _create_once(self, cluster: str, body: dict[str, Any]) -> Obj | None:
         """Create the batch's rebalancer; 409 AlreadyExists means an earlier attempt did (an answer lost, a
@@ -506,18 +536,22 @@ class ClusterFailback:
                 self.marked.setdefault(cluster, set()).add((kind.resource.key, objects.key(written)))
         return written
 
-    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]]) -> None:
-        """:meth:`_write` each, ``WRITE_CONCURRENCY`` at a time (different bindings: independent writes)."""
+    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]]) -> list[Obj | None]:
+        """:meth:`_write` each, ``WRITE_CONCURRENCY`` at a time (different bindings: independent writes); the
+        bindings as written, in order."""
         limit = asyncio.Semaphore(WRITE_CONCURRENCY)
 
-        async def one(kind: BindingKind, binding: Obj, change: progress.Change) -> None:
+        async def one(kind: BindingKind, binding: Obj, change: progress.Change) -> Obj | None:
             async with limit:
-                await self._write(kind, binding, change)
+                return await self._write(kind, binding, change)
 
         outcomes = await asyncio.gather(*(one(*write) for write in writes), return_exceptions=True)
+        written: list[Obj | None] = []
         for outcome in outcomes:  # all ended: the first failure fails the reconcile (retried with backoff)
             if isinstance(outcome, BaseException):
                 raise outcome
+            written.append(outcome)
+        return written
 
     async def _annotate(self, cluster: Obj, annotations: dict[str, str | None]) -> Obj:
         """Merge-patch the Cluster's annotations of ours (only those that differ); the Cluster as it is now."""

@@ -5,8 +5,8 @@ Everything the controller needs to remember is in the API (docs/failback.md, "Re
 * a binding's :data:`~.recovery.EVICTED_FROM_ANNOTATION` names the clusters it still has to go back to;
 * its :data:`FAILING_BACK_ANNOTATION` names those it is going back to now, with when that move began (the
   creationTimestamp of the batch's WorkloadRebalancer, the time Karmada's rebalancer triggers the reschedule at);
-* its :data:`UNDONE_ANNOTATION` says, for a cluster it was evicted from again while going back (a relapse), when
-  that undone move began: no batch that began then or before marks it in flight again;
+* its :data:`EVICTED_AT_ANNOTATION` says when a relapse evicted it again while going back: no batch that began
+  then or before marks it in flight, and one seen during a round ends that round;
 * the Cluster's :data:`ROUND_ANNOTATION` names the fail-back in progress (batch names derive from it), its
   :data:`PAUSED_ANNOTATION` says since when it is paused, and the operator's :data:`RESUME_ANNOTATION` resumes it.
 
@@ -33,11 +33,12 @@ from .recovery import EVICTED_FROM_ANNOTATION, record_value, recorded_clusters
 PREFIX = "failback.karmada-rebalance.io"
 FAILING_BACK_ANNOTATION = f"{PREFIX}/failing-back"
 """On a binding: ``{"<cluster>": "<RFC 3339 start>", ...}``, the fail-backs in flight (JSON)."""
-UNDONE_ANNOTATION = f"{PREFIX}/undone"
-"""On a binding: ``{"<cluster>": "<RFC 3339>"}``, fail-backs undone by an eviction (a relapse), each with the start
-of the move it undid (or, when the eviction came before the move was marked, when it was recorded). A batch that
-began at or before it cannot mark the binding in flight again: re-adopted, its stale move would be taken for one
-still going, and its end for the fail-back's, and the eviction's record would be cleared."""
+EVICTED_AT_ANNOTATION = f"{PREFIX}/evicted-at"
+"""On a binding: ``{"<cluster>": "<RFC 3339>"}``, for each recorded cluster it was evicted from again while going
+back there (a relapse), when that eviction was seen (never before the move it undid). A batch that began at or
+before it cannot mark the binding in flight: re-adopted after the relapse, its stale move would be taken for one
+still going, its end for the fail-back's, and the eviction's record would be cleared. Stamped during a round, it
+ends the round, seen or not on the Cluster (docs/failback.md)."""
 ROUND_ANNOTATION = f"{PREFIX}/round"
 """On a Cluster: when the fail-back in progress began (RFC 3339); batch names derive from it."""
 PAUSED_ANNOTATION = f"{PREFIX}/paused"
@@ -56,12 +57,12 @@ NAME_PREFIX = "failback-"
 @dataclass(frozen=True)
 class Progress:
     """What a binding's annotations say of its fail-backs: the clusters it was evicted from and has not gone back
-    to (``record``), those it is going back to now with when that began (``flight``), and the moves a relapse
-    undid (``undone``, :data:`UNDONE_ANNOTATION`)."""
+    to (``record``), those it is going back to now with when that began (``flight``), and when a relapse evicted
+    it again (``evicted_at``, :data:`EVICTED_AT_ANNOTATION`)."""
 
     record: frozenset[str] = frozenset()
     flight: Mapping[str, datetime] = field(default_factory=dict)
-    undone: Mapping[str, datetime] = field(default_factory=dict)
+    evicted_at: Mapping[str, datetime] = field(default_factory=dict)
 
 
 Change = Callable[[Progress], Progress]
@@ -82,9 +83,9 @@ def failing_back(binding: Obj) -> dict[str, datetime]:
     return _times(objects.annotations(binding).get(FAILING_BACK_ANNOTATION))
 
 
-def undone(binding: Obj) -> dict[str, datetime]:
-    """The binding's fail-backs undone by a relapse (:data:`UNDONE_ANNOTATION`); unreadable entries left out."""
-    return _times(objects.annotations(binding).get(UNDONE_ANNOTATION))
+def evicted_at(binding: Obj) -> dict[str, datetime]:
+    """When the binding's recorded evictions were (:data:`EVICTED_AT_ANNOTATION`); unreadable entries left out."""
+    return _times(objects.annotations(binding).get(EVICTED_AT_ANNOTATION))
 
 
 def _times(text: str | None) -> dict[str, datetime]:
@@ -119,7 +120,7 @@ def progress_patch(binding: Obj, wanted: Progress) -> dict[str, Any]:
     return {"metadata": {"resourceVersion": objects.resource_version(binding),
                          "annotations": {EVICTED_FROM_ANNOTATION: record_value(wanted.record),
                                          FAILING_BACK_ANNOTATION: _times_value(wanted.flight),
-                                         UNDONE_ANNOTATION: _times_value(wanted.undone)}}}
+                                         EVICTED_AT_ANNOTATION: _times_value(wanted.evicted_at)}}}
 
 
 def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
@@ -138,13 +139,14 @@ def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
 
 def started_change(cluster: str, started: datetime) -> Change:
     """``change`` for :func:`rewrite`: the cluster's fail-back of this binding began at ``started``. Nothing changes
-    when it is done meanwhile (no record), already marked, or was undone by a relapse after ``started``: a move
-    that began then or before is not this fail-back's any more."""
-    def change(now: Progress) -> Progress:
-        undone_at = now.undone.get(cluster)
-        if cluster not in now.record or cluster in now.flight or (undone_at is not None and started <= undone_at):
-            return now
-        return replace(now, flight={**now.flight, cluster: started})
+    when it is done meanwhile (no record), already marked, or was evicted at or after ``started`` (a relapse
+    undid that move; both are whole seconds, and a tie counts as undone)."""
+    def change(current: Progress) -> Progress:
+        evicted = current.evicted_at.get(cluster)
+        if (cluster not in current.record or cluster in current.flight
+                or (evicted is not None and started <= evicted)):
+            return current
+        return replace(current, flight={**current.flight, cluster: started})
     return change
 
 
@@ -153,32 +155,53 @@ def finished_change(cluster: str, started: datetime) -> Change:
     (healthy, or given up): its record goes. Nothing changes when that move is no longer in flight: an eviction
     undid it meanwhile (the recorder, quicker than the cache the judgement was made on, made it pending again),
     and that eviction's record must stay."""
-    def change(now: Progress) -> Progress:
-        if now.flight.get(cluster) != started:
-            return now
-        return skipped_change(cluster)(now)
+    def change(current: Progress) -> Progress:
+        if current.flight.get(cluster) != started:
+            return current
+        return skipped_change(cluster)(current)
     return change
 
 
 def skipped_change(cluster: str) -> Change:
     """``change`` for :func:`rewrite`: the binding does not go back to the cluster (skipped, opted out)."""
-    def change(now: Progress) -> Progress:
-        return Progress(now.record - {cluster}, _without(now.flight, cluster), _without(now.undone, cluster))
+    def change(current: Progress) -> Progress:
+        return Progress(current.record - {cluster}, _without(current.flight, cluster),
+                        _without(current.evicted_at, cluster))
     return change
 
 
-def evicted_change(clusters: Iterable[str], at: datetime) -> Change:
-    """``change`` for :func:`rewrite`: the binding was evicted from ``clusters`` (recorded at ``at``). Each is
-    pending again; a move back to it that was going on (in flight), or was listed but not marked yet (already
-    recorded), is undone: from its start, or from ``at``."""
-    evicted = set(clusters)
+def evicted_change(seen: Mapping[str, datetime], undoing: Iterable[str] = ()) -> Change:
+    """``change`` for :func:`rewrite`: the binding was evicted from each cluster of ``seen``, at that time (when
+    the recorder saw it). Each is recorded (pending). An eviction that undoes a fail-back (the cluster was in
+    flight or recorded when it was seen, named in ``undoing``, or is now) is stamped with that time, and a move
+    back to it that began at or before it is undone (out of flight). A move that began after the eviction was
+    seen is a newer one (a recorder that lagged behind a whole window): it stands. The times are whole seconds
+    from two clocks (ours, the API server's): a skew of a second or more can take a relapse for an older
+    eviction, which the controller then still finds on the binding (healthy elsewhere, this cluster unhealthy)."""
+    undoes = set(undoing)
 
-    def change(now: Progress) -> Progress:
-        undone_now = dict(now.undone)
-        for cluster in evicted & (now.record | now.flight.keys()):
-            undo = now.flight.get(cluster, at)
-            undone_now[cluster] = max(undo, undone_now.get(cluster, undo))
-        return Progress(now.record | evicted, {c: t for c, t in now.flight.items() if c not in evicted}, undone_now)
+    def change(current: Progress) -> Progress:
+        record, flight, stamps = set(current.record), dict(current.flight), dict(current.evicted_at)
+        for cluster, at in seen.items():
+            started = flight.get(cluster)
+            if started is not None and started > at:
+                continue
+            if cluster in undoes or cluster in record or started is not None:
+                stamps[cluster] = max(at, stamps.get(cluster, at))
+            record.add(cluster)
+            flight.pop(cluster, None)
+        return Progress(frozenset(record), flight, stamps)
+    return change
+
+
+def relapsed_change(cluster: str, started: datetime, at: datetime) -> Change:
+    """``change`` for :func:`rewrite`: the cluster's fail-back that began at ``started`` is undone, seen at ``at``
+    on the binding itself (rescheduled elsewhere while the cluster is unhealthy): as :func:`evicted_change`, if
+    that very move is still in flight."""
+    def change(current: Progress) -> Progress:
+        if current.flight.get(cluster) != started:
+            return current
+        return evicted_change({cluster: max(at, started)}, [cluster])(current)  # never before the move it undoes
     return change
 
 
@@ -187,7 +210,7 @@ def _without(times: Mapping[str, datetime], cluster: str) -> dict[str, datetime]
 
 
 def current(binding: Obj) -> Progress:
-    return Progress(frozenset(recorded_clusters(binding)), failing_back(binding), undone(binding))
+    return Progress(frozenset(recorded_clusters(binding)), failing_back(binding), evicted_at(binding))
 
 
 # --------------------------------------------------------------------------------------------------

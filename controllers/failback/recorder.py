@@ -14,6 +14,7 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 
 import structlog
 
@@ -37,8 +38,9 @@ def _kind(request: Request) -> BindingKind:
 
 async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: str, change: progress.Change, *,
                    unless_deleting: bool = False, cached: Obj | None = None) -> Obj | None:
-    """Merge-patch the binding's record and in-flight marks to ``change(progress)``; the binding as
-    written (or as read, when nothing changed), None when it is gone (or being deleted and ``unless_deleting``).
+    """Merge-patch the binding's fail-back annotations (record, in-flight marks, eviction times) to
+    ``change(progress)``; the binding as written (or as read, when nothing changed), None when it is gone (or
+    being deleted and ``unless_deleting``).
 
     Conditional on the resourceVersion it was read at, so that concurrent writers (the other controller,
     another cluster's fail-back, Karmada's status writes) never lose each other's change: the first attempt
@@ -52,9 +54,9 @@ async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: s
         start = None
         if binding is None or (unless_deleting and objects.is_deleting(binding)):
             return None
-        now = progress.current(binding)
-        wanted = change(now)
-        if wanted == now:
+        current = progress.current(binding)
+        wanted = change(current)
+        if wanted == current:
             return binding
         written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted),
                                           namespace=namespace, content_type=MERGE_PATCH)
@@ -73,10 +75,13 @@ class EvictionRecorder:
         """The binding caches, by kind (:func:`_kind` of a request)."""
         self.told: dict[Request, set[recovery.EvictionEvent]] = {}
         """Evictions Events tell of, to be judged against the binding by the reconcile."""
-        self.pending: dict[Request, set[str]] = {}
-        self.unverified: dict[Request, set[str]] = {}
+        self.pending: dict[Request, dict[str, datetime]] = {}
+        """Evictions to record: per binding, each cluster and when the eviction was first seen."""
+        self.undoing: dict[Request, set[str]] = {}
+        """Of those, the ones seen while the binding was going back to the cluster (in flight or recorded)."""
+        self.unverified: dict[Request, dict[str, datetime]] = {}
         """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
-        start-up): whether they were unhealthy is checked by the reconcile, which runs once it has synced."""
+        start-up), and when: whether they were unhealthy is checked by the reconcile, once it has synced."""
         self.controller: Controller | None = None
 
     def observe(self, old: MutableObj | None, new: MutableObj) -> None:
@@ -90,11 +95,20 @@ class EvictionRecorder:
         if not (evicted or unknown) or self.controller is None:
             return
         request = Request.for_object(new)
-        if evicted:
-            self.pending.setdefault(request, set()).update(evicted)
-        if unknown:
-            self.unverified.setdefault(request, set()).update(unknown)
+        seen = now()
+        for cluster in evicted:
+            self._note(self.pending, request, cluster, seen)
+        if evicted & set(again):
+            self.undoing.setdefault(request, set()).update(evicted & set(again))
+        for cluster in unknown:
+            self._note(self.unverified, request, cluster, seen)
         self.controller.enqueue(request)
+
+    @staticmethod
+    def _note(notes: dict[Request, dict[str, datetime]], request: Request, cluster: str, seen: datetime) -> None:
+        """Note an eviction of the binding from the cluster, seen at ``seen`` (the first time it was, if earlier)."""
+        clusters = notes.setdefault(request, {})
+        clusters[cluster] = min(seen, clusters.get(cluster, seen))
 
     def observe_event(self, event: MutableObj) -> None:
         """Informer handler of the ``EvictWorkloadFromClusterSucceed`` Events: queue the binding it names, to be
@@ -116,29 +130,35 @@ class EvictionRecorder:
             if recovery.evicted_by_event(binding, event, in_flight):
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat())
-                self.pending.setdefault(request, set()).add(event.cluster)
+                self._note(self.pending, request, event.cluster, event.at)
 
     def verify(self, request: Request) -> None:
         """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
-        for name in self.unverified.pop(request, ()):
+        for name, seen in self.unverified.pop(request, {}).items():
             cluster = self.clusters.get(name)
             if cluster is not None and recovery.is_unhealthy(cluster):
-                self.pending.setdefault(request, set()).add(name)
+                self._note(self.pending, request, name, seen)
 
     async def reconcile(self, request: Request) -> Result:
         self.verify(request)
         self._judge_events(request)
-        pending = set(self.pending.get(request, ()))
+        pending = dict(self.pending.get(request, {}))
         if not pending:
             return Result()
 
+        undoing = set(self.undoing.get(request, ()))
         written = await rewrite(self.client, _kind(request), request.namespace, request.name,
-                                progress.evicted_change(pending, now()), unless_deleting=True)
+                                progress.evicted_change(pending, undoing), unless_deleting=True)
         if written is not None:
             log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
-        left = self.pending.get(request, set()) - pending  # noted meanwhile: the next reconcile writes them
+        # noted meanwhile (another cluster, or a later eviction from the same one): the next reconcile writes them
+        left = {c: t for c, t in self.pending.get(request, {}).items() if pending.get(c) != t}
         if left:
             self.pending[request] = left
         else:
             self.pending.pop(request, None)
+        if undoing:
+            self.undoing[request] = self.undoing.get(request, set()) - (undoing - left.keys())
+            if not self.undoing[request]:
+                del self.undoing[request]
         return Result()

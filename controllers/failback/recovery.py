@@ -98,16 +98,22 @@ def record_value(clusters: Iterable[str]) -> str | None:
     return ",".join(names) if names else None
 
 
+APPLICATION_FAILURE_REASON = "ApplicationFailure"
+"""A graceful-eviction task's reason when Karmada's application failover moved the workload off a cluster that is
+healthy (the application failed there): not a cluster failure, so nothing to fail back when the cluster recovers."""
+
+
 def eviction_task_clusters(binding: Obj) -> set[str]:
-    """The clusters the binding's graceful-eviction tasks evict it from."""
+    """The clusters the binding's graceful-eviction tasks evict it from, application failovers left out."""
     tasks = binding_spec(binding).get("gracefulEvictionTasks") or []
-    return {str(task.get("fromCluster")) for task in tasks if task.get("fromCluster")}
+    return {str(task.get("fromCluster")) for task in tasks
+            if task.get("fromCluster") and task.get("reason") != APPLICATION_FAILURE_REASON}
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
                      unknown: set[str] | None = None, *, again: Iterable[str] = ()) -> set[str]:
-    """The clusters ``new`` lost through eviction and does not record yet (or records, but names in ``again``:
-    those it was being failed back to, an eviction that undoes the fail-back).
+    """The clusters ``new`` lost through eviction and does not record yet (or records, but names in ``again``: an
+    eviction from a cluster it was being failed back to, which undoes that fail-back).
 
     Eviction is a graceful-eviction task from the cluster (new in ``new``; every task when there is no
     ``old``, as on the initial list), or the cluster dropped from ``spec.clusters``

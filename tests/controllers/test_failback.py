@@ -23,6 +23,7 @@ from controller_manager.ratelimiter import RateLimiterOptions
 from controllers.app import main
 from controllers.failback import controller as failback
 from controllers.failback.progress import (
+    EVICTED_AT_ANNOTATION,
     FAILING_BACK_ANNOTATION,
     OPT_OUT_ANNOTATION,
     PAUSED_ANNOTATION,
@@ -30,7 +31,6 @@ from controllers.failback.progress import (
     PP_NAMESPACE_ANNOTATION,
     RESUME_ANNOTATION,
     ROUND_ANNOTATION,
-    UNDONE_ANNOTATION,
     batch_body,
 )
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
@@ -628,9 +628,30 @@ async def test_an_eviction_while_going_back_keeps_the_record_and_the_workload_go
 
 
 async def undone_in(http: aiohttp.ClientSession, name: str) -> bool:
+    """Pending again after a relapse: recorded, not in flight, its eviction stamped no earlier than its batch."""
     binding = await get_or_none(http, f"{RB}/{name}-deployment")
     annotations = (binding or {}).get("metadata", {}).get("annotations") or {}
-    return record_of(binding) == "member1" and not in_flight_of(binding) and UNDONE_ANNOTATION in annotations
+    stamp = json.loads(annotations.get(EVICTED_AT_ANNOTATION) or "{}").get("member1", "")
+    began = min(r["metadata"]["creationTimestamp"] for r in await rebalancers(http))
+    return record_of(binding) == "member1" and not in_flight_of(binding) and stamp >= began
+
+
+async def test_a_relapse_before_the_move_landed_leaves_the_workload_to_go_back_later(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """member1 is tainted again before Karmada's scheduler acted on a's batch: the fresh schedule puts a on member2
+    alone, healthy there, and no eviction ever happens. That is no finished fail-back: a is pending again, and
+    goes back once member1 has recovered for a new window."""
+    await evicted_from_member1(kube, http, ["a"])
+    async with controller(kube, window=WINDOW, max_concurrent=1):
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"), timeout=10)
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        trigger = (await rebalancers(http))[0]["metadata"]["creationTimestamp"]
+        await rescheduled(http, "a", trigger, ["member2"])  # healthy, on member2 alone
+        await eventually(lambda: undone_in(http, "a"), timeout=10)
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"), timeout=10)
+        assert await listed_names(http) == ["a", "a"]
 
 
 async def round_changed(http: aiohttp.ClientSession, before: str) -> bool:

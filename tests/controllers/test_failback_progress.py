@@ -111,55 +111,87 @@ def test_the_marks_round_trip_and_bad_entries_are_pending_again() -> None:
     annotations = patch["metadata"]["annotations"]
     assert annotations == {progress.EVICTED_FROM_ANNOTATION: "member1,member2",
                            progress.FAILING_BACK_ANNOTATION: '{"member1": "2026-01-01T00:00:00Z"}',
-                           progress.UNDONE_ANNOTATION: json.dumps({"member2": format_time(NOW)})}
+                           progress.EVICTED_AT_ANNOTATION: json.dumps({"member2": format_time(NOW)})}
     assert progress.current(binding(annotations)) == progress.Progress(frozenset({"member1", "member2"}),
                                                                        {"member1": T0}, {"member2": NOW})
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: "{bad"})) == {}
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: json.dumps({"m": "x"})})) == {}
-    assert progress.undone(binding({progress.UNDONE_ANNOTATION: "[]"})) == {}
+    assert progress.evicted_at(binding({progress.EVICTED_AT_ANNOTATION: "[]"})) == {}
     cleared = progress.progress_patch(binding({}), progress.Progress())["metadata"]["annotations"]
     assert cleared == {progress.EVICTED_FROM_ANNOTATION: None, progress.FAILING_BACK_ANNOTATION: None,
-                       progress.UNDONE_ANNOTATION: None}
+                       progress.EVICTED_AT_ANNOTATION: None}
 
 
 def state(record: set[str], flight: dict[str, datetime] | None = None,
-          undone: dict[str, datetime] | None = None) -> progress.Progress:
-    return progress.Progress(frozenset(record), flight or {}, undone or {})
+          evicted_at: dict[str, datetime] | None = None) -> progress.Progress:
+    return progress.Progress(frozenset(record), flight or {}, evicted_at or {})
+
+
+LATER = T0 + timedelta(seconds=1)
 
 
 def test_started_and_finished_changes() -> None:
-    assert progress.started_change("member1", T0)(state({"member1"})) == state({"member1"}, {"member1": T0})
+    evicted = state({"member1"}, evicted_at={"member1": T0})
+    assert progress.started_change("member1", LATER)(evicted) == state({"member1"}, {"member1": LATER},
+                                                                       {"member1": T0})
+    assert progress.started_change("member1", LATER)(state({"member1"})) == state({"member1"}, {"member1": LATER})
     marked = state({"member1"}, {"member1": T0})
     assert progress.started_change("member1", NOW)(marked) == marked  # already marked: kept as it is
     assert progress.started_change("member1", T0)(state(set())) == state(set())  # finished meanwhile
     done = progress.finished_change("member1", NOW)(state({"member1", "m2"}, {"member1": NOW}, {"member1": T0}))
     assert done == state({"m2"})
-    skipped = progress.skipped_change("member1")(state({"member1", "m2"}, undone={"member1": T0}))
+    skipped = progress.skipped_change("member1")(state({"member1", "m2"}, evicted_at={"member1": T0}))
     assert skipped == state({"m2"})
+
+
+def test_a_first_eviction_is_only_recorded_and_a_relapse_is_stamped() -> None:
+    """A stamp only where an eviction undid a fail-back (the cluster recorded or in flight, now or when the
+    eviction was seen); no batch that began in its second or before marks the binding (a tie counts as before: a
+    relapse in the batch's own second must not be missed)."""
+    assert progress.evicted_change({"member1": T0})(state(set())) == state({"member1"})
+    assert progress.evicted_change({"member1": T0})(state({"member1"})) == state({"member1"},
+                                                                                 evicted_at={"member1": T0})
+    assert progress.evicted_change({"member1": T0}, ["member1"])(state(set())) == state({"member1"},
+                                                                                        evicted_at={"member1": T0})
+    evicted = state({"member1"}, evicted_at={"member1": T0})
+    assert progress.started_change("member1", T0)(evicted) == evicted
+
+
+def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks_it_again() -> None:
+    """A relapse: the binding, in flight to member1 since LATER, is evicted from it again (seen at NOW). It is
+    pending again, stamped NOW; a batch that began by then (re-adopted, say, or by its later reschedule trigger)
+    cannot mark it; one of a later round can. Seen in the move's own second, the stamp is that second."""
+    relapsed = progress.evicted_change({"member1": NOW})(state({"member1"}, {"member1": LATER}, {"member1": T0}))
+    assert relapsed == state({"member1"}, evicted_at={"member1": NOW})
+    same_second = progress.evicted_change({"member1": LATER})(state({"member1"}, {"member1": LATER}))
+    assert same_second == state({"member1"}, evicted_at={"member1": LATER})
+    assert progress.started_change("member1", LATER)(relapsed) == relapsed
+    assert progress.started_change("member1", NOW)(relapsed) == relapsed
+    after = NOW + timedelta(seconds=1)
+    assert progress.started_change("member1", after)(relapsed) == state({"member1"}, {"member1": after},
+                                                                        {"member1": NOW})
+
+
+def test_an_eviction_seen_before_a_newer_move_began_leaves_that_move_alone() -> None:
+    """A recorder that lagged a whole window: the eviction it writes now was seen before the move in flight."""
+    flying = state({"member1"}, {"member1": NOW}, {"member1": T0})
+    assert progress.evicted_change({"member1": LATER})(flying) == flying
 
 
 def test_a_move_judged_over_on_a_late_copy_leaves_the_eviction_that_undid_it_recorded() -> None:
     """The flight was judged healthy on a cache copy from before the recorder noted a relapse: finishing it then
-    must not clear the record of that eviction; finishing it first is undone by the recorder's write after."""
-    relapsed = progress.evicted_change({"member1"}, NOW)(state({"member1"}, {"member1": T0}))
+    must not clear the record of that eviction; finishing it first leaves the recorder's write a stamped record."""
+    relapsed = progress.evicted_change({"member1": NOW})(state({"member1"}, {"member1": T0}))
     assert progress.finished_change("member1", T0)(relapsed) == relapsed
     finished = progress.finished_change("member1", T0)(state({"member1"}, {"member1": T0}))
-    assert progress.evicted_change({"member1"}, NOW)(finished) == state({"member1"})
+    assert progress.evicted_change({"member1": NOW}, ["member1"])(finished) == state({"member1"},
+                                                                                     evicted_at={"member1": NOW})
 
 
-def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks_it_again() -> None:
-    """A relapse: the binding, in flight to member1 since T0, is evicted from it again. It is pending again, and a
-    batch that began at T0 or before (re-adopted, say) cannot mark it; one of a later round can."""
-    relapsed = progress.evicted_change({"member1"}, NOW)(state({"member1"}, {"member1": T0}))
-    assert relapsed == state({"member1"}, undone={"member1": T0})
-    assert progress.started_change("member1", T0)(relapsed) == relapsed
-    later = T0 + timedelta(seconds=1)
-    assert progress.started_change("member1", later)(relapsed) == state({"member1"}, {"member1": later},
-                                                                        {"member1": T0})
-    # evicted after its batch was made but before its marks: undone from when the eviction was recorded
-    assert progress.evicted_change({"member1"}, NOW)(state({"member1"})) == state({"member1"}, undone={"member1": NOW})
-    # a first eviction is only recorded
-    assert progress.evicted_change({"member1"}, NOW)(state(set())) == state({"member1"})
+def test_a_move_seen_off_an_unhealthy_cluster_is_undone_only_if_still_in_flight() -> None:
+    flying = state({"member1"}, {"member1": T0})
+    assert progress.relapsed_change("member1", T0, NOW)(flying) == state({"member1"}, evicted_at={"member1": NOW})
+    assert progress.relapsed_change("member1", LATER, NOW)(flying) == flying  # another move: not this one's
 
 
 def test_the_policy_of_a_binding_and_its_opt_out() -> None:

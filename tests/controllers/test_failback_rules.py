@@ -147,13 +147,26 @@ def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_late
     recorder.controller = Queue()  # type: ignore[assignment]
     recorder.observe(old, new)  # the Clusters cache is still empty, as at start-up
     request = Request.for_object(new)
-    assert recorder.pending == {} and recorder.unverified == {request: {"member1"}}
+    assert recorder.pending == {} and set(recorder.unverified[request]) == {"member1"}
+    seen = recorder.unverified[request]["member1"]
     clusters.upsert(cluster(taints=[NO_EXECUTE]))
-    recorder.verify(request)  # the reconcile, once the cache has synced: it was an eviction
-    assert recorder.pending == {request: {"member1"}} and recorder.unverified == {}
+    recorder.verify(request)  # the reconcile, once the cache has synced: it was an eviction, seen back then
+    assert recorder.pending == {request: {"member1": seen}} and recorder.unverified == {}
 
 
-def test_an_eviction_while_failing_back_is_recorded_again_only_for_the_clusters_in_flight() -> None:
+def test_an_application_failover_is_not_an_eviction_to_fail_back() -> None:
+    """Karmada's application failover leaves a task with reason ApplicationFailure on a healthy cluster: the
+    application failed there, the cluster did not; there is nothing to bring back when it "recovers"."""
+    healthy = {"member1": cluster()}
+    old = binding(["member1", "member2"])
+    moved = binding(["member2"])
+    moved["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "ApplicationFailure"}]
+    assert recovery.evicted_clusters(old, moved, healthy.get) == set()
+    moved["spec"]["gracefulEvictionTasks"] = [{"fromCluster": "member1", "reason": "TaintUntolerated"}]
+    assert recovery.evicted_clusters(old, moved, healthy.get) == {"member1"}
+
+
+def test_an_eviction_of_a_recorded_cluster_is_recorded_again_only_when_named_again() -> None:
     sick = {"member1": cluster(taints=[NO_EXECUTE])}
     old = binding(["member1", "member2"], record="member1")
     dropped = binding(["member2"], record="member1")
