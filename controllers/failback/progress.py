@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -170,24 +170,35 @@ def skipped_change(cluster: str) -> Change:
     return change
 
 
-def evicted_change(seen: Mapping[str, datetime], undoing: Iterable[str] = ()) -> Change:
-    """``change`` for :func:`rewrite`: the binding was evicted from each cluster of ``seen``, at that time (when
-    the recorder saw it). Each is recorded (pending). An eviction that undoes a fail-back (the cluster was in
-    flight or recorded when it was seen, named in ``undoing``, or is now) is stamped with that time, and a move
-    back to it that began at or before it is undone (out of flight). A move that began after the eviction was
-    seen is a newer one (a recorder that lagged behind a whole window): it stands. The times are whole seconds
-    from two clocks (ours, the API server's): a skew of a second or more can take a relapse for an older
-    eviction, which the controller then still finds on the binding (healthy elsewhere, this cluster unhealthy)."""
-    undoes = set(undoing)
+@dataclass(frozen=True)
+class Eviction:
+    """An eviction the recorder saw: when (``at``), and whether it undid a fail-back (``undoes``: the cluster was
+    in flight or recorded when it was seen)."""
 
+    at: datetime
+    undoes: bool = False
+
+    def merged(self, other: Eviction) -> Eviction:
+        """The same eviction seen twice: first seen at the earlier time, undoing if either sighting said so."""
+        return Eviction(min(self.at, other.at), self.undoes or other.undoes)
+
+
+def evicted_change(seen: Mapping[str, Eviction]) -> Change:
+    """``change`` for :func:`rewrite`: the binding was evicted from each cluster of ``seen``. Each is recorded
+    (pending). An eviction that undoes a fail-back (so it was seen, or the cluster is recorded or in flight now)
+    is stamped with when it was seen, and a move back to it that began at or before it is undone (out of flight).
+    A move that began after the eviction was seen is a newer one (a recorder that lagged behind a whole window):
+    it stands. The times are whole seconds from two clocks (ours, the API server's): a skew of a second or more
+    can take a relapse for an older eviction, which the controller then still finds on the binding (healthy
+    elsewhere, this cluster unhealthy)."""
     def change(current: Progress) -> Progress:
         record, flight, stamps = set(current.record), dict(current.flight), dict(current.evicted_at)
-        for cluster, at in seen.items():
+        for cluster, eviction in seen.items():
             started = flight.get(cluster)
-            if started is not None and started > at:
+            if started is not None and started > eviction.at:
                 continue
-            if cluster in undoes or cluster in record or started is not None:
-                stamps[cluster] = max(at, stamps.get(cluster, at))
+            if eviction.undoes or cluster in record or started is not None:
+                stamps[cluster] = max(eviction.at, stamps.get(cluster, eviction.at))
             record.add(cluster)
             flight.pop(cluster, None)
         return Progress(frozenset(record), flight, stamps)
@@ -201,7 +212,7 @@ def relapsed_change(cluster: str, started: datetime, at: datetime) -> Change:
     def change(current: Progress) -> Progress:
         if current.flight.get(cluster) != started:
             return current
-        return evicted_change({cluster: max(at, started)}, [cluster])(current)  # never before the move it undoes
+        return evicted_change({cluster: Eviction(max(at, started), undoes=True)})(current)  # never before the move
     return change
 
 

@@ -14,7 +14,6 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 
 import structlog
 
@@ -75,13 +74,11 @@ class EvictionRecorder:
         """The binding caches, by kind (:func:`_kind` of a request)."""
         self.told: dict[Request, set[recovery.EvictionEvent]] = {}
         """Evictions Events tell of, to be judged against the binding by the reconcile."""
-        self.pending: dict[Request, dict[str, datetime]] = {}
-        """Evictions to record: per binding, each cluster and when the eviction was first seen."""
-        self.undoing: dict[Request, set[str]] = {}
-        """Of those, the ones seen while the binding was going back to the cluster (in flight or recorded)."""
-        self.unverified: dict[Request, dict[str, datetime]] = {}
+        self.pending: dict[Request, dict[str, progress.Eviction]] = {}
+        """Evictions to record: per binding, each cluster and the eviction seen from it."""
+        self.unverified: dict[Request, dict[str, progress.Eviction]] = {}
         """Clusters dropped from a binding while the Clusters cache did not know them (still filling, at
-        start-up), and when: whether they were unhealthy is checked by the reconcile, once it has synced."""
+        start-up): whether they were unhealthy is checked by the reconcile, once it has synced."""
         self.controller: Controller | None = None
 
     def observe(self, old: MutableObj | None, new: MutableObj) -> None:
@@ -97,18 +94,18 @@ class EvictionRecorder:
         request = Request.for_object(new)
         seen = now()
         for cluster in evicted:
-            self._note(self.pending, request, cluster, seen)
-        if evicted & set(again):
-            self.undoing.setdefault(request, set()).update(evicted & set(again))
+            self._note(self.pending, request, cluster, progress.Eviction(seen, cluster in again))
         for cluster in unknown:
-            self._note(self.unverified, request, cluster, seen)
+            self._note(self.unverified, request, cluster, progress.Eviction(seen, cluster in again))
         self.controller.enqueue(request)
 
     @staticmethod
-    def _note(notes: dict[Request, dict[str, datetime]], request: Request, cluster: str, seen: datetime) -> None:
-        """Note an eviction of the binding from the cluster, seen at ``seen`` (the first time it was, if earlier)."""
+    def _note(notes: dict[Request, dict[str, progress.Eviction]], request: Request, cluster: str,
+              eviction: progress.Eviction) -> None:
+        """Note an eviction of the binding from the cluster (merged with one noted already)."""
         clusters = notes.setdefault(request, {})
-        clusters[cluster] = min(seen, clusters.get(cluster, seen))
+        noted = clusters.get(cluster)
+        clusters[cluster] = eviction if noted is None else noted.merged(eviction)
 
     def observe_event(self, event: MutableObj) -> None:
         """Informer handler of the ``EvictWorkloadFromClusterSucceed`` Events: queue the binding it names, to be
@@ -130,14 +127,14 @@ class EvictionRecorder:
             if recovery.evicted_by_event(binding, event, in_flight):
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat())
-                self._note(self.pending, request, event.cluster, event.at)
+                self._note(self.pending, request, event.cluster, progress.Eviction(event.at))
 
     def verify(self, request: Request) -> None:
         """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""
-        for name, seen in self.unverified.pop(request, {}).items():
+        for name, eviction in self.unverified.pop(request, {}).items():
             cluster = self.clusters.get(name)
             if cluster is not None and recovery.is_unhealthy(cluster):
-                self._note(self.pending, request, name, seen)
+                self._note(self.pending, request, name, eviction)
 
     async def reconcile(self, request: Request) -> Result:
         self.verify(request)
@@ -146,19 +143,14 @@ class EvictionRecorder:
         if not pending:
             return Result()
 
-        undoing = set(self.undoing.get(request, ()))
         written = await rewrite(self.client, _kind(request), request.namespace, request.name,
-                                progress.evicted_change(pending, undoing), unless_deleting=True)
+                                progress.evicted_change(pending), unless_deleting=True)
         if written is not None:
             log.info("eviction recorded", binding=str(request), clusters=sorted(pending))
-        # noted meanwhile (another cluster, or a later eviction from the same one): the next reconcile writes them
-        left = {c: t for c, t in self.pending.get(request, {}).items() if pending.get(c) != t}
+        # noted meanwhile (another cluster, or more of the same eviction): the next reconcile writes them
+        left = {c: e for c, e in self.pending.get(request, {}).items() if pending.get(c) != e}
         if left:
             self.pending[request] = left
         else:
             self.pending.pop(request, None)
-        if undoing:
-            self.undoing[request] = self.undoing.get(request, set()) - (undoing - left.keys())
-            if not self.undoing[request]:
-                del self.undoing[request]
         return Result()

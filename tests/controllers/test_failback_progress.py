@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controllers.failback import progress
-from controllers.failback.progress import InFlight, Resume, plan
+from controllers.failback.progress import Eviction, InFlight, Resume, plan
 from karmada_api.health import binding_not_healthy
 from karmada_api.shapes import Workload
 from kube_api.timeutil import format_time
@@ -148,10 +148,10 @@ def test_a_first_eviction_is_only_recorded_and_a_relapse_is_stamped() -> None:
     """A stamp only where an eviction undid a fail-back (the cluster recorded or in flight, now or when the
     eviction was seen); no batch that began in its second or before marks the binding (a tie counts as before: a
     relapse in the batch's own second must not be missed)."""
-    assert progress.evicted_change({"member1": T0})(state(set())) == state({"member1"})
-    assert progress.evicted_change({"member1": T0})(state({"member1"})) == state({"member1"},
+    assert progress.evicted_change({"member1": Eviction(T0)})(state(set())) == state({"member1"})
+    assert progress.evicted_change({"member1": Eviction(T0)})(state({"member1"})) == state({"member1"},
                                                                                  evicted_at={"member1": T0})
-    assert progress.evicted_change({"member1": T0}, ["member1"])(state(set())) == state({"member1"},
+    assert progress.evicted_change({"member1": Eviction(T0, undoes=True)})(state(set())) == state({"member1"},
                                                                                         evicted_at={"member1": T0})
     evicted = state({"member1"}, evicted_at={"member1": T0})
     assert progress.started_change("member1", T0)(evicted) == evicted
@@ -161,9 +161,10 @@ def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks
     """A relapse: the binding, in flight to member1 since LATER, is evicted from it again (seen at NOW). It is
     pending again, stamped NOW; a batch that began by then (re-adopted, say, or by its later reschedule trigger)
     cannot mark it; one of a later round can. Seen in the move's own second, the stamp is that second."""
-    relapsed = progress.evicted_change({"member1": NOW})(state({"member1"}, {"member1": LATER}, {"member1": T0}))
+    flying = state({"member1"}, {"member1": LATER}, {"member1": T0})
+    relapsed = progress.evicted_change({"member1": Eviction(NOW)})(flying)
     assert relapsed == state({"member1"}, evicted_at={"member1": NOW})
-    same_second = progress.evicted_change({"member1": LATER})(state({"member1"}, {"member1": LATER}))
+    same_second = progress.evicted_change({"member1": Eviction(LATER)})(state({"member1"}, {"member1": LATER}))
     assert same_second == state({"member1"}, evicted_at={"member1": LATER})
     assert progress.started_change("member1", LATER)(relapsed) == relapsed
     assert progress.started_change("member1", NOW)(relapsed) == relapsed
@@ -175,16 +176,16 @@ def test_an_eviction_while_going_back_undoes_the_move_and_no_batch_of_then_marks
 def test_an_eviction_seen_before_a_newer_move_began_leaves_that_move_alone() -> None:
     """A recorder that lagged a whole window: the eviction it writes now was seen before the move in flight."""
     flying = state({"member1"}, {"member1": NOW}, {"member1": T0})
-    assert progress.evicted_change({"member1": LATER})(flying) == flying
+    assert progress.evicted_change({"member1": Eviction(LATER)})(flying) == flying
 
 
 def test_a_move_judged_over_on_a_late_copy_leaves_the_eviction_that_undid_it_recorded() -> None:
     """The flight was judged healthy on a cache copy from before the recorder noted a relapse: finishing it then
     must not clear the record of that eviction; finishing it first leaves the recorder's write a stamped record."""
-    relapsed = progress.evicted_change({"member1": NOW})(state({"member1"}, {"member1": T0}))
+    relapsed = progress.evicted_change({"member1": Eviction(NOW)})(state({"member1"}, {"member1": T0}))
     assert progress.finished_change("member1", T0)(relapsed) == relapsed
     finished = progress.finished_change("member1", T0)(state({"member1"}, {"member1": T0}))
-    assert progress.evicted_change({"member1": NOW}, ["member1"])(finished) == state({"member1"},
+    assert progress.evicted_change({"member1": Eviction(NOW, undoes=True)})(finished) == state({"member1"},
                                                                                      evicted_at={"member1": NOW})
 
 
