@@ -291,8 +291,9 @@ class ClusterFailback:
         """The flights still going: one healthy on other clusters but not on this one, which is unhealthy, is no
         finished fail-back. The cluster relapsed before the scheduler could place it back (no eviction to see),
         or the recorder has not written the eviction yet: the move is undone, and the workload pending again."""
-        undone = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
-                  if seen.not_healthy is None and cluster not in binding_cluster_names(binding_spec(b))]
+        judged = list(zip(flights, health_now, strict=True))
+        undone = [flight for flight, seen in judged
+                  if seen.not_healthy is None and cluster not in binding_cluster_names(binding_spec(flight[1]))]
         if not undone:
             return flights, health_now
         seen_at = now()
@@ -300,8 +301,8 @@ class ClusterFailback:
                                for kind, b, started in undone])
         log.info("fail-back undone: the cluster is unhealthy again", cluster=cluster,
                  bindings=[_display(b) for _, b, _ in undone])
-        kept = [(flight, seen) for flight, seen in zip(flights, health_now, strict=True)
-                if all(flight[1] is not b for _, b, _ in undone)]
+        gone = {id(b) for _, b, _ in undone}
+        kept = [(flight, seen) for flight, seen in judged if id(flight[1]) not in gone]
         return [flight for flight, _ in kept], [seen for _, seen in kept]
 
     def _set_flights(self, cluster: str, bindings: Iterable[Obj]) -> None:
