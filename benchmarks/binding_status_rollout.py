@@ -44,6 +44,7 @@ from benchmarks.support import (  # noqa: E402
     die_with_parent,
     expect,
     pool_all,
+    rotated,
     run_in_tmp,
     stop_process,
     use_tls,
@@ -178,7 +179,7 @@ def main() -> int:
         for round_no in range(args.rounds):
             if args.rounds > 1:
                 print(f"round {round_no + 1}", flush=True)
-            for system, period in runs[round_no % len(runs):] + runs[:round_no % len(runs)]:
+            for system, period in rotated(runs, round_no):
                 results[(system, period)].append(await run(system, period, args, tmp, round_no))
         if args.rounds > 1:
             print(f"medians of {args.rounds} rounds (ranges in brackets):", flush=True)

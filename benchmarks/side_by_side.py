@@ -73,6 +73,7 @@ from benchmarks.support import (  # noqa: E402
     pool_all,
     positive_counts,
     require_at_least_one,
+    rotated,
     run_in_tmp,
     status_kib,
     stop_process,
@@ -350,8 +351,7 @@ async def bench_all(args: argparse.Namespace, plane: RefPlane, tmp: Path) -> Non
             for size in args.rebalancers if work == "rebalancer" else args.bindings:
                 runs: dict[str, list[Run]] = {system: [] for system in SYSTEMS}
                 for round_index in range(args.rounds):
-                    order = SYSTEMS[round_index % 3:] + SYSTEMS[:round_index % 3]  # the host's speed drifts
-                    for system in order:
+                    for system in rotated(SYSTEMS, round_index):
                         run_index += 1
                         tag = f"sbs{os.getpid()}r{run_index}"  # another invocation's may still be going away
                         run = await run_once(system, work, size, args, plane=plane, http=http, tmp=tmp, tag=tag)

@@ -21,9 +21,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parent.parent
 READY_PREFIX = "apiserver ready at "
@@ -110,6 +112,13 @@ def status_number(key: str, pid: int | str = "self") -> int:
 def preemptions(pid: int | str = "self") -> int:
     """How often the process (its main thread) lost its CPU while it could still run."""
     return status_number("nonvoluntary_ctxt_switches", pid)
+
+
+def rotated(items: Sequence[T], turn: int) -> list[T]:
+    """``items`` from index ``turn`` (modulo their number) round to the start: the order of the runs of round
+    ``turn``, so that each kind of run goes first as often as the others (the host's speed drifts)."""
+    start = turn % len(items)
+    return [*items[start:], *items[:start]]
 
 
 def log_tail(path: Path, lines: int = 20) -> str:
