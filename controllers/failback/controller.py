@@ -37,12 +37,13 @@ from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
-from controller_manager.predicate import AnnotationChangedPredicate
+from controller_manager.predicate import AnnotationChangedPredicate, AnyOf, FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names, workload_reference
 from karmada_api.names import binding_name
+from karmada_api.placement import in_graceful_eviction_tasks
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload, binding_spec
@@ -359,11 +360,15 @@ class ClusterFailback:
     async def _batch(self, cluster: Obj, pending: list[tuple[BindingKind, str]], slots: int, *,
                      in_flight: int) -> None:
         """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
-        decided on the way (their records cleared, an Event on the binding) and take no slot. Loads only the
-        bindings it looks at. A failure between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
+        decided on the way (their records cleared, an Event on the binding) and take no slot. One that still has a
+        graceful-eviction task from the cluster waits (no slot either): Karmada's scheduler leaves a cluster out
+        while such a task names it (its ``ClusterEviction`` filter), so a fresh schedule now would not place it
+        back, and the move would look finished with the workload still elsewhere. Loads only the bindings it looks
+        at. A failure between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
         name = objects.name(cluster)
         round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
+        evicting: list[str] = []
         for kind, key in pending:
             if len(chosen) >= slots:
                 break
@@ -384,7 +389,13 @@ class ClusterFailback:
                 await self._write(kind, binding, progress.skipped_change(name))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 continue
+            if in_graceful_eviction_tasks(binding_spec(binding), name):
+                evicting.append(_display(binding))
+                continue
             chosen[workload] = [(kind, binding)]
+        if evicting:
+            log.info("fail-back waits for Karmada's graceful eviction from the cluster to end", cluster=name,
+                     bindings=evicting)
         if not chosen:
             return
         round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
@@ -565,6 +576,15 @@ class ClusterFailback:
         return self.clusters.mutated(written)
 
 
+def _eviction_tasks_changed(old: MutableObj, new: MutableObj) -> bool:
+    return bool(binding_spec(old).get("gracefulEvictionTasks") != binding_spec(new).get("gracefulEvictionTasks"))
+
+
+RECORD_CHANGED = AnyOf([AnnotationChangedPredicate(), FuncPredicate(on_update=_eviction_tasks_changed)])
+"""A recorded binding's update worth a look at its clusters: its fail-back annotations, or its graceful-eviction
+tasks (one that ends lets a waiting fail-back start)."""
+
+
 def _clusters_of_record(binding: MutableObj) -> list[Request]:
     return [Request("", cluster) for cluster in recovery.recorded_clusters(binding)]
 
@@ -631,7 +651,7 @@ def setup(manager: Manager, options: FailbackOptions, **controller_options: Any)
     failback_controller.wait_for_caches(rebalancers, *policy_informers)
     for informer in binding_informers:
         informer.add_event_handler(_record_handler(recorder))
-        failback_controller.watches(informer, map_func=_clusters_of_record, predicates=[AnnotationChangedPredicate()])
+        failback_controller.watches(informer, map_func=_clusters_of_record, predicates=[RECORD_CHANGED])
         failback_controller.watches(informer, map_func=_clusters_in_flight)  # their health: any change
     manager.add_controller(record_controller)
     manager.add_controller(failback_controller)

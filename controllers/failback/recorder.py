@@ -122,12 +122,13 @@ class EvictionRecorder:
         binding = self.bindings[_kind(request)].get(objects.join_key(request.namespace, request.name)) if told else None
         if binding is None:
             return
-        in_flight = progress.failing_back(binding).keys()
+        in_flight = progress.failing_back(binding)
         for event in told:
             if recovery.evicted_by_event(binding, event, in_flight):
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
-                         cluster=event.cluster, at=event.at.isoformat())
-                self._note(self.pending, request, event.cluster, progress.Eviction(event.at))
+                         cluster=event.cluster, at=event.at.isoformat(), undoes_failback=event.cluster in in_flight)
+                self._note(self.pending, request, event.cluster,
+                           progress.Eviction(event.at, undoes=event.cluster in in_flight))
 
     def verify(self, request: Request) -> None:
         """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""

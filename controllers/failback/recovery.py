@@ -8,7 +8,7 @@ No I/O here: :mod:`.controller` reads the caches, calls these and writes the res
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -205,18 +205,24 @@ def eviction_event(event: Obj) -> EvictionEvent | None:
                          found["cluster"], at)
 
 
-def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Collection[str]) -> bool:
+def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Mapping[str, datetime]) -> bool:
     """Whether ``event`` tells of an eviction ``binding`` does not show as over, nor records already.
 
     Over (or someone else's business) when the binding is being deleted or is another one by that name (uid),
-    has the cluster in ``spec.clusters`` again or in flight back to it (``in_flight``), or was rescheduled at
-    or after the event (a fail-back that already ran, or the user's own rebalancer: both moved it afresh).
+    has the cluster in ``spec.clusters`` again, or was rescheduled at or after the event (a fail-back that already
+    ran, or the user's own rebalancer: both moved it afresh). A fail-back to the cluster in flight (``in_flight``:
+    cluster → when the move began) makes it a relapse if the event is later than the move's start: no fail-back
+    starts while an eviction from its cluster is still going on (its task on the binding), so such an eviction
+    began after the move (both are whole seconds, and a tie counts as the older eviction).
     """
     if objects.is_deleting(binding) or (event.uid and objects.uid(binding) != event.uid):
         return False
     spec = binding_spec(binding)
-    if event.cluster in binding_cluster_names(spec) or event.cluster in in_flight:
+    if event.cluster in binding_cluster_names(spec):
         return False
+    started = in_flight.get(event.cluster)
+    if started is not None:
+        return event.at > started
     if event.cluster in recorded_clusters(binding):
         return False
     triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))

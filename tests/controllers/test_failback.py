@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -116,12 +116,17 @@ async def make_binding(http: aiohttp.ClientSession, name: str, clusters: list[st
     return await send(http, "POST", RB, body)
 
 
-async def evict(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: str, keep: list[str]) -> None:
-    """What the taint manager does: the cluster leaves spec.clusters with a graceful-eviction task."""
-    await send(http, "PATCH", f"{RB}/{binding['metadata']['name']}",
-               {"spec": {"clusters": [{"name": c, "replicas": 1} for c in keep],
-                         "gracefulEvictionTasks": [{"fromCluster": cluster, "reason": "TaintUntolerated",
-                                                    "producer": "TaintManager"}]}})
+async def evict(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: str, keep: list[str], *,
+                over: bool = True) -> None:
+    """What the taint manager does: the cluster leaves spec.clusters with a graceful-eviction task. ``over``: and
+    what Karmada's graceful-eviction controller does once the workload is healthy on ``keep``: the task goes."""
+    path = f"{RB}/{binding['metadata']['name']}"
+    await send(http, "PATCH", path, {"spec": {"clusters": [{"name": c, "replicas": 1} for c in keep],
+                                              "gracefulEvictionTasks": [{"fromCluster": cluster,
+                                                                         "reason": "TaintUntolerated",
+                                                                         "producer": "TaintManager"}]}})
+    if over:
+        await send(http, "PATCH", path, {"spec": {"gracefulEvictionTasks": None}})
 
 
 def record_of(binding: dict[str, Any] | None) -> str | None:
@@ -614,7 +619,7 @@ async def test_an_eviction_while_going_back_keeps_the_record_and_the_workload_go
         first_round = await eventually(cluster_annotation(http, "member1", ROUND_ANNOTATION))
         trigger = (await rebalancers(http))[0]["metadata"]["creationTimestamp"]
         await rescheduled(http, "a", trigger, ["member1", "member2"], ready=False)  # back, not ready yet
-        a = await send(http, "PATCH", f"{RB}/a-deployment", {"spec": {"gracefulEvictionTasks": None}})
+        a = await send(http, "GET", f"{RB}/a-deployment")
         await evict(http, a, "member1", ["member2"])  # the relapse
         await eventually(lambda: undone_in(http, "a"))
         items = [{"clusterName": "member2", "applied": True, "status": {"replicas": 1, "readyReplicas": 1}}]
@@ -652,6 +657,60 @@ async def test_a_relapse_before_the_move_landed_leaves_the_workload_to_go_back_l
         await set_health(http, "member1", taints=[])
         await eventually(failing_back(http, "a"), timeout=10)
         assert await listed_names(http) == ["a", "a"]
+
+
+async def test_a_fail_back_waits_until_karmadas_graceful_eviction_from_the_cluster_is_over(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """member1 recovers while Karmada's graceful eviction from it still runs (the replicas elsewhere not healthy
+    yet: the task stays). Karmada's scheduler leaves member1 out while the task names it, so a fail-back then
+    would only reschedule foo elsewhere and count as done. It waits for the task to go, then fails foo back."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member1", "member2"])
+    async with controller(kube):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, foo, "member1", ["member2"], over=False)
+        await eventually(recorded(http, "foo", "member1"))
+        healthy = await set_health(http, "member1", taints=[])
+        await eventually(lambda: events_about(http, healthy, "FailbackScheduled"))
+        await holds(lambda: nothing_listed(http), seconds=3 * WINDOW)  # the window is over: still nothing
+        await send(http, "PATCH", f"{RB}/foo-deployment", {"spec": {"gracefulEvictionTasks": None}})
+        await eventually(failing_back(http, "foo"), timeout=10)
+        assert await listed_names(http) == ["foo"]
+
+
+async def nothing_listed(http: aiohttp.ClientSession) -> bool:
+    return await rebalancers(http) == [] and in_flight_of(await get_or_none(http, f"{RB}/foo-deployment")) == []
+
+
+async def test_a_relapse_while_the_controller_manager_was_down_is_found_in_karmadas_event(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """foo was in flight back to member1 when the controller-manager went down; meanwhile member1 failed again,
+    Karmada evicted foo from it (its task came and went), and member1 recovered. The binding shows no task, only
+    Karmada's EvictWorkloadFromClusterSucceed Event, later than the move's start, tells. The move is undone (not
+    judged finished once foo is healthy on member2), and foo goes back in a new round."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member2"])
+    began = now() - timedelta(seconds=60)
+    await send(http, "PATCH", f"{RB}/foo-deployment", {
+        "metadata": {"annotations": {EVICTED_FROM_ANNOTATION: "member1",
+                                     FAILING_BACK_ANNOTATION: json.dumps({"member1": format_time(began)})}},
+        "spec": {"rescheduleTriggeredAt": format_time(began)}})  # scheduled since: onto member2 alone
+    await eviction_event(http, foo, "member1", format_time(began + timedelta(seconds=30)))
+    async with controller(kube):
+        await eventually(lambda: relapse_undone(http, began + timedelta(seconds=30)), timeout=10)
+        await rescheduled(http, "foo", format_time(began), ["member2"])  # healthy, and not on member1
+        await eventually(lambda: rebalancers(http), timeout=10)  # a new round, after a window
+        await eventually(failing_back(http, "foo"), timeout=10)
+        assert await listed_names(http) == ["foo"]
+
+
+async def relapse_undone(http: aiohttp.ClientSession, evicted: datetime) -> bool:
+    binding = await get_or_none(http, f"{RB}/foo-deployment")
+    annotations = (binding or {}).get("metadata", {}).get("annotations") or {}
+    stamp = json.loads(annotations.get(EVICTED_AT_ANNOTATION) or "{}").get("member1")
+    return record_of(binding) == "member1" and not in_flight_of(binding) and stamp == format_time(evicted)
 
 
 async def round_changed(http: aiohttp.ClientSession, before: str) -> bool:

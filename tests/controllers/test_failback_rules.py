@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -209,15 +210,32 @@ def test_an_eviction_event_is_recorded_only_if_the_binding_does_not_show_it_over
     told = eviction_event(eviction())
     assert told is not None
     gone = {**binding(["member2"]), "metadata": {**binding(["member2"])["metadata"], "uid": "uid-1"}}
-    assert evicted_by_event(gone, told, ())
+    assert evicted_by_event(gone, told, {})
     back = {**gone, "spec": {**gone["spec"], "clusters": [{"name": "member1", "replicas": 1}]}}
-    assert not evicted_by_event(back, told, ())  # back on member1 (failed back, or rescheduled there)
-    assert not evicted_by_event(gone, told, ("member1",))  # a fail-back to it in flight
+    assert not evicted_by_event(back, told, {})  # back on member1 (failed back, or rescheduled there)
+    # a fail-back to it in flight that began at or after the eviction (a tie counts as older): the old eviction
+    assert not evicted_by_event(gone, told, {"member1": told.at})
+    assert not evicted_by_event(gone, told, {"member1": told.at + timedelta(seconds=30)})
     rescheduled = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": "2026-11-27T10:05:00Z"}}
-    assert not evicted_by_event(rescheduled, told, ())  # moved afresh at or after the eviction
+    assert not evicted_by_event(rescheduled, told, {})  # moved afresh at or after the eviction
     earlier = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": TRIGGERED}}
-    assert evicted_by_event(earlier, told, ())  # a reschedule before it says nothing of it
+    assert evicted_by_event(earlier, told, {})  # a reschedule before it says nothing of it
     other = {**gone, "metadata": {**gone["metadata"], "uid": "uid-2"}}
-    assert not evicted_by_event(other, told, ())  # another binding by that name
+    assert not evicted_by_event(other, told, {})  # another binding by that name
     recorded_already = {**gone, "metadata": {**gone["metadata"], "annotations": {EVICTED_FROM_ANNOTATION: "member1"}}}
-    assert not evicted_by_event(recorded_already, told, ())
+    assert not evicted_by_event(recorded_already, told, {})
+
+
+def test_an_eviction_event_later_than_a_fail_back_in_flight_is_a_relapse() -> None:
+    """No fail-back starts while an eviction from its cluster is going on, so an eviction that ended after the move
+    began is a new one (the controller-manager was down while it happened): not over, though the cluster is in
+    flight (and so recorded), unless the workload is back on the cluster."""
+    told = eviction_event(eviction())
+    assert told is not None
+    flying = {"member1": told.at - timedelta(seconds=1)}
+    gone = {**binding(["member2"], record="member1"), "metadata": {**binding(["member2"], record="member1")["metadata"],
+                                                                   "uid": "uid-1"}}
+    moved = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": "2026-11-27T10:04:59Z"}}
+    assert evicted_by_event(moved, told, flying)
+    back = {**moved, "spec": {**moved["spec"], "clusters": [{"name": "member1", "replicas": 1}]}}
+    assert not evicted_by_event(back, told, flying)

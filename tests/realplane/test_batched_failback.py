@@ -178,6 +178,11 @@ class OneAtATime:
     ns: str = ""
     flights: Flights = field(default_factory=Flights)
     batches: Batches = field(default_factory=Batches)
+    paused: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    """The readiness faker's pause, when the eviction was left running (:func:`evicted_two`)."""
+
+    async def resume_faker(self) -> None:
+        await self.paused.aclose()
 
     def key(self, name: str) -> str:
         return f"{self.ns}/{name}-deployment"
@@ -201,10 +206,13 @@ class OneAtATime:
 
 
 @contextlib.asynccontextmanager
-async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) -> AsyncIterator[OneAtATime]:
+async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str,
+                      settled: bool = True) -> AsyncIterator[OneAtATime]:
     """:class:`OneAtATime` led by a fail-back controller-manager of its own (``lease``, ``flags``), evicted from
-    member1 by a NoExecute taint, the eviction over (member2's replicas healthy). The watches run until the block
-    leaves; then everything is taken away (the taint too); on failure the controller-manager's log is shown."""
+    member1 by a NoExecute taint, the eviction over (member2's replicas healthy). ``settled`` False: the taint comes
+    with the readiness faker paused (until :meth:`OneAtATime.resume_faker`), so member2's new replicas are not ready
+    and Karmada's graceful-eviction tasks stay. The watches run until the block leaves; then everything is taken
+    away (the taint too); on failure the controller-manager's log is shown."""
     program = ours.launch("controller_manager", f"{lease}-controller-manager", *ONE_AT_A_TIME,
                           f"--leader-elect-resource-name={lease}", *flags)
     scene = OneAtATime(ours, karmada, program)
@@ -221,9 +229,11 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) 
         async with watching(karmada, RESOURCE_BINDINGS, scene.flights.see), \
                 watching(karmada, WORKLOAD_REBALANCERS, scene.batches.see,
                          label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
+            if not settled:
+                await scene.paused.enter_async_context(faker_paused(ours.plane))
             await set_taint(karmada, CLUSTER, [{"key": lease, "effect": "NoExecute"}])
             for name in TWO:
-                await eventually(lambda n=name: _evicted(karmada, scene.ns, n, settled=True), timeout=60,
+                await eventually(lambda n=name: _evicted(karmada, scene.ns, n, settled=settled), timeout=60,
                                  interval=0.25)
             yield scene
     except AssertionError as exc:
@@ -232,6 +242,7 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str) 
                                          "session controller-manager:",
                                          log_tail(ours.controller_manager.log, 40)])) from exc
     finally:
+        await scene.resume_faker()
         program.stop()
         await set_taint(karmada, CLUSTER, [])
         await karmada.patch(CLUSTERS, CLUSTER, {"metadata": {"annotations": {RESUME_ANNOTATION: None}}})
@@ -317,6 +328,23 @@ async def test_a_relapse_stops_the_fail_back_until_the_cluster_recovers_again(ou
         flights = scene.flights
         assert flights.most == 1, flights
         assert flights.started[scene.key("first")] == 2 and flights.started[scene.key("second")] == 1, flights
+
+
+async def test_a_fail_back_waits_until_karmadas_graceful_eviction_has_ended(ours: Ours, karmada: KubeClient) -> None:
+    """member1 recovers while Karmada's graceful eviction from it still runs (member2's new replicas not ready), so
+    its tasks stay on the bindings, and Karmada's scheduler would leave member1 out of a fresh schedule: nothing is
+    failed back, though the window is over. Once the eviction has ended, both come back, each once."""
+    async with evicted_two(ours, karmada, "rp-failback-evicting", settled=False) as scene:
+        await set_taint(karmada, CLUSTER, [])
+        await scene.not_started_for_a_while("first")  # 5 s, the 3-second window included
+        for name in TWO:
+            binding = await binding_of(karmada, scene.ns, name)
+            assert binding is not None and binding["spec"].get("gracefulEvictionTasks"), binding  # still running
+        await scene.resume_faker()
+        await scene.failed_back("first")
+        await scene.failed_back("second")
+        assert scene.flights.started[scene.key("first")] == 1, scene.flights
+        assert scene.flights.started[scene.key("second")] == 1, scene.flights
 
 
 async def test_an_eviction_while_no_recorder_ran_is_failed_back_from_karmadas_event(ours: Ours,
