@@ -77,23 +77,23 @@ class EventRecorder:
         self._client = client
         self.component = component
         self._host = host
-        self._queue: asyncio.Queue[tuple[Obj, str, str, str]] = asyncio.Queue(QUEUE_SIZE)
+        self._queue: asyncio.Queue[tuple[Obj, str, str, str, str]] = asyncio.Queue(QUEUE_SIZE)
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._similar: OrderedDict[tuple[str, ...], _Similar] = OrderedDict()
         self.dropped = 0
 
     def event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
-        """Queue an event about ``obj``; returns at once."""
+        """Queue an event about ``obj``; returns at once. Its time is now (client-go's ``makeEvent``), not when a
+        busy queue or a retry gets it written: readers compare it with other objects' times."""
         try:
-            self._queue.put_nowait((obj, event_type, reason, message))
+            self._queue.put_nowait((obj, event_type, reason, message, _now()))
         except asyncio.QueueFull:
             self.dropped += 1
 
     async def run(self) -> None:
         """Write queued events until cancelled (owned by the manager)."""
         while True:
-            obj, event_type, reason, message = await self._queue.get()
-            await self._write(obj, event_type, reason, message)
+            await self._write(*await self._queue.get())
 
     async def flush(self, timeout: float = 5.0) -> None:
         """Write what is queued now (used on shutdown and in tests)."""
@@ -107,7 +107,7 @@ class EventRecorder:
                 log.warning("events dropped at shutdown", count=self._queue.qsize() + 1)
                 return
 
-    async def _write(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+    async def _write(self, obj: Obj, event_type: str, reason: str, message: str, at: str) -> None:
         ref = object_reference(obj)
         namespace = ref.get("namespace") or "default"
         message = self._aggregate(ref, event_type, reason, message)
@@ -120,7 +120,8 @@ class EventRecorder:
         name = f"{ref.get('name', 'object')}.{time.time_ns():x}"
         for attempt in range(ATTEMPTS):
             try:
-                await self._send(key, ref, namespace, name, event_type=event_type, reason=reason, message=message)
+                await self._send(key, ref, namespace, name, event_type=event_type, reason=reason, message=message,
+                                 at=at)
                 return
             except ApiError as exc:
                 if exc.status in (400, 403, 422):
@@ -155,8 +156,8 @@ class EventRecorder:
         return COMBINED_PREFIX + message
 
     async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, name: str, *,
-                    event_type: str, reason: str, message: str) -> None:
-        now = _now()
+                    event_type: str, reason: str, message: str, at: str) -> None:
+        now = at
         seen = self._seen.get(key)
         if seen is not None:
             body = {"count": seen.count + 1, "lastTimestamp": now, "message": message}

@@ -66,6 +66,7 @@ EVENT_RESUMED = "FailbackResumed"
 TEMPLATES_FILLING = 1.0
 """Seconds before looking again at a cluster whose in-flight workloads' template cache is still filling."""
 EVENT_RESUME_INVALID = "FailbackResumeInvalid"
+EVENT_WAITING = "FailbackWaiting"
 RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
 FLIGHT_INDEX = "failback.failingBack"
@@ -171,6 +172,8 @@ class ClusterFailback:
         self.marked: dict[str, set[tuple[str, str]]] = {}
         """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
         mark, it is found here (the binding itself is then read through the mutation cache)."""
+        self.waiting: dict[str, set[str]] = {}
+        """cluster → the workloads told to wait for Karmada's graceful eviction from it (:meth:`_tell_waiting`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
         self.controller: Controller | None = None
@@ -229,6 +232,7 @@ class ClusterFailback:
             self.windows.forget(name)
             self.marked.pop(name, None)
             self.unsettled.pop(name, None)
+            self.waiting.pop(name, None)
             self._set_flights(name, [])
             if cluster is not None:
                 await self._annotate(cluster, {progress.ROUND_ANNOTATION: None, progress.PAUSED_ANNOTATION: None})
@@ -368,7 +372,7 @@ class ClusterFailback:
         name = objects.name(cluster)
         round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
-        evicting: list[str] = []
+        evicting: list[Obj] = []
         for kind, key in pending:
             if len(chosen) >= slots:
                 break
@@ -379,6 +383,9 @@ class ClusterFailback:
             if round_start is not None and evicted is not None and evicted >= round_start:
                 await self._end_round(cluster, binding, "evicted during the round")
                 return
+            if in_graceful_eviction_tasks(binding_spec(binding), name):
+                evicting.append(binding)
+                continue
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
                 chosen[workload].append((kind, binding))
@@ -389,13 +396,8 @@ class ClusterFailback:
                 await self._write(kind, binding, progress.skipped_change(name))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 continue
-            if in_graceful_eviction_tasks(binding_spec(binding), name):
-                evicting.append(_display(binding))
-                continue
             chosen[workload] = [(kind, binding)]
-        if evicting:
-            log.info("fail-back waits for Karmada's graceful eviction from the cluster to end", cluster=name,
-                     bindings=evicting)
+        self._tell_waiting(name, evicting, (b for entries in chosen.values() for _, b in entries))
         if not chosen:
             return
         round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
@@ -433,6 +435,23 @@ class ClusterFailback:
                           f"{self.options.max_concurrent}; {max(waiting, 0)} waiting")
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
+
+    def _tell_waiting(self, cluster: str, bindings: list[Obj], chosen: Iterable[Obj]) -> None:
+        """Say which workloads wait for Karmada's graceful eviction from the cluster to end: a ``FailbackWaiting``
+        Event on each binding and a log line, once (in this process) until it is chosen."""
+        told = self.waiting.setdefault(cluster, set())
+        told.difference_update(_display(b) for b in chosen)
+        new = [b for b in bindings if _display(b) not in told]
+        for binding in new:
+            self.events.event(binding, NORMAL, EVENT_WAITING,
+                              f"not failed back to cluster {cluster} yet: Karmada's graceful eviction from it is "
+                              f"not over (a task of spec.gracefulEvictionTasks names it)")
+            told.add(_display(binding))
+        if new:
+            log.info("fail-back waits for Karmada's graceful eviction from the cluster to end", cluster=cluster,
+                     bindings=[_display(b) for b in new])
+        if not told:
+            del self.waiting[cluster]
 
     async def _end_round(self, cluster: Obj, binding: Obj, why: str) -> None:
         """A workload of this round was evicted from the cluster again, a relapse the Cluster may never have shown

@@ -188,9 +188,9 @@ def evicted_change(seen: Mapping[str, Eviction]) -> Change:
     (pending). An eviction that undoes a fail-back (so it was seen, or the cluster is recorded or in flight now)
     is stamped with when it was seen, and a move back to it that began at or before it is undone (out of flight).
     A move that began after the eviction was seen is a newer one (a recorder that lagged behind a whole window):
-    it stands. The times are whole seconds from two clocks (ours, the API server's): a skew of a second or more
-    can take a relapse for an older eviction, which the controller then still finds on the binding (healthy
-    elsewhere, this cluster unhealthy)."""
+    it stands. The times are whole seconds from two clocks (ours, or Karmada's for an eviction found in its Event;
+    the API server's for a move's start): a skew of a second or more can take a relapse for an older eviction,
+    which the controller then still finds on the binding (healthy elsewhere, this cluster unhealthy)."""
     def change(current: Progress) -> Progress:
         record, flight, stamps = set(current.record), dict(current.flight), dict(current.evicted_at)
         for cluster, eviction in seen.items():

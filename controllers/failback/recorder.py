@@ -24,6 +24,7 @@ from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.shapes import binding_spec
 from kube_api.timeutil import now
 
 from . import progress, recovery
@@ -85,9 +86,11 @@ class EvictionRecorder:
         """Informer handler: note what ``new`` lost through eviction and queue the binding."""
         unknown: set[str] = set()
         # An eviction from a cluster the binding is being failed back to (in flight, or already recorded: a batch
-        # that lists it, its marks not written yet) undoes that fail-back: it is pending again. Not on the initial
-        # list, where a graceful-eviction task may be the one that started it all.
-        again = {*progress.failing_back(new), *recovery.recorded_clusters(new)} if old is not None else ()
+        # that lists it, its marks not written yet) undoes that fail-back: it is pending again. On the initial list
+        # a task from a recorded cluster may be the eviction that started it all, still going on; from a cluster in
+        # flight it cannot (no fail-back starts before its eviction has ended): it came while no recorder ran.
+        flying = progress.failing_back(new)
+        again = {*flying, *recovery.recorded_clusters(new)} if old is not None else flying.keys()
         evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
         if not (evicted or unknown) or self.controller is None:
             return
@@ -123,12 +126,15 @@ class EvictionRecorder:
         if binding is None:
             return
         in_flight = progress.failing_back(binding)
+        # Later than the move in flight, or than the last reschedule trigger (that move may have been judged over
+        # on the way, from a copy older than the eviction): it undid that move, and is stamped as such.
+        moved = bool(binding_spec(binding).get("rescheduleTriggeredAt"))
         for event in told:
             if recovery.evicted_by_event(binding, event, in_flight):
+                undoes = event.cluster in in_flight or moved
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
-                         cluster=event.cluster, at=event.at.isoformat(), undoes_failback=event.cluster in in_flight)
-                self._note(self.pending, request, event.cluster,
-                           progress.Eviction(event.at, undoes=event.cluster in in_flight))
+                         cluster=event.cluster, at=event.at.isoformat(), undoes_a_move=undoes)
+                self._note(self.pending, request, event.cluster, progress.Eviction(event.at, undoes=undoes))
 
     def verify(self, request: Request) -> None:
         """Move the binding's unverified drops that were evictions (the cluster is known, and unhealthy) to pending."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from controller_manager import objects
 from controller_manager.objects import Obj
@@ -205,25 +205,41 @@ def eviction_event(event: Obj) -> EvictionEvent | None:
                          found["cluster"], at)
 
 
+EVENT_CLOCK_MARGIN = timedelta(seconds=2)
+"""How much later than a move's start (or a reschedule trigger) an eviction Event may be and still be taken as
+older than it. Karmada stamps the Event with its controller-manager's clock, when the task goes; the start and
+the trigger are the API server's, in whole seconds. No relapse ends that quickly: the workload must first be
+placed back on the cluster, evicted from it again, and be healthy elsewhere."""
+
+
+def application_failover(binding: Obj) -> bool:
+    """The binding has Karmada's application failover on (``spec.failover.application``): an eviction Event about
+    it may tell of an application that failed on a healthy cluster, which is nothing to fail back."""
+    return bool((binding_spec(binding).get("failover") or {}).get("application"))
+
+
 def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Mapping[str, datetime]) -> bool:
     """Whether ``event`` tells of an eviction ``binding`` does not show as over, nor records already.
 
     Over (or someone else's business) when the binding is being deleted or is another one by that name (uid),
-    has the cluster in ``spec.clusters`` again, or was rescheduled at or after the event (a fail-back that already
-    ran, or the user's own rebalancer: both moved it afresh). A fail-back to the cluster in flight (``in_flight``:
+    has the cluster in ``spec.clusters`` again, or was rescheduled after the event (a fail-back that already ran,
+    or the user's own rebalancer: both moved it afresh). A fail-back to the cluster in flight (``in_flight``:
     cluster → when the move began) makes it a relapse if the event is later than the move's start: no fail-back
     starts while an eviction from its cluster is still going on (its task on the binding), so such an eviction
-    began after the move (both are whole seconds, and a tie counts as the older eviction).
+    began after the move. "Later" and "after" allow :data:`EVENT_CLOCK_MARGIN` for the clocks. Never for a
+    binding with application failover on (:func:`application_failover`): the Event does not say why.
     """
     if objects.is_deleting(binding) or (event.uid and objects.uid(binding) != event.uid):
+        return False
+    if application_failover(binding):
         return False
     spec = binding_spec(binding)
     if event.cluster in binding_cluster_names(spec):
         return False
     started = in_flight.get(event.cluster)
     if started is not None:
-        return event.at > started
+        return event.at > started + EVENT_CLOCK_MARGIN
     if event.cluster in recorded_clusters(binding):
         return False
     triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))
-    return triggered is None or triggered < event.at
+    return triggered is None or event.at > triggered + EVENT_CLOCK_MARGIN

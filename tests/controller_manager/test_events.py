@@ -7,6 +7,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from controller_manager import events
 from controller_manager.client import KubeClient
 from controller_manager.events import COMBINED_PREFIX, SIMILAR_LIMIT, EventRecorder
 
@@ -47,6 +48,21 @@ async def test_event_is_created_with_kube_fields(http: aiohttp.ClientSession, re
     assert event["reason"] == "AggregateStatusSucceed"
     assert event["count"] == 1
     assert event["firstTimestamp"] == event["lastTimestamp"]
+
+
+async def test_an_event_carries_the_time_it_was_recorded_not_the_time_it_was_written(
+        http: aiohttp.ClientSession, recorder: EventRecorder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """client-go stamps an Event when it is made: a busy queue or retries must not make it look later (readers
+    compare Karmada's eviction Events with the start of a fail-back). The clock is patched to show the two apart."""
+    deploy = await _deployment(http)
+    monkeypatch.setattr(events, "_now", lambda: "2026-11-28T10:00:00Z")
+    recorder.event(deploy, "Normal", "EvictWorkloadFromClusterSucceed", "Evict from cluster member1 succeed.")
+    recorder.event(deploy, "Normal", "EvictWorkloadFromClusterSucceed", "Evict from cluster member1 succeed.")
+    monkeypatch.setattr(events, "_now", lambda: "2026-11-28T10:00:07Z")  # written later
+    await recorder.flush()
+    [event] = await _events(http, deploy["metadata"]["uid"])
+    assert (event["firstTimestamp"], event["lastTimestamp"], event["count"]) == (
+        "2026-11-28T10:00:00Z", "2026-11-28T10:00:00Z", 2)
 
 
 async def test_repeats_increase_count_on_one_event(http: aiohttp.ClientSession, recorder: EventRecorder) -> None:

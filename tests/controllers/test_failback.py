@@ -674,6 +674,10 @@ async def test_a_fail_back_waits_until_karmadas_graceful_eviction_from_the_clust
         healthy = await set_health(http, "member1", taints=[])
         await eventually(lambda: events_about(http, healthy, "FailbackScheduled"))
         await holds(lambda: nothing_listed(http), seconds=3 * WINDOW)  # the window is over: still nothing
+        [waiting] = await eventually(lambda: events_about(http, foo, "FailbackWaiting"))
+        assert waiting["message"] == ("not failed back to cluster member1 yet: Karmada's graceful eviction from it is "
+                                      "not over (a task of spec.gracefulEvictionTasks names it)")
+        assert waiting["count"] == 1  # said once, however often the cluster is looked at
         await send(http, "PATCH", f"{RB}/foo-deployment", {"spec": {"gracefulEvictionTasks": None}})
         await eventually(failing_back(http, "foo"), timeout=10)
         assert await listed_names(http) == ["foo"]
@@ -704,6 +708,37 @@ async def test_a_relapse_while_the_controller_manager_was_down_is_found_in_karma
         await eventually(lambda: rebalancers(http), timeout=10)  # a new round, after a window
         await eventually(failing_back(http, "foo"), timeout=10)
         assert await listed_names(http) == ["foo"]
+
+
+async def test_a_relapse_still_going_on_at_a_restart_undoes_the_move(kube: KubeClient,
+                                                                      http: aiohttp.ClientSession) -> None:
+    """As above, but the controller-manager is back while Karmada's graceful eviction of the relapse still runs:
+    its task from member1 is on the binding of a move in flight to member1. No fail-back starts before its
+    eviction has ended, so the task is a new eviction: the move is undone at once (not judged finished once foo is
+    healthy on member2 and the task gone), and foo goes back in a new round."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member2"])
+    began = now() - timedelta(seconds=60)
+    await send(http, "PATCH", f"{RB}/foo-deployment", {
+        "metadata": {"annotations": {EVICTED_FROM_ANNOTATION: "member1",
+                                     FAILING_BACK_ANNOTATION: json.dumps({"member1": format_time(began)})}},
+        "spec": {"rescheduleTriggeredAt": format_time(began)}})
+    await evict(http, foo, "member1", ["member2"], over=False)  # the relapse, while the controller-manager was down
+    async with controller(kube):
+        await eventually(lambda: undone_since(http, began), timeout=10)
+        await send(http, "PATCH", f"{RB}/foo-deployment", {"spec": {"gracefulEvictionTasks": None}})
+        await rescheduled(http, "foo", format_time(began), ["member2"])  # healthy on member2: the eviction is over
+        await eventually(failing_back(http, "foo"), timeout=10)  # a new round, after a window
+        assert await listed_names(http) == ["foo"]
+
+
+async def undone_since(http: aiohttp.ClientSession, began: datetime) -> bool:
+    binding = await get_or_none(http, f"{RB}/foo-deployment")
+    annotations = (binding or {}).get("metadata", {}).get("annotations") or {}
+    stamp = json.loads(annotations.get(EVICTED_AT_ANNOTATION) or "{}").get("member1")
+    return record_of(binding) == "member1" and not in_flight_of(binding) and stamp is not None and stamp > format_time(
+        began)
 
 
 async def relapse_undone(http: aiohttp.ClientSession, evicted: datetime) -> bool:

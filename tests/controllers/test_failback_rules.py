@@ -11,8 +11,10 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
+from controllers.failback.progress import FAILING_BACK_ANNOTATION, Eviction
 from controllers.failback.recorder import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows, evicted_by_event, eviction_event
+from karmada_api.bindings import RB_KIND
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
 
@@ -139,10 +141,6 @@ def test_a_drop_seen_before_the_clusters_cache_knows_the_cluster_is_checked_late
     assert recovery.evicted_clusters(old, new, {}.get, unknown) == set()
     assert unknown == {"member1"}
 
-    class Queue:
-        def enqueue(self, request: Request) -> None:
-            self.request = request
-
     clusters = Indexer()
     recorder = EvictionRecorder(None, clusters, {})  # type: ignore[arg-type]  # verify() sends no request
     recorder.controller = Queue()  # type: ignore[assignment]
@@ -232,10 +230,71 @@ def test_an_eviction_event_later_than_a_fail_back_in_flight_is_a_relapse() -> No
     flight (and so recorded), unless the workload is back on the cluster."""
     told = eviction_event(eviction())
     assert told is not None
-    flying = {"member1": told.at - timedelta(seconds=1)}
+    flying = {"member1": told.at - timedelta(seconds=3)}
     gone = {**binding(["member2"], record="member1"), "metadata": {**binding(["member2"], record="member1")["metadata"],
                                                                    "uid": "uid-1"}}
     moved = {**gone, "spec": {**gone["spec"], "rescheduleTriggeredAt": "2026-11-27T10:04:59Z"}}
     assert evicted_by_event(moved, told, flying)
     back = {**moved, "spec": {**moved["spec"], "clusters": [{"name": "member1", "replicas": 1}]}}
     assert not evicted_by_event(back, told, flying)
+    # Karmada stamps the Event with its own clock: up to 2 s after the move's start it is the older eviction
+    assert not evicted_by_event(moved, told, {"member1": told.at - timedelta(seconds=2)})
+    # with application failover on, the Event may tell of an application that failed on a healthy cluster
+    failover = {**moved, "spec": {**moved["spec"], "failover": {"application": {"purgeMode": "Gracefully"}}}}
+    assert not evicted_by_event(failover, told, flying)
+    assert not evicted_by_event({**failover, "metadata": gone["metadata"] | {"annotations": {}}}, told, {})
+
+
+class Queue:
+    """The recorder's controller, as far as its informer handlers use it."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    def enqueue(self, request: Request) -> None:
+        self.requests.append(request)
+
+
+def recorder_of(*bindings: dict[str, Any]) -> EvictionRecorder:
+    store = Indexer()
+    for b in bindings:
+        store.upsert(b)
+    recorder = EvictionRecorder(None, Indexer(), {RB_KIND: store})  # type: ignore[arg-type]  # no request sent
+    recorder.controller = Queue()  # type: ignore[assignment]
+    return recorder
+
+
+def test_a_task_from_a_cluster_in_flight_on_the_initial_list_undoes_that_move() -> None:
+    """No fail-back starts while an eviction from its cluster goes on: a task from a cluster in flight, found on the
+    initial list, came while no recorder ran (a relapse). One from a cluster only recorded is the eviction that
+    started it all, still going on: nothing new."""
+    in_flight = binding(["member2"], tasks=["member1"], record="member1")
+    in_flight["metadata"]["annotations"][FAILING_BACK_ANNOTATION] = json.dumps({"member1": TRIGGERED})
+    recorder = recorder_of()
+    recorder.observe(None, in_flight)
+    assert [e.undoes for e in recorder.pending[Request.for_object(in_flight)].values()] == [True]
+    waiting = binding(["member2"], tasks=["member1"], record="member1")
+    recorder = recorder_of()
+    recorder.observe(None, waiting)
+    assert recorder.pending == {}
+
+
+def test_an_event_later_than_the_last_trigger_undoes_that_move() -> None:
+    """Found in an Event while the binding shows no move in flight (its finish may have been judged on a copy
+    older than the eviction): later than the last reschedule trigger, it undid that move, and is stamped as
+    such; with no trigger ever, it is a plain eviction."""
+    told = eviction_event(eviction())
+    assert told is not None
+    moved = binding(["member2"])
+    moved["metadata"]["uid"] = "uid-1"
+    moved["spec"]["rescheduleTriggeredAt"] = TRIGGERED
+    recorder = recorder_of(moved)
+    recorder.observe_event(eviction())
+    recorder._judge_events(told.request)
+    assert recorder.pending == {told.request: {"member1": Eviction(told.at, undoes=True)}}
+    never = binding(["member2"])
+    never["metadata"]["uid"] = "uid-1"
+    recorder = recorder_of(never)
+    recorder.observe_event(eviction())
+    recorder._judge_events(told.request)
+    assert recorder.pending == {told.request: {"member1": Eviction(told.at, undoes=False)}}
