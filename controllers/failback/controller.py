@@ -372,7 +372,8 @@ class ClusterFailback:
         name = objects.name(cluster)
         round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
-        evicting: list[Obj] = []
+        evicting: list[Obj] = []  # waiting for Karmada's graceful eviction from the cluster to end
+        decided: list[Obj] = []  # skipped, opted out
         for kind, key in pending:
             if len(chosen) >= slots:
                 break
@@ -383,21 +384,25 @@ class ClusterFailback:
             if round_start is not None and evicted is not None and evicted >= round_start:
                 await self._end_round(cluster, binding, "evicted during the round")
                 return
-            if in_graceful_eviction_tasks(binding_spec(binding), name):
-                evicting.append(binding)
-                continue
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
-                chosen[workload].append((kind, binding))
+                if _evicting(binding, name):
+                    evicting.append(binding)
+                else:
+                    chosen[workload].append((kind, binding))
                 continue
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
                 await self._write(kind, binding, progress.skipped_change(name))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
+                decided.append(binding)
+                continue
+            if _evicting(binding, name):
+                evicting.append(binding)
                 continue
             chosen[workload] = [(kind, binding)]
-        self._tell_waiting(name, evicting, (b for entries in chosen.values() for _, b in entries))
+        self._tell_waiting(name, evicting, [*decided, *(b for entries in chosen.values() for _, b in entries)])
         if not chosen:
             return
         round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
@@ -436,11 +441,11 @@ class ClusterFailback:
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
 
-    def _tell_waiting(self, cluster: str, bindings: list[Obj], chosen: Iterable[Obj]) -> None:
+    def _tell_waiting(self, cluster: str, bindings: list[Obj], decided: Iterable[Obj]) -> None:
         """Say which workloads wait for Karmada's graceful eviction from the cluster to end: a ``FailbackWaiting``
-        Event on each binding and a log line, once (in this process) until it is chosen."""
+        Event on each binding and a log line, once (in this process) until it is ``decided`` (chosen, skipped)."""
         told = self.waiting.setdefault(cluster, set())
-        told.difference_update(_display(b) for b in chosen)
+        told.difference_update(_display(b) for b in decided)
         new = [b for b in bindings if _display(b) not in told]
         for binding in new:
             self.events.event(binding, NORMAL, EVENT_WAITING,
@@ -548,12 +553,15 @@ class ClusterFailback:
         began = parse_time(objects.metadata(rebalancer)["creationTimestamp"])
         await self._write_all([(kind, binding, progress.started_change(cluster, began))
                                for kind, binding in self._listed(cluster, rebalancer)
-                               if binding is not None and cluster not in progress.failing_back(binding)])
+                               if binding is not None and cluster not in progress.failing_back(binding)
+                               and not _evicting(binding, cluster)])
 
     async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
         """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names
-        the cluster; no mark yet) and ``began`` is a time."""
-        if binding is not None and began is not None and cluster not in progress.failing_back(binding):
+        the cluster; no mark yet), ``began`` is a time, and no eviction from the cluster is going on (a task names
+        it: whatever moved the binding, Karmada's scheduler left the cluster out)."""
+        if (binding is not None and began is not None and cluster not in progress.failing_back(binding)
+                and not _evicting(binding, cluster)):
             await self._write(kind, binding, progress.started_change(cluster, began))
 
     # ------------------------------------------------------------------ writes
@@ -593,6 +601,12 @@ class ClusterFailback:
         written: Obj = await self.client.patch(CLUSTERS, objects.name(cluster), {"metadata": {"annotations": change}},
                                                content_type=MERGE_PATCH)
         return self.clusters.mutated(written)
+
+
+def _evicting(binding: Obj, cluster: str) -> bool:
+    """Karmada's graceful eviction of the binding from the cluster is going on (a task names it): its scheduler
+    leaves the cluster out (``ClusterEviction``), so no fail-back to it can start."""
+    return in_graceful_eviction_tasks(binding_spec(binding), cluster)
 
 
 def _eviction_tasks_changed(old: MutableObj, new: MutableObj) -> bool:

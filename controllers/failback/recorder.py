@@ -13,7 +13,7 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import structlog
 
@@ -23,7 +23,7 @@ from controller_manager.client import MERGE_PATCH, KubeClient, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
-from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind
+from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names
 from karmada_api.shapes import binding_spec
 from kube_api.timeutil import now
 
@@ -88,18 +88,25 @@ class EvictionRecorder:
         # An eviction from a cluster the binding is being failed back to (in flight, or already recorded: a batch
         # that lists it, its marks not written yet) undoes that fail-back: it is pending again. On the initial list
         # a task from a recorded cluster may be the eviction that started it all, still going on; from a cluster in
-        # flight it cannot (no fail-back starts before its eviction has ended): it came while no recorder ran.
+        # flight it is one that began after the move (no fail-back starts while a task names its cluster): it came
+        # while no recorder ran.
         flying = progress.failing_back(new)
-        again = {*flying, *recovery.recorded_clusters(new)} if old is not None else flying.keys()
+        if old is not None:
+            again: Collection[str] = {*flying, *recovery.recorded_clusters(new)}
+        else:
+            again = {c for c, started in flying.items() if recovery.evicting_since(new, c, started)}
         evicted = recovery.evicted_clusters(old, new, self.clusters.get, unknown, again=again)
         if not (evicted or unknown) or self.controller is None:
             return
         request = Request.for_object(new)
         seen = now()
+        # Later than the last reschedule trigger, an eviction undid whatever that trigger moved (a fail-back judged
+        # over already, within the round, included): it is stamped as such.
+        moved = bool(binding_spec(new).get("rescheduleTriggeredAt"))
         for cluster in evicted:
-            self._note(self.pending, request, cluster, progress.Eviction(seen, cluster in again))
+            self._note(self.pending, request, cluster, progress.Eviction(seen, cluster in again or moved))
         for cluster in unknown:
-            self._note(self.unverified, request, cluster, progress.Eviction(seen, cluster in again))
+            self._note(self.unverified, request, cluster, progress.Eviction(seen, cluster in again or moved))
         self.controller.enqueue(request)
 
     @staticmethod
@@ -143,9 +150,24 @@ class EvictionRecorder:
             if cluster is not None and recovery.is_unhealthy(cluster):
                 self._note(self.pending, request, name, eviction)
 
+    def _drop_placed_back(self, request: Request) -> None:
+        """Forget the notes of clusters the binding is on again (as cached): a standby notes evictions it cannot
+        write, and writes them once it leads, maybe much later; one placed back since is no eviction to fail back."""
+        notes = self.pending.get(request)
+        if not notes:
+            return
+        binding = self.bindings[_kind(request)].get(objects.join_key(request.namespace, request.name))
+        if binding is None:
+            return
+        for cluster in set(notes) & set(binding_cluster_names(binding_spec(binding))):
+            del notes[cluster]
+        if not notes:
+            del self.pending[request]
+
     async def reconcile(self, request: Request) -> Result:
         self.verify(request)
         self._judge_events(request)
+        self._drop_placed_back(request)
         pending = dict(self.pending.get(request, {}))
         if not pending:
             return Result()

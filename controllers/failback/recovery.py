@@ -110,6 +110,17 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
             if task.get("fromCluster") and task.get("reason") != APPLICATION_FAILURE_REASON}
 
 
+def evicting_since(binding: Obj, cluster: str, started: datetime) -> bool:
+    """A graceful-eviction task from the cluster began after ``started`` (or says not when: Karmada's controller
+    fills ``creationTimestamp`` in on its first look), so it is not one that was there when that move began."""
+    for task in binding_spec(binding).get("gracefulEvictionTasks") or []:
+        if task.get("fromCluster") == cluster and task.get("reason") != APPLICATION_FAILURE_REASON:
+            created = parse_optional_time(task.get("creationTimestamp"))
+            if created is None or created > started:
+                return True
+    return False
+
+
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
                      unknown: set[str] | None = None, *, again: Iterable[str] = ()) -> set[str]:
     """The clusters ``new`` lost through eviction and does not record yet (or records, but names in ``again``: an

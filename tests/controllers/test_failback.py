@@ -683,6 +683,30 @@ async def test_a_fail_back_waits_until_karmadas_graceful_eviction_from_the_clust
         assert await listed_names(http) == ["foo"]
 
 
+async def test_a_move_in_the_round_is_not_adopted_while_karmadas_eviction_goes_on(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """A round is going on and a, still being evicted from member1 (a task names it), was rescheduled by someone
+    in the round: after a restart the round's adoption would take that for a's fail-back, and finish it once a is
+    healthy elsewhere. Karmada's scheduler left member1 out, so it waits like any batch for the task to go."""
+    await evicted_from_member1(kube, http, ["a"])
+    round_start = now().replace(microsecond=0) - timedelta(seconds=5)
+    await send(http, "PATCH", f"{CLUSTERS}/member1",
+               {"metadata": {"annotations": {ROUND_ANNOTATION: format_time(round_start)}}})
+    task = {"fromCluster": "member1", "reason": "TaintUntolerated", "producer": "TaintManager"}
+    await send(http, "PATCH", f"{RB}/a-deployment", {"spec": {"rescheduleTriggeredAt": format_time(round_start),
+                                                              "gracefulEvictionTasks": [task]}})
+    await set_health(http, "member1", taints=[])
+    async with controller(kube, window=QUICK):
+        await holds(lambda: not_in_flight(http, "a"), seconds=3 * WINDOW)
+        await send(http, "PATCH", f"{RB}/a-deployment", {"spec": {"gracefulEvictionTasks": None}})
+        await eventually(failing_back(http, "a"), timeout=10)
+        assert await listed_names(http) == ["a"]
+
+
+async def not_in_flight(http: aiohttp.ClientSession, name: str) -> bool:
+    return in_flight_of(await get_or_none(http, f"{RB}/{name}-deployment")) == []
+
+
 async def nothing_listed(http: aiohttp.ClientSession) -> bool:
     return await rebalancers(http) == [] and in_flight_of(await get_or_none(http, f"{RB}/foo-deployment")) == []
 

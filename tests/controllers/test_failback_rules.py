@@ -277,6 +277,42 @@ def test_a_task_from_a_cluster_in_flight_on_the_initial_list_undoes_that_move() 
     recorder = recorder_of()
     recorder.observe(None, waiting)
     assert recorder.pending == {}
+    # a task older than the move (a move an earlier version started while it ran): the eviction it answers
+    in_flight["spec"]["gracefulEvictionTasks"][0]["creationTimestamp"] = "2026-11-27T09:59:00Z"
+    recorder = recorder_of()
+    recorder.observe(None, in_flight)
+    assert recorder.pending == {}
+
+
+def test_an_eviction_seen_after_a_reschedule_trigger_is_stamped_as_undoing_that_move() -> None:
+    """Seen live, on a binding not in flight nor recorded (its fail-back judged over already), but moved by a
+    trigger: the eviction undid that move, so it is stamped (no batch of the round may adopt that move again)."""
+    old = binding(["member1", "member2"])
+    old["spec"]["rescheduleTriggeredAt"] = TRIGGERED
+    new = binding(["member2"], tasks=["member1"])
+    new["spec"]["rescheduleTriggeredAt"] = TRIGGERED
+    recorder = recorder_of()
+    recorder.observe(old, new)
+    assert [e.undoes for e in recorder.pending[Request.for_object(new)].values()] == [True]
+    recorder = recorder_of()
+    recorder.observe(binding(["member1", "member2"]), binding(["member2"], tasks=["member1"]))  # never moved
+    assert [e.undoes for e in recorder.pending[Request.for_object(new)].values()] == [False]
+
+
+def test_a_note_of_a_cluster_the_binding_is_on_again_is_dropped() -> None:
+    """A standby notes evictions it cannot write and writes them once it leads, maybe much later: a cluster the
+    binding is on again by then is no eviction to fail back."""
+    evicted = binding(["member2"], tasks=["member1"])
+    recorder = recorder_of(binding(["member1", "member2"]))  # as cached when it leads: placed back since
+    recorder.observe(binding(["member1", "member2"]), evicted)
+    request = Request.for_object(evicted)
+    assert set(recorder.pending[request]) == {"member1"}
+    recorder._drop_placed_back(request)
+    assert recorder.pending == {}
+    recorder = recorder_of(evicted)
+    recorder.observe(binding(["member1", "member2"]), evicted)
+    recorder._drop_placed_back(request)
+    assert set(recorder.pending[request]) == {"member1"}
 
 
 def test_an_event_later_than_the_last_trigger_undoes_that_move() -> None:
