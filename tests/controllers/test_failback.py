@@ -711,12 +711,9 @@ async def nothing_listed(http: aiohttp.ClientSession) -> bool:
     return await rebalancers(http) == [] and in_flight_of(await get_or_none(http, f"{RB}/foo-deployment")) == []
 
 
-async def test_a_relapse_while_the_controller_manager_was_down_is_found_in_karmadas_event(
-        kube: KubeClient, http: aiohttp.ClientSession) -> None:
-    """foo was in flight back to member1 when the controller-manager went down; meanwhile member1 failed again,
-    Karmada evicted foo from it (its task came and went), and member1 recovered. The binding shows no task, only
-    Karmada's EvictWorkloadFromClusterSucceed Event, later than the move's start, tells. The move is undone (not
-    judged finished once foo is healthy on member2), and foo goes back in a new round."""
+async def in_flight_when_it_went_down(http: aiohttp.ClientSession) -> tuple[dict[str, Any], datetime]:
+    """foo in flight back to member1 since a minute ago (its batch's trigger written; rescheduled since, onto member2
+    alone, not healthy yet), as a controller-manager that went down left it; the binding and the move's start."""
     await make_cluster(http, "member1")
     await make_cluster(http, "member2")
     foo = await make_binding(http, "foo", ["member2"])
@@ -724,7 +721,17 @@ async def test_a_relapse_while_the_controller_manager_was_down_is_found_in_karma
     await send(http, "PATCH", f"{RB}/foo-deployment", {
         "metadata": {"annotations": {EVICTED_FROM_ANNOTATION: "member1",
                                      FAILING_BACK_ANNOTATION: json.dumps({"member1": format_time(began)})}},
-        "spec": {"rescheduleTriggeredAt": format_time(began)}})  # scheduled since: onto member2 alone
+        "spec": {"rescheduleTriggeredAt": format_time(began)}})
+    return foo, began
+
+
+async def test_a_relapse_while_the_controller_manager_was_down_is_found_in_karmadas_event(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """foo was in flight back to member1 when the controller-manager went down; meanwhile member1 failed again,
+    Karmada evicted foo from it (its task came and went), and member1 recovered. The binding shows no task, only
+    Karmada's EvictWorkloadFromClusterSucceed Event, later than the move's start, tells. The move is undone (not
+    judged finished once foo is healthy on member2), and foo goes back in a new round."""
+    foo, began = await in_flight_when_it_went_down(http)
     await eviction_event(http, foo, "member1", format_time(began + timedelta(seconds=30)))
     async with controller(kube):
         await eventually(lambda: relapse_undone(http, began + timedelta(seconds=30)), timeout=10)
@@ -740,14 +747,7 @@ async def test_a_relapse_still_going_on_at_a_restart_undoes_the_move(kube: KubeC
     its task from member1 is on the binding of a move in flight to member1. No fail-back starts before its
     eviction has ended, so the task is a new eviction: the move is undone at once (not judged finished once foo is
     healthy on member2 and the task gone), and foo goes back in a new round."""
-    await make_cluster(http, "member1")
-    await make_cluster(http, "member2")
-    foo = await make_binding(http, "foo", ["member2"])
-    began = now() - timedelta(seconds=60)
-    await send(http, "PATCH", f"{RB}/foo-deployment", {
-        "metadata": {"annotations": {EVICTED_FROM_ANNOTATION: "member1",
-                                     FAILING_BACK_ANNOTATION: json.dumps({"member1": format_time(began)})}},
-        "spec": {"rescheduleTriggeredAt": format_time(began)}})
+    foo, began = await in_flight_when_it_went_down(http)
     await evict(http, foo, "member1", ["member2"], over=False)  # the relapse, while the controller-manager was down
     async with controller(kube):
         await eventually(lambda: undone_since(http, began), timeout=10)
