@@ -104,7 +104,9 @@ class EvictionRecorder:
         # over already, within the round, included): it is stamped as such.
         moved = bool(binding_spec(new).get("rescheduleTriggeredAt"))
         for cluster in evicted:
-            self._note(self.pending, request, cluster, progress.Eviction(seen, cluster in again or moved))
+            # on the initial list the task may be older than this process: the eviction is when it began
+            at = (recovery.task_created(new, cluster) if old is None else None) or seen
+            self._note(self.pending, request, cluster, progress.Eviction(at, cluster in again or moved))
         for cluster in unknown:
             self._note(self.unverified, request, cluster, progress.Eviction(seen, cluster in again or moved))
         self.controller.enqueue(request)

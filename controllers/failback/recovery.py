@@ -110,15 +110,24 @@ def eviction_task_clusters(binding: Obj) -> set[str]:
             if task.get("fromCluster") and task.get("reason") != APPLICATION_FAILURE_REASON}
 
 
+def task_created(binding: Obj, cluster: str) -> datetime | None:
+    """When the (latest) graceful-eviction task from the cluster began, application failovers left out; None when
+    there is none, or it does not say yet (Karmada's controller fills ``creationTimestamp`` in on its first look)."""
+    times = [parse_optional_time(task.get("creationTimestamp"))
+             for task in binding_spec(binding).get("gracefulEvictionTasks") or []
+             if task.get("fromCluster") == cluster and task.get("reason") != APPLICATION_FAILURE_REASON]
+    if not times or None in times:
+        return None
+    return max(t for t in times if t is not None)
+
+
 def evicting_since(binding: Obj, cluster: str, started: datetime) -> bool:
-    """A graceful-eviction task from the cluster began after ``started`` (or says not when: Karmada's controller
-    fills ``creationTimestamp`` in on its first look), so it is not one that was there when that move began."""
-    for task in binding_spec(binding).get("gracefulEvictionTasks") or []:
-        if task.get("fromCluster") == cluster and task.get("reason") != APPLICATION_FAILURE_REASON:
-            created = parse_optional_time(task.get("creationTimestamp"))
-            if created is None or created > started:
-                return True
-    return False
+    """A graceful-eviction task from the cluster began after ``started`` (or does not say when), so it is not one
+    that was there when that move began."""
+    if cluster not in eviction_task_clusters(binding):
+        return False
+    created = task_created(binding, cluster)
+    return created is None or created > started
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],

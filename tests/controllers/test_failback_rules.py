@@ -299,6 +299,19 @@ def test_an_eviction_seen_after_a_reschedule_trigger_is_stamped_as_undoing_that_
     assert [e.undoes for e in recorder.pending[Request.for_object(new)].values()] == [False]
 
 
+def test_a_task_found_on_the_initial_list_is_dated_by_when_it_began() -> None:
+    """A task that outlived a restart (held, or its workload not healthy elsewhere yet) is an eviction of when it
+    began, not of the restart: stamped at the restart, it would look like a relapse during a round that began since
+    and end that round for nothing."""
+    lingering = binding(["member2"], tasks=["member1"])
+    lingering["spec"]["rescheduleTriggeredAt"] = "2026-01-01T00:00:00Z"  # a user's rebalancer, long ago
+    lingering["spec"]["gracefulEvictionTasks"][0]["creationTimestamp"] = "2026-11-27T09:30:00Z"
+    recorder = recorder_of()
+    recorder.observe(None, lingering)
+    noted = recorder.pending[Request.for_object(lingering)]["member1"]
+    assert (noted.at.isoformat(), noted.undoes) == ("2026-11-27T09:30:00+00:00", True)
+
+
 def test_a_note_of_a_cluster_the_binding_is_on_again_is_dropped() -> None:
     """A standby notes evictions it cannot write and writes them once it leads, maybe much later: a cluster the
     binding is on again by then is no eviction to fail back."""
