@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -106,17 +105,11 @@ def label_of(system: str, period: str) -> str:
     return "Karmada" if system == "karmada" else f"ours, --binding-status-coalesce-period={period}"
 
 
-def show(label: str, figures: Figures, ranges: dict[str, tuple[float, float]] | None = None) -> str:
-    """One line of figures, with each one's range over the rounds when ``ranges`` is given."""
-    def one(key: str, text: str) -> str:
-        if ranges is None:
-            return text
-        low, high = ranges[key]
-        return f"{text} ({low:.2f}-{high:.2f})" if key != "ready" else f"{text} ({low:.1f}-{high:.1f} s)"
-
-    counts = ", ".join(one(key, f"{key} {figures[key]:.2f}") for key in SHOWN)
-    ready = one("ready", f"{figures['ready']:.1f} s")
-    return f"  {label}: all Ready in {ready}; per binding: {counts}"
+def show(label: str, rounds: list[Figures]) -> str:
+    """One line of figures: each one's median over ``rounds``, with its range when there are several."""
+    counts = ", ".join(f"{key} {rebalancer.spread([r[key] for r in rounds])}" for key in SHOWN)
+    ready = rebalancer.spread([r["ready"] for r in rounds], "{:.1f}")
+    return f"  {label}: all Ready in {ready} s; per binding: {counts}"
 
 
 async def run(system: str, period: str, args: argparse.Namespace, tmp: Path, round_no: int) -> Figures:
@@ -139,7 +132,7 @@ async def run(system: str, period: str, args: argparse.Namespace, tmp: Path, rou
                 await asyncio.sleep(SETTLE)  # a fixed observation window, the same in every run
                 changed = side_by_side.difference(await side_by_side.api_requests(http), before)
             figures = {"ready": ready, **{key: changed.get(key, 0) / args.bindings for key in SHOWN}}
-            print(show(label_of(system, period), figures), flush=True)
+            print(show(label_of(system, period), [figures]), flush=True)
             return figures
         finally:
             if proc is not None:
@@ -184,10 +177,7 @@ def main() -> int:
         if args.rounds > 1:
             print(f"medians of {args.rounds} rounds (ranges in brackets):", flush=True)
             for (system, period), rounds in results.items():
-                keys = ["ready", *SHOWN]
-                medians = {key: statistics.median(r[key] for r in rounds) for key in keys}
-                ranges = {key: (min(r[key] for r in rounds), max(r[key] for r in rounds)) for key in keys}
-                print(show(label_of(system, period), medians, ranges), flush=True)
+                print(show(label_of(system, period), rounds), flush=True)
 
     print(f"{os.cpu_count()} CPUs; reference plane (all of Karmada f8fdd02, two members); {args.bindings} "
           "Deployments x 2 replicas over member1 and member2", flush=True)
