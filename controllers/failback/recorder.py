@@ -100,15 +100,14 @@ class EvictionRecorder:
             return
         request = Request.for_object(new)
         seen = now()
-        # Later than the last reschedule trigger, an eviction undid whatever that trigger moved (a fail-back judged
-        # over already, within the round, included): it is stamped as such.
-        moved = bool(binding_spec(new).get("rescheduleTriggeredAt"))
         for cluster in evicted:
             # on the initial list the task may be older than this process: the eviction is when it began
             at = (recovery.task_created(new, cluster) if old is None else None) or seen
-            self._note(self.pending, request, cluster, progress.Eviction(at, cluster in again or moved))
+            self._note(self.pending, request, cluster,
+                       progress.Eviction(at, recovery.undoes_a_move(new, cluster, again)))
         for cluster in unknown:
-            self._note(self.unverified, request, cluster, progress.Eviction(seen, cluster in again or moved))
+            self._note(self.unverified, request, cluster,
+                       progress.Eviction(seen, recovery.undoes_a_move(new, cluster, again)))
         self.controller.enqueue(request)
 
     @staticmethod
@@ -135,12 +134,9 @@ class EvictionRecorder:
         if binding is None:
             return
         in_flight = progress.failing_back(binding)
-        # Later than the move in flight, or than the last reschedule trigger (that move may have been judged over
-        # on the way, from a copy older than the eviction): it undid that move, and is stamped as such.
-        moved = bool(binding_spec(binding).get("rescheduleTriggeredAt"))
         for event in told:
             if recovery.evicted_by_event(binding, event, in_flight):
-                undoes = event.cluster in in_flight or moved
+                undoes = recovery.undoes_a_move(binding, event.cluster, in_flight)
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat(), undoes_a_move=undoes)
                 self._note(self.pending, request, event.cluster, progress.Eviction(event.at, undoes=undoes))

@@ -8,7 +8,7 @@ No I/O here: :mod:`.controller` reads the caches, calls these and writes the res
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -103,22 +103,24 @@ APPLICATION_FAILURE_REASON = "ApplicationFailure"
 healthy (the application failed there): not a cluster failure, so nothing to fail back when the cluster recovers."""
 
 
+def _cluster_failure_tasks(binding: Obj) -> list[Obj]:
+    """The binding's graceful-eviction tasks, application failovers left out."""
+    return [task for task in binding_spec(binding).get("gracefulEvictionTasks") or []
+            if task.get("fromCluster") and task.get("reason") != APPLICATION_FAILURE_REASON]
+
+
 def eviction_task_clusters(binding: Obj) -> set[str]:
     """The clusters the binding's graceful-eviction tasks evict it from, application failovers left out."""
-    tasks = binding_spec(binding).get("gracefulEvictionTasks") or []
-    return {str(task.get("fromCluster")) for task in tasks
-            if task.get("fromCluster") and task.get("reason") != APPLICATION_FAILURE_REASON}
+    return {str(task["fromCluster"]) for task in _cluster_failure_tasks(binding)}
 
 
 def task_created(binding: Obj, cluster: str) -> datetime | None:
     """When the (latest) graceful-eviction task from the cluster began, application failovers left out; None when
     there is none, or it does not say yet (Karmada's controller fills ``creationTimestamp`` in on its first look)."""
     times = [parse_optional_time(task.get("creationTimestamp"))
-             for task in binding_spec(binding).get("gracefulEvictionTasks") or []
-             if task.get("fromCluster") == cluster and task.get("reason") != APPLICATION_FAILURE_REASON]
-    if not times or None in times:
-        return None
-    return max(t for t in times if t is not None)
+             for task in _cluster_failure_tasks(binding) if task["fromCluster"] == cluster]
+    known = [t for t in times if t is not None]
+    return max(known) if known and len(known) == len(times) else None
 
 
 def evicting_since(binding: Obj, cluster: str, started: datetime) -> bool:
@@ -128,6 +130,13 @@ def evicting_since(binding: Obj, cluster: str, started: datetime) -> bool:
         return False
     created = task_created(binding, cluster)
     return created is None or created > started
+
+
+def undoes_a_move(binding: Obj, cluster: str, moving: Collection[str]) -> bool:
+    """Whether an eviction of the binding from the cluster, seen now, undid a move: one to the cluster (``moving``:
+    in flight, or listed and not marked yet), or whatever its last reschedule trigger moved (a fail-back judged
+    over already included). Such an eviction is stamped (:data:`~.progress.EVICTED_AT_ANNOTATION`)."""
+    return cluster in moving or bool(binding_spec(binding).get("rescheduleTriggeredAt"))
 
 
 def evicted_clusters(old: Obj | None, new: Obj, clusters: Callable[[str], Obj | None],
