@@ -157,10 +157,9 @@ class EventRecorder:
 
     async def _send(self, key: tuple[str, ...], ref: dict[str, Any], namespace: str, name: str, *,
                     event_type: str, reason: str, message: str, at: str) -> None:
-        now = at
         seen = self._seen.get(key)
         if seen is not None:
-            body = {"count": seen.count + 1, "lastTimestamp": now, "message": message}
+            body = {"count": seen.count + 1, "lastTimestamp": at, "message": message}
             await self._client.patch(EVENTS, seen.name, body, namespace=seen.namespace)
             seen.count += 1
             self._seen.move_to_end(key)
@@ -170,7 +169,7 @@ class EventRecorder:
             "metadata": {"name": name, "namespace": namespace},
             "involvedObject": ref, "reason": reason, "message": message, "type": event_type,
             "source": {"component": self.component, **({"host": self._host} if self._host else {})},
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+            "firstTimestamp": at, "lastTimestamp": at, "count": 1,
             "reportingComponent": self.component, "reportingInstance": self._host,
         }
         try:
@@ -179,6 +178,6 @@ class EventRecorder:
             if not exc.is_already_exists:
                 raise
             # an earlier attempt of this very Event was stored, its answer lost: it is written once
-        self._seen[key] = _Seen(name, namespace, 1, now)
+        self._seen[key] = _Seen(name, namespace, 1, at)
         while len(self._seen) > CACHE_SIZE:
             self._seen.popitem(last=False)
