@@ -446,15 +446,15 @@ class ClusterFailback:
         Event on each binding and a log line, once (in this process) until it is ``decided`` (chosen, skipped)."""
         told = self.waiting.setdefault(cluster, set())
         told.difference_update(_display(b) for b in decided)
-        new = [b for b in bindings if _display(b) not in told]
-        for binding in new:
+        new = {shown: b for b in bindings if (shown := _display(b)) not in told}
+        for binding in new.values():
             self.events.event(binding, NORMAL, EVENT_WAITING,
                               f"not failed back to cluster {cluster} yet: Karmada's graceful eviction from it is "
                               f"not over (a task of spec.gracefulEvictionTasks names it)")
-            told.add(_display(binding))
         if new:
+            told.update(new)
             log.info("fail-back waits for Karmada's graceful eviction from the cluster to end", cluster=cluster,
-                     bindings=[_display(b) for b in new])
+                     bindings=list(new))
         if not told:
             del self.waiting[cluster]
 
