@@ -189,6 +189,12 @@ class ApiError(Exception):
     def is_forbidden(self) -> bool:
         return self.status == 403
 
+    @property
+    def is_server_timeout(self) -> bool:
+        """504: the server stopped waiting for the write (kube-apiserver: "may still be processing the
+        request"), so a write may have landed all the same."""
+        return self.status == 504
+
 
 def _names_target(body: dict[str, Any], target: RequestTarget | None) -> bool:
     """Whether a NotFound Status's ``details`` name what was requested.

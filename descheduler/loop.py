@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -152,7 +153,8 @@ class Descheduler:
 
         The cycle itself is the worker (cycles never overlap, so there is exactly one), which keeps
         ``cycle()`` returning its outcomes to the caller, as the tests and the benchmark use it.
-        A cycle that ends early (cancelled at shutdown or on a lost lease, or an unexpected error)
+        A binding that fails unexpectedly is logged and left to the next cycle, as controller-runtime
+        recovers a reconciler's panic. A cycle that ends early (cancelled at shutdown or on a lost lease)
         drops the keys it did not reach: they passed the filter in this cycle's listing, and only
         the next cycle's listing says whether they still do.
         """
@@ -161,6 +163,9 @@ class Descheduler:
             while (key := self.queue.get_nowait()) is not None:
                 try:
                     outcome = await self._process(key)
+                except Exception:  # one binding's unexpected failure must not end the cycle (or the process)
+                    log.exception("descheduling a binding failed, the next cycle retries", binding=key)
+                    outcome = None
                 finally:
                     self.queue.done(key)
                 if outcome is not None:
@@ -204,8 +209,14 @@ class Descheduler:
         try:
             await self.client.update(RESOURCE_BINDINGS, new.apply(binding))
         except ApiError as exc:
-            self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, exc.message or str(exc))
-            log.warning("deschedule failed, next cycle retries", binding=key, error=str(exc))
+            if not exc.is_server_timeout:
+                self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, exc.message or str(exc))
+                log.warning("deschedule failed, next cycle retries", binding=key, error=str(exc))
+                return None
+            self._unknown_result(binding, new, f"{exc.status} {exc.reason}: {exc.message}")
+            return None
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            self._unknown_result(binding, new, f"{type(exc).__name__}: {exc}")
             return None
         self.budget.spend(new.total)
         self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, new.message)
@@ -215,6 +226,23 @@ class Descheduler:
             self.cool_down.record_plan(key, new)
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
+
+    def _unknown_result(self, binding: Obj, new: Plan, error: str) -> None:
+        """The write's answer was lost (a dropped connection, a client or server timeout): it may have landed.
+
+        Counted as if it did for the budget and the cool-down, so that the next cycles do not take the same
+        replicas again while the scheduler catches up; if it did not land, the replicas are still
+        unschedulable after the cool-down and are taken then. Not counted as descheduled, and a Warning
+        says the result is unknown.
+        """
+        key = objects.key(binding)
+        self.budget.spend(new.total)
+        if self.cool_down is not None:
+            self.cool_down.record_plan(key, new)
+        self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED,
+                     f"result unknown, the answer to the update was lost ({error}): {new.message}")
+        log.warning("deschedule result unknown, the answer was lost; counted as written", binding=key,
+                    error=error)
 
     def _held_back(self, key: str, new: Plan) -> None:
         """Count what a budget kept from moving; the cycle's log line has the totals, this one the detail."""

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
@@ -207,6 +208,73 @@ async def test_dry_run_writes_nothing() -> None:
             assert [o.written for o in outcomes] == [False]
             after = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
             assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        finally:
+            await stop_informers()
+
+
+class DroppedUpdates(KubeClient):
+    """The host client, except that its next ``drops`` updates lose their connection before reaching the
+    server (a ServerDisconnectedError, as aiohttp raises when a proxy or load balancer drops it)."""
+
+    def __init__(self, base: KubeClient, drops: int = 1) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.drops = drops
+
+    async def update(self, resource: Resource, obj: dict[str, Any], namespace: str = "") -> dict[str, Any]:
+        if self.drops > 0:
+            self.drops -= 1
+            raise aiohttp.ServerDisconnectedError()
+        return await super().update(resource, obj, namespace)
+
+
+async def warnings_on_binding(descheduler: Descheduler, plane: Plane) -> list[str]:
+    await descheduler.events.flush()
+    return [e["message"] for e in (await plane.host_client.list(EVENTS, "default"))["items"]
+            if e["type"] == "Warning" and e["involvedObject"]["kind"] == "ResourceBinding"]
+
+
+@pytest.mark.parametrize("fault", ["dropped connection", "504 after the write landed"])
+async def test_a_write_whose_answer_is_lost_counts_as_made_and_the_cycle_goes_on(fault: str) -> None:
+    """A lost answer says nothing of the write: the cycle ends normally, a Warning says the result is unknown,
+    and the cool-down holds the cluster as after a write, so the next cycle takes nothing there again."""
+    async with control_plane() as plane:
+        try:
+            await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                             clusters={"member1": 2, "member2": 1, "member3": 1})
+            descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+            if fault == "dropped connection":
+                descheduler.client = DroppedUpdates(plane.host_client)
+                landed = {"member1": 2, "member2": 1, "member3": 1}
+            else:
+                plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=504, reason="Timeout",
+                                        after_dispatch=True)
+                landed = {"member1": 0, "member2": 1, "member3": 1}
+            assert await cycle_until_synced(descheduler, bindings, plane) == []
+            assert await binding_clusters(plane) == landed
+            [warning] = await warnings_on_binding(descheduler, plane)
+            assert warning.startswith("result unknown, the answer to the update was lost")
+            assert await descheduler.cycle() == []  # member1 cools down, whether or not the write landed
+            assert await binding_clusters(plane) == landed
+        finally:
+            await stop_informers()
+
+
+async def test_a_binding_that_fails_unexpectedly_is_retried_by_the_next_cycle() -> None:
+    async with control_plane() as plane:
+        try:
+            await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+            descheduler, bindings = await descheduler_for(plane)
+            estimate, failures = descheduler.estimate, [RuntimeError("a bug in one binding's path")]
+
+            async def failing_once(*args: Any) -> dict[str, int]:
+                if failures:
+                    raise failures.pop()
+                return await estimate(*args)
+
+            descheduler.estimate = failing_once
+            assert await cycle_until_synced(descheduler, bindings, plane) == []  # no exception out of the cycle
+            assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
+            assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
         finally:
             await stop_informers()
 
