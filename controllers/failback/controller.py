@@ -172,8 +172,8 @@ class ClusterFailback:
         self.marked: dict[str, set[tuple[str, str]]] = {}
         """cluster → (binding resource, key) this process marked in flight: until the informer's index shows a
         mark, it is found here (the binding itself is then read through the mutation cache)."""
-        self.waiting: dict[str, set[str]] = {}
-        """cluster → the workloads told to wait for Karmada's graceful eviction from it (:meth:`_tell_waiting`)."""
+        self.waiting: dict[str, dict[str, str]] = {}
+        """cluster → the workloads told to wait, and why (:meth:`_tell_waiting`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
         self.controller: Controller | None = None
@@ -365,14 +365,15 @@ class ClusterFailback:
                      in_flight: int) -> None:
         """The next ``slots`` allowed workloads (in binding order) as one batch; skipped and opted-out ones are
         decided on the way (their records cleared, an Event on the binding) and take no slot. One that still has a
-        graceful-eviction task from the cluster waits (no slot either): Karmada's scheduler leaves a cluster out
-        while such a task names it (its ``ClusterEviction`` filter), so a fresh schedule now would not place it
-        back, and the move would look finished with the workload still elsewhere. Loads only the bindings it looks
-        at. A failure between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
+        graceful-eviction task from the cluster, or whose placement does not tolerate a taint of it, waits (no slot
+        either): Karmada's scheduler leaves such a cluster out (its ``ClusterEviction`` and ``TaintToleration``
+        filters), so a fresh schedule now would not place it back, and the move would look finished with the
+        workload still elsewhere (:func:`_wait_reason`). Loads only the bindings it looks at. A failure between a
+        create and its marks leaves the batch unsettled (:meth:`_settle`)."""
         name = objects.name(cluster)
         round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
-        evicting: list[Obj] = []  # waiting for Karmada's graceful eviction from the cluster to end
+        held: list[tuple[Obj, str]] = []  # (binding, why): Karmada's eviction not over, or a taint not tolerated
         decided: list[Obj] = []  # skipped, opted out
         for kind, key in pending:
             if len(chosen) >= slots:
@@ -386,8 +387,8 @@ class ClusterFailback:
                 return
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
-                if _evicting(binding, name):
-                    evicting.append(binding)
+                if (why := _wait_reason(binding, cluster)) is not None:
+                    held.append((binding, why))
                 else:
                     chosen[workload].append((kind, binding))
                 continue
@@ -398,11 +399,11 @@ class ClusterFailback:
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 decided.append(binding)
                 continue
-            if _evicting(binding, name):
-                evicting.append(binding)
+            if (why := _wait_reason(binding, cluster)) is not None:
+                held.append((binding, why))
                 continue
             chosen[workload] = [(kind, binding)]
-        self._tell_waiting(name, evicting, [*decided, *(b for entries in chosen.values() for _, b in entries)])
+        self._tell_waiting(name, held, [*decided, *(b for entries in chosen.values() for _, b in entries)])
         if not chosen:
             return
         round_value = objects.annotations(cluster).get(progress.ROUND_ANNOTATION)
@@ -441,20 +442,18 @@ class ClusterFailback:
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
 
-    def _tell_waiting(self, cluster: str, bindings: list[Obj], decided: Iterable[Obj]) -> None:
-        """Say which workloads wait for Karmada's graceful eviction from the cluster to end: a ``FailbackWaiting``
-        Event on each binding and a log line, once (in this process) until it is ``decided`` (chosen, skipped)."""
-        told = self.waiting.setdefault(cluster, set())
-        told.difference_update(_display(b) for b in decided)
-        new = {shown: b for b in bindings if (shown := _display(b)) not in told}
-        for binding in new.values():
-            self.events.event(binding, NORMAL, EVENT_WAITING,
-                              f"not failed back to cluster {cluster} yet: Karmada's graceful eviction from it is "
-                              f"not over (a task of spec.gracefulEvictionTasks names it)")
+    def _tell_waiting(self, cluster: str, bindings: list[tuple[Obj, str]], decided: Iterable[Obj]) -> None:
+        """Say which workloads wait, and why (:func:`_wait_reason`): a ``FailbackWaiting`` Event on each binding and
+        a log line, once per reason (in this process) until it is ``decided`` (chosen, skipped)."""
+        told = self.waiting.setdefault(cluster, {})
+        for binding in decided:
+            told.pop(_display(binding), None)
+        new = {shown: (b, why) for b, why in bindings if told.get(shown := _display(b)) != why}
+        for binding, why in new.values():
+            self.events.event(binding, NORMAL, EVENT_WAITING, f"not failed back to cluster {cluster} yet: {why}")
         if new:
-            told.update(new)
-            log.info("fail-back waits for Karmada's graceful eviction from the cluster to end", cluster=cluster,
-                     bindings=list(new))
+            told.update((shown, why) for shown, (_, why) in new.items())
+            log.info("fail-back waits", cluster=cluster, bindings={shown: why for shown, (_, why) in new.items()})
         if not told:
             del self.waiting[cluster]
 
@@ -601,6 +600,19 @@ class ClusterFailback:
         written: Obj = await self.client.patch(CLUSTERS, objects.name(cluster), {"metadata": {"annotations": change}},
                                                content_type=MERGE_PATCH)
         return self.clusters.mutated(written)
+
+
+def _wait_reason(binding: Obj, cluster: Obj) -> str | None:
+    """Why the binding's fail-back to ``cluster`` cannot start yet, though it is its turn (None: it can). Either
+    makes a fresh schedule leave the cluster out, so the move would look finished with the workload elsewhere."""
+    name = objects.name(cluster)
+    if _evicting(binding, name):
+        return "Karmada's graceful eviction from it is not over (a task of spec.gracefulEvictionTasks names it)"
+    taint = recovery.blocking_taint(binding, cluster)
+    if taint is not None:
+        return (f"its placement does not tolerate the taint {taint} of cluster {name}; it fails back once the taint "
+                f"is removed (or tolerated)")
+    return None
 
 
 def _evicting(binding: Obj, cluster: str) -> bool:

@@ -35,8 +35,9 @@ EVICTED_FROM_ANNOTATION = "failback.karmada-rebalance.io/evicted-from"
 def is_recovered(cluster: Obj) -> bool:
     """Ready, no NoExecute taint, and no NoSchedule taint set by Karmada's cluster controller.
 
-    A NoSchedule taint of the user's (maintenance, say) does not hold fail-back back: it only stops
-    *new* placements there, which the scheduler honours anyway when the rebalancer reschedules.
+    A NoSchedule taint of the user's (a cordon, maintenance) does not make the cluster unrecovered: it only
+    stops *new* placements there, so the workloads that tolerate it may go back; the others wait for it to go
+    (:func:`blocking_taint`).
     """
     if not is_ready(cluster):
         return False
@@ -174,8 +175,8 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
     """Why the binding must not fail back to ``cluster`` (None: it may).
 
     Being deleted; or its applied placement (the one it was last scheduled with) no longer allows the
-    cluster: none of its cluster affinities matches, or a NoSchedule/NoExecute taint of the cluster is
-    not tolerated. A binding never scheduled (no applied placement) is allowed: the scheduler decides.
+    cluster: none of its cluster affinities matches. A binding never scheduled (no applied placement) is
+    allowed: the scheduler decides. A taint it does not tolerate is no reason to skip (:func:`blocking_taint`).
     """
     if objects.is_deleting(binding):
         return "the binding is being deleted"
@@ -191,11 +192,22 @@ def skip_reason(binding: Obj, cluster: Obj) -> str | None:
         if placement.get("clusterAffinities"):
             return f"no cluster affinity of its placement matches cluster {name}"
         return f"its placement's cluster affinity no longer matches cluster {name}"
-    taint = find_untolerated_taint(cluster_spec(cluster).get("taints"), placement.get("clusterTolerations"))
-    if taint is not None:
-        return (f"its placement does not tolerate the taint {taint.get('key')}:{taint.get('effect')} "
-                f"of cluster {name}")
     return None
+
+
+def blocking_taint(binding: Obj, cluster: Obj) -> str | None:
+    """A taint of ``cluster`` that the binding's applied placement does not tolerate, as ``key:effect`` (None:
+    none). The scheduler would not place the workload there now, but such a taint is usually an operator's
+    cordon or maintenance window (``karmadactl cordon`` sets ``cluster.karmada.io/unschedulable:NoSchedule``),
+    lifted again later: the fail-back waits for it instead of being given up."""
+    try:
+        applied = applied_placement(binding)
+    except ValueError:
+        return None  # skip_reason() says so
+    if applied is None:
+        return None  # never scheduled: the scheduler decides
+    taint = find_untolerated_taint(cluster_spec(cluster).get("taints"), as_placement(applied).get("clusterTolerations"))
+    return None if taint is None else f"{taint.get('key')}:{taint.get('effect')}"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -683,6 +683,33 @@ async def test_a_fail_back_waits_until_karmadas_graceful_eviction_from_the_clust
         assert await listed_names(http) == ["foo"]
 
 
+async def test_a_fail_back_waits_while_the_recovered_cluster_is_cordoned_and_goes_on_after(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """member1 comes back Ready but cordoned (``karmadactl cordon``: a NoSchedule taint foo's placement does not
+    tolerate): the scheduler would leave it out. A cordon is lifted again, so foo waits, keeps its record and takes
+    no slot, instead of being given up; once the cordon goes, foo fails back."""
+    cordon = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member1", "member2"],
+                             placement={"clusterAffinity": {"clusterNames": ["member1", "member2"]}})
+    async with controller(kube):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, foo, "member1", ["member2"])
+        await eventually(recorded(http, "foo", "member1"))
+        await set_health(http, "member1", taints=[cordon])
+        [waiting] = await eventually(lambda: events_about(http, foo, "FailbackWaiting"))
+        assert waiting["message"] == ("not failed back to cluster member1 yet: its placement does not tolerate the "
+                                      "taint cluster.karmada.io/unschedulable:NoSchedule of cluster member1; it fails "
+                                      "back once the taint is removed (or tolerated)")
+        await holds(lambda: nothing_listed(http), seconds=3 * WINDOW)
+        assert await events_about(http, foo, "FailbackSkipped") == []
+        await eventually(recorded(http, "foo", "member1"))  # kept
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "foo"), timeout=10)
+        assert await listed_names(http) == ["foo"]
+
+
 async def test_a_move_in_the_round_is_not_adopted_while_karmadas_eviction_goes_on(
         kube: KubeClient, http: aiohttp.ClientSession) -> None:
     """A round is going on and a, still being evicted from member1 (a task names it), was rescheduled by someone

@@ -124,10 +124,16 @@ def test_skip_reasons() -> None:
     assert recovery.skip_reason(kept, member1) is None
     groups = binding([], placement={"clusterAffinities": [{"affinityName": "a", "clusterNames": ["x"]}]})
     assert "no cluster affinity" in (recovery.skip_reason(groups, member1) or "")
+
+def test_a_taint_not_tolerated_blocks_but_does_not_skip() -> None:
+    kept = binding([], placement={"clusterAffinity": {"clusterNames": ["member1", "member2"]}})
     tainted = cluster(taints=[{"key": "maintenance", "effect": "NoSchedule"}])
-    assert "does not tolerate the taint maintenance:NoSchedule" in (recovery.skip_reason(kept, tainted) or "")
+    assert recovery.skip_reason(kept, tainted) is None
+    assert recovery.blocking_taint(kept, tainted) == "maintenance:NoSchedule"
     tolerant = binding([], placement={"clusterTolerations": [{"key": "maintenance", "operator": "Exists"}]})
-    assert recovery.skip_reason(tolerant, tainted) is None
+    assert recovery.blocking_taint(tolerant, tainted) is None
+    assert recovery.blocking_taint(binding([]), tainted) is None  # never scheduled: the scheduler decides
+    assert recovery.blocking_taint(kept, cluster(taints=[{"key": "m", "effect": "PreferNoSchedule"}])) is None
 
 
 def test_chunk_size_must_be_positive() -> None:
