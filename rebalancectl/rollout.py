@@ -33,6 +33,7 @@ from .errors import CommandError, WaveHeldBack
 from .output import table
 from .retry import CreateGaveUp, describe, transient
 from .selection import Selection, Workload, workload_from_reference
+from .status import gone_before_read
 from .waves import FAILED, SUCCESSFUL, HeldBack, Verdict, Wave, held_back, named, verdict
 
 POLL_INTERVAL = 2.0
@@ -101,7 +102,7 @@ class WaveWatch:
                 rebalancer = await self.client.get(WORKLOAD_REBALANCERS, name)
             except ApiError as exc:
                 if exc.is_not_found:
-                    raise CommandError(f"workloadrebalancer {name} was deleted before its results were read") from None
+                    raise gone_before_read(name) from None
                 raise
             self.rebalancers[name] = rebalancer
             for item in rebalancer_status(rebalancer).get("observedWorkloads") or []:

@@ -29,16 +29,32 @@ async def get(client: KubeClient, name: str) -> Obj:
     return await client.get(WORKLOAD_REBALANCERS, name)
 
 
+def gone_before_read(name: str) -> CommandError:
+    """What to say of a rebalancer this command created that is gone before its result was read: deleted by its
+    ``ttlSecondsAfterFinished`` (once finished, when that is shorter than the reads took) or by someone. Its result
+    is unknown, not a failure."""
+    return CommandError(f"workloadrebalancer {name} was deleted before its result was read, so its result is "
+                        "unknown (by its ttlSecondsAfterFinished once finished, if that is shorter than the wait, or "
+                        "by someone else); use a longer --ttl")
+
+
 async def _read(client: KubeClient, name: str) -> Obj:
-    """:func:`get`, read again after a transient error (the caller's deadline bounds it)."""
-    return await retrying(lambda: get(client, name))
+    """:func:`get` of a rebalancer this command created, read again after a transient error (the caller's deadline
+    bounds it)."""
+    try:
+        return await retrying(lambda: get(client, name))
+    except ApiError as exc:
+        if exc.is_not_found:
+            raise gone_before_read(name) from None
+        raise
 
 
 async def _until_finished(client: KubeClient, name: str) -> Obj:
     """Watch the one rebalancer (by a field selector on its name) until it has finished.
 
     An expired watch, a restarting or overloaded API server, a dropped connection: read it again and
-    re-watch. Its deletion, or any other error, ends the wait.
+    re-watch. Its deletion ends the wait: with its result if the deleted object had finished (its TTL), else
+    with an error, as does any other error.
     """
     current = await _read(client, name)
     while not is_finished(current):
@@ -47,6 +63,9 @@ async def _until_finished(client: KubeClient, name: str) -> Obj:
             async for event in client.watch(WORKLOAD_REBALANCERS, resource_version=str(version),
                                             timeout_seconds=WATCH_SECONDS, field_selector=f"metadata.name={name}"):
                 if event.get("type") == "DELETED":
+                    final = dict(event["object"])
+                    if is_finished(final):  # deleted by its TTL: the event holds its final state
+                        return final
                     raise CommandError(f"workloadrebalancer {name} was deleted before it finished")
                 if event.get("type") in ("ADDED", "MODIFIED"):
                     current = dict(event["object"])

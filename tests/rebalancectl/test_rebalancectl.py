@@ -322,6 +322,39 @@ async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dic
     assert err == "karmada-rebalance create: error: workloadrebalancer gone was deleted before it finished\n"
 
 
+async def test_wait_says_the_result_is_unknown_when_a_short_ttl_deleted_the_rebalancer_first(
+        world: dict[str, str], kube: KubeClient, server: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait's first read meets a restarting server; meanwhile the controller finished the rebalancer and its
+    1 s TTL deleted it. That is no failure of the rebalance, and the command says the result is unknown, and why."""
+    monkeypatch.setattr(retry, "FIRST_PAUSE", 0.02)
+    restarting = server.inject_fault("GET", "/workloadrebalancers/short", code=503, reason="ServiceUnavailable",
+                                     times=1_000_000)
+
+    async def created() -> dict[str, Any] | None:
+        return next((r for r in (await kube.list(WORKLOAD_REBALANCERS))["items"] if r["metadata"]["name"] == "short"),
+                    None)
+
+    async def finish_and_expire() -> None:
+        rebalancer = await eventually(created)
+        rebalancer["status"] = {"finishTime": "2024-01-01T00:00:00Z",
+                                "observedGeneration": rebalancer["metadata"]["generation"]}
+        await kube.update_status(WORKLOAD_REBALANCERS, rebalancer)
+        await kube.delete(WORKLOAD_REBALANCERS, "short")
+        restarting.times = 0  # the server answers again
+
+    controller = asyncio.create_task(finish_and_expire())
+    try:
+        code, out, err = await cli(world, "create", "short", "--kind", "cm", "--ttl", "1s", "--wait", "--timeout",
+                                   "20s")
+        await asyncio.wait_for(controller, 10)
+    finally:
+        await cancel_and_wait(controller)
+    assert (code, out) == (1, "workloadrebalancer.apps.karmada.io/short created (1 workloads)\n")
+    assert err == ("karmada-rebalance create: error: workloadrebalancer short was deleted before its result was "
+                   "read, so its result is unknown (by its ttlSecondsAfterFinished once finished, if that is shorter "
+                   "than the wait, or by someone else); use a longer --ttl\n")
+
+
 async def test_a_failed_create_still_reports_the_rebalancers_made_before_it(world: dict[str, str],
                                                                            kube: KubeClient) -> None:
     await kube.create(WORKLOAD_REBALANCERS, {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",

@@ -151,7 +151,7 @@ async def test_a_wave_is_read_by_gets_of_its_own_objects_a_busy_server_skips_a_r
     with pytest.raises(ApiError):  # any other error ends the command (exit 1)
         await gone.check()
     del api.objects["workloadrebalancers", "w"]
-    with pytest.raises(CommandError, match="workloadrebalancer w was deleted before its results were read"):
+    with pytest.raises(CommandError, match="w was deleted before its result was read, so its result is unknown"):
         await gone.check()
 
 
