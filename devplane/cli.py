@@ -9,9 +9,11 @@ as hack/local-up-karmada.sh writes them), ``demo`` (the user's documents, end to
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -165,7 +167,7 @@ async def run_up(args: argparse.Namespace) -> None:
         cluster_status_update_frequency=args.cluster_status_update_frequency,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
         token_auth_file=args.token_auth_file, authorization_mode=args.authorization_mode)
-    with _stop_signals() as signals:
+    with _kubeconfig_dir_lock(args.kubeconfig_dir), _stop_signals() as signals:
         async with DevPlane(options) as plane:
             plane.write_kubeconfigs(args.kubeconfig_dir)
             kube = args.kubeconfig_dir.resolve()
@@ -173,6 +175,21 @@ async def run_up(args: argparse.Namespace) -> None:
                   f"({', '.join(plane.members)}); "
                   f"export KUBECONFIG={kube}/karmada.config:{kube}/members.config", flush=True)
             await _wait_for_signal(signals)
+
+
+@contextlib.contextmanager
+def _kubeconfig_dir_lock(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s lock while the plane runs: a second ``up`` on the same directory would overwrite the
+    kubeconfigs of the first, leaving it running but unreachable. The lock goes with the process (flock)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"karmada-devplane up: error: a dev plane is already running with its kubeconfigs in {directory}; "
+                  "stop it first, or give this one another --kubeconfig-dir", file=sys.stderr)
+            raise SystemExit(2) from None
+        yield
 
 
 async def run_demo_command(args: argparse.Namespace) -> int:

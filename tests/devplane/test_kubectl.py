@@ -188,6 +188,18 @@ def test_the_devplane_announces_itself_and_writes_kubeconfigs(devplane: Devplane
             assert cluster["cluster"]["server"].startswith("http://127.0.0.1:")
 
 
+def test_a_second_up_on_the_same_kubeconfig_dir_is_refused(devplane: Devplane) -> None:
+    """It would overwrite the running plane's kubeconfigs, leaving that plane unreachable."""
+    before = (devplane.kubeconfig_dir / "karmada.config").read_text()
+    done = subprocess.run([*devplane_command(), "up", "--members", "1", "--kubeconfig-dir",
+                           str(devplane.kubeconfig_dir)], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"karmada-devplane up: error: a dev plane is already running with its kubeconfigs "
+                                   f"in {devplane.kubeconfig_dir}; stop it first, or give this one another "
+                                   f"--kubeconfig-dir")
+    assert (devplane.kubeconfig_dir / "karmada.config").read_text() == before
+
+
 def test_apply_the_documents(applied: list[str]) -> None:
     assert applied == [
         "deployment.apps/foo created",
