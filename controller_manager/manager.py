@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -261,7 +262,14 @@ class Manager:
             await runner.setup()
             stack.push_async_callback(runner.cleanup)
             site = web.TCPSite(runner, address[0], address[1], reuse_address=True)
-            await site.start()
+            try:
+                await site.start()
+            except OSError as exc:  # in use, or not an address of this host: one clear line, not a traceback
+                flags = [flag for flag, bind in (("--metrics-bind-address", metrics), ("--health-probe-bind-address",
+                                                                                        health)) if bind == address]
+                raise ComponentFailed(f"cannot listen on {address[0] or '0.0.0.0'}:{address[1]} "
+                                      f"({', '.join(flags)}): {os.strerror(exc.errno) if exc.errno else exc}"
+                                      ) from None
             server = site._server
             sockets = getattr(server, "sockets", None) or []
             bound = sockets[0].getsockname()[:2] if sockets else address

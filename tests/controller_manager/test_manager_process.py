@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -174,6 +175,23 @@ async def test_bad_flag_value_exits_2_before_starting(kubeconfig: Path) -> None:
     _, err = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 2
     assert b'invalid duration "soon"' in err
+
+
+async def test_a_metrics_port_in_use_exits_1_with_one_line_naming_the_flag(kubeconfig: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, str(EXAMPLE), "--kubeconfig", str(kubeconfig), "--metrics-bind-address",
+            f"127.0.0.1:{port}", "--health-probe-bind-address", "0",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(EXAMPLE.parents[1])})
+        out, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 1
+    logs = (out + err).decode()
+    assert f"cannot listen on 127.0.0.1:{port} (--metrics-bind-address): address already in use" in logs.lower()
+    assert "Traceback" not in logs
 
 
 async def _one_leader(replicas: list[Replica]) -> bool:
