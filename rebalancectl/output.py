@@ -51,18 +51,19 @@ def render_waves(plan: Sequence[Wave], fmt: str) -> str:
 
 
 def result_rows(rebalancer: Obj) -> list[tuple[str, str, str]]:
-    """One row per workload of the rebalancer: WORKLOAD, RESULT (Pending until it has one), REASON."""
+    """One row per workload of the rebalancer: WORKLOAD, RESULT (Pending until it has one), REASON. A workload the
+    spec lists twice is one row, as the controller gives it one status entry."""
     observed: dict[str, tuple[str, str]] = {}
     for item in rebalancer_status(rebalancer).get("observedWorkloads") or []:
         workload = str(workload_from_reference(item.get("workload") or {}))
         observed[workload] = (str(item.get("result") or PENDING), str(item.get("reason") or ""))
-    rows = []
+    rows: dict[str, tuple[str, str]] = {}
     for ref in rebalancer_spec(rebalancer).get("workloads") or []:
         workload = str(workload_from_reference(ref))
-        result, reason = observed.pop(workload, (PENDING, ""))
-        rows.append((workload, result, reason))
-    rows.extend((workload, result, reason) for workload, (result, reason) in observed.items())
-    return rows
+        if workload not in rows:
+            rows[workload] = observed.pop(workload, (PENDING, ""))
+    rows.update(observed)  # in the status but no longer in the spec
+    return [(workload, result, reason) for workload, (result, reason) in rows.items()]
 
 
 def mode_line(rebalancer: Obj) -> str:

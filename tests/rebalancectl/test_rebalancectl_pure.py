@@ -205,7 +205,9 @@ def test_output_formats_and_table() -> None:
     rebalancer = {**two[0], "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "a",
                                                     "namespace": "default"},
                                                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "b",
-                                                    "namespace": "default"}]},
+                                                    "namespace": "default"},
+                                                   {"apiVersion": "v1", "kind": "ConfigMap", "name": "b",
+                                                    "namespace": "default"}]},  # listed twice: one row
                   "status": {"observedWorkloads": [{"workload": {"apiVersion": "v1", "kind": "ConfigMap", "name": "b",
                                                                  "namespace": "default"},
                                                     "result": "Failed", "reason": "ReferencedBindingNotFound"}]}}
