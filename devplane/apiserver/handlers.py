@@ -151,6 +151,10 @@ class Api:
             return json_response(discovery.api_group_list(self.registry))
         if parts[:2] == ["openapi", "v3"]:
             return self._openapi_v3(parts[2:])
+        if parts == ["openapi", "v2"]:
+            protobuf = openapi.OPENAPI_V2_PROTOBUF in request.headers.get("Accept", "")
+            return web.Response(body=openapi.v2_document(protobuf),  # kube-openapi's content types for each
+                                content_type="application/octet-stream" if protobuf else "application/json")
         if parts[:1] == ["openapi"]:
             raise errors.page_not_found()
         if parts[:1] == ["api"]:

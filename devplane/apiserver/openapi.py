@@ -205,3 +205,34 @@ def root_document(registry: Registry) -> dict[str, Any]:
         path = _gv_path(group, version)
         paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={_cached(registry, group, version).digest}"}
     return {"paths": paths}
+
+
+# ------------------------------------------------------------------------------------------------ v2
+
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+"""What kubectl asks ``/openapi/v2`` for (client-go's ``OpenAPISchema``), gnostic's ``openapi_v2.Document``."""
+
+
+def _proto_string(field: int, text: str) -> bytes:
+    """One protobuf length-delimited field (wire type 2) holding ``text``; lengths here stay below 128 bytes."""
+    data = text.encode()
+    assert len(data) < 128
+    return bytes([field << 3 | 2, len(data)]) + data
+
+
+def v2_document(protobuf: bool) -> bytes:
+    """``/openapi/v2`` without definitions: the version, and no schema of any kind.
+
+    kubectl validates against v3 and leaves it to the server (the ``fieldValidation`` parameter); it falls back
+    to v2 only for a kind v3 does not have (a mistyped kind, or one with no PATCH operation such as an access
+    review). A real server's v2 document has no schema for a mistyped kind either, so kubectl goes on to say
+    ``no matches for kind``; without any v2 document it would stop at ``failed to download openapi``. With no
+    definitions kubectl validates nothing on the client: the server still does. Protobuf for kubectl (gnostic's
+    Document: ``swagger`` is field 1, ``info`` 2 with ``title`` 1 and ``version`` 2), JSON otherwise.
+    """
+    version = str(SERVER_VERSION["gitVersion"])
+    if protobuf:
+        info = _proto_string(1, "Kubernetes") + _proto_string(2, version)
+        return _proto_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
+    return encode_json({"swagger": "2.0", "info": {"title": "Kubernetes", "version": version}, "paths": {},
+                        "definitions": {}})

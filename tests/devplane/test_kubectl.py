@@ -208,6 +208,23 @@ def test_apply_the_documents(applied: list[str]) -> None:
     ]
 
 
+def test_a_mistyped_kind_is_named_as_kubectl_names_it_on_a_real_server(kubectl: Kubectl) -> None:
+    """kubectl falls back to /openapi/v2 for a kind v3 does not have; without it, it stopped at 'failed to download
+    openapi' instead of saying the kind does not exist."""
+    typo = rebalancer_yaml("typo").replace("kind: WorkloadRebalancer", "kind: WorkloadRebalancers")
+    done = kubectl.run("apply", "-f", "-", stdin=typo, ok=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        'error: resource mapping not found for name: "typo" namespace: "" from "STDIN": no matches for kind '
+        '"WorkloadRebalancers" in version "apps.karmada.io/v1alpha1"', "ensure CRDs are installed first"]
+
+
+def test_a_kind_without_patch_is_created_with_validation_on(kubectl: Kubectl) -> None:
+    review = ("apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes:\n"
+              "    verb: get\n    resource: pods\n")
+    assert kubectl.out("create", "-f", "-", "-o", "jsonpath={.status.allowed}", stdin=review) == "true"
+
+
 def test_apply_again_changes_nothing(kubectl: Kubectl, applied: list[str]) -> None:
     assert kubectl.out("apply", "-f", str(EXAMPLES / "deployment.yaml")).splitlines() == [
         "deployment.apps/foo unchanged",
