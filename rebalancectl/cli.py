@@ -106,7 +106,7 @@ def _add_wait_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wait", action="store_true",
                         help="wait until each rebalancer has finished, then print WORKLOAD RESULT REASON (with "
                              "--max-concurrent: also until the last wave is healthy)")
-    parser.add_argument("--timeout", type=duration, default=None,
+    parser.add_argument("--timeout", type=positive_duration, default=None,
                         help="how long --wait waits, and how long each create is retried while the API server is "
                              "busy or restarting (default 10m0s); with --max-concurrent, a bound on the whole "
                              "command (default none: --progress-deadline bounds each wave)")
@@ -155,7 +155,8 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
         if created:
             out.write(render(created, args.output) if args.output else summary(created))
     if args.wait:
-        finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], timeout)
+        finished = await status.wait_finished(client, [str(o["metadata"]["name"]) for o in created], timeout,
+                                              notice=lambda line: print(f"{args.prog}: {line}", file=err))
         out.write(table([row for rebalancer in finished for row in result_rows(rebalancer)]))
     return 0
 
@@ -163,6 +164,8 @@ async def run_create(client: KubeClient, args: argparse.Namespace, context_names
 def _check_wave_flags(args: argparse.Namespace) -> None:
     if args.progress_deadline is not None and args.max_concurrent is None:
         raise UsageError("--progress-deadline needs --max-concurrent")
+    if args.wait and args.dry_run:
+        raise UsageError("--wait and --dry-run: a dry run creates nothing to wait for")
 
 
 async def _run_waves(client: KubeClient, plan: list[Wave], chosen: Selection, discovered: Discovered | None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 
 from controller_manager import objects
@@ -9,10 +11,12 @@ from controller_manager.client import ApiError, KubeClient
 from controller_manager.objects import Obj
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_status
+from sharedcli.flagtypes import format_duration
 
 from .errors import CommandError
 from .retry import retrying, transient
 
+NOTICE_AFTER = 30.0  # seconds of --wait before saying which rebalancers have not finished yet
 WATCH_SECONDS = 60  # one watch request; the wait re-watches from the last resourceVersion until its deadline
 RETRY_PAUSE = 1.0  # after an answer a restarting or busy API server also gives, before reading again
 
@@ -80,22 +84,41 @@ async def _until_finished(client: KubeClient, name: str) -> Obj:
     return current
 
 
-async def wait_finished(client: KubeClient, names: list[str], timeout: float) -> list[Obj]:
-    """Every rebalancer, once finished; CommandError naming those still running after ``timeout`` seconds."""
+async def wait_finished(client: KubeClient, names: list[str], timeout: float,
+                        notice: Callable[[str], None] | None = None) -> list[Obj]:
+    """Every rebalancer, once finished; CommandError naming those still running after ``timeout`` seconds.
+    ``notice`` is told once, after :data:`NOTICE_AFTER` seconds, which are still running, so that a wait for a
+    controller that is not there does not stay silent until its timeout."""
     done: dict[str, Obj] = {}
 
     async def one(name: str) -> None:
         done[name] = await _until_finished(client, name)
 
+    async def all_finished() -> None:
+        async with anyio.create_task_group() as group:
+            for name in names:
+                group.start_soon(one, name)
+
+    async def still_waiting() -> None:
+        await anyio.sleep(NOTICE_AFTER)
+        if notice is not None:
+            waiting = [n for n in names if n not in done]
+            notice(f"still waiting for workloadrebalancer(s) {', '.join(waiting)} to finish after "
+                   f"{format_duration(NOTICE_AFTER)} (is a WorkloadRebalancer controller running?)")
+
     with anyio.move_on_after(timeout) as scope:
         try:
             async with anyio.create_task_group() as group:
-                for name in names:
-                    group.start_soon(one, name)
+                group.start_soon(still_waiting)
+                await all_finished()
+                group.cancel_scope.cancel()
         except BaseExceptionGroup as failed:  # anyio groups what a task raised: report the first, as itself
-            raise failed.exceptions[0] from None
+            first: BaseException = failed
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
     if scope.cancelled_caught:
         waiting = [n for n in names if n not in done]
-        raise CommandError(f"timed out after {timeout:g}s waiting for workloadrebalancer(s) {', '.join(waiting)} "
-                           "to finish (is a WorkloadRebalancer controller running?)")
+        raise CommandError(f"timed out after {format_duration(timeout)} waiting for workloadrebalancer(s) "
+                           f"{', '.join(waiting)} to finish (is a WorkloadRebalancer controller running?)")
     return [done[name] for name in names]

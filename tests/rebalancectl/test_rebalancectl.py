@@ -29,7 +29,7 @@ from karmada_api.resources import (
     WORKLOAD_REBALANCERS,
 )
 from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
-from rebalancectl import retry
+from rebalancectl import retry, status
 from rebalancectl.cli import execute
 from rebalancectl.create import create_all
 from tests.conftest import cancel_and_wait, eventually
@@ -226,6 +226,30 @@ async def test_wait_prints_one_row_per_workload(world: dict[str, str], kube: Kub
     assert code == 1 and out.endswith("created (1 workloads)\n")
     assert err == ("karmada-rebalance create: error: timed out after 1s waiting for workloadrebalancer(s) slow "
                    "to finish (is a WorkloadRebalancer controller running?)\n")
+
+
+async def test_a_long_wait_says_what_it_is_waiting_for(world: dict[str, str], kube: KubeClient,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(status, "NOTICE_AFTER", 0.3)
+    code, _out, err = await cli(world, "create", "quiet", "--kind", "cm", "--wait", "--timeout", "2s")
+    assert code == 1
+    assert err.splitlines() == [
+        "karmada-rebalance: still waiting for workloadrebalancer(s) quiet to finish after 300ms (is a "
+        "WorkloadRebalancer controller running?)",
+        "karmada-rebalance create: error: timed out after 2s waiting for workloadrebalancer(s) quiet to finish (is a "
+        "WorkloadRebalancer controller running?)"]
+
+
+@pytest.mark.parametrize(("flags", "error"), [
+    (("--wait", "--dry-run"), "--wait and --dry-run: a dry run creates nothing to wait for"),
+    (("--wait", "--timeout", "0s"), "argument --timeout: "),
+])
+async def test_wait_flags_that_cannot_work_are_refused_before_anything_is_created(
+        world: dict[str, str], kube: KubeClient, flags: tuple[str, ...], error: str) -> None:
+    code, out, err = await cli(world, "create", "never", "--kind", "cm", *flags)
+    assert (code, out) == (2, "")
+    assert error in err
+    assert await kube.get_or_none(WORKLOAD_REBALANCERS, "never") is None
 
 
 async def test_creates_and_the_wait_ride_out_a_busy_or_restarting_server(
