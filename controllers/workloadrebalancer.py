@@ -267,8 +267,11 @@ class WorkloadRebalancerReconciler:
         current = now()
         trigger = trigger_time(created, parse_time(last) if last else None, current)
         existing = binding_spec(binding).get("rescheduleTriggeredAt")
-        if existing and parse_time(existing) >= trigger:
-            return  # a trigger at least as new is already there: never overwrite it
+        if existing and parse_time(existing) >= created:  # created <= trigger
+            # A trigger at least as new is there: never overwrite it. One at or after the rebalancer's creation
+            # (Karmada's own rule) asked for a fresh schedule since the request, this controller's own on a retry
+            # among them: once the scheduler consumed it, a later one would reschedule the workload a second time.
+            return
         if trigger > current:
             # The scheduler stamps lastScheduledTime with its current second: a trigger from the
             # future would still be pending after the schedule it causes. Write it once it has come.

@@ -249,6 +249,35 @@ async def test_a_failed_status_write_records_each_event_once(manager: Manager, s
                                                                  ("RescheduleTriggered", 1)]
 
 
+async def test_a_retry_after_the_scheduler_ran_does_not_trigger_a_second_reschedule(
+        manager: Manager, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The trigger is written, the status write keeps failing, and meanwhile the scheduler consumes the trigger
+    (lastScheduledTime now later than the rebalancer's creation). The retries find their own trigger there: the
+    workload was rescheduled after the request, so no later trigger is written (a second fresh reschedule)."""
+    await make_binding(http, "Deployment", "twice")
+    fault = server.inject_fault("PATCH", "/workloadrebalancers/twice/status", code=503,
+                                reason="ServiceUnavailable", times=1_000_000)
+    wr = await create_rebalancer(http, "twice", [deploy_ref("twice")])
+    created = wr["metadata"]["creationTimestamp"]
+    path = RB.format(ns="default") + "/twice-deployment"
+
+    async def triggered() -> bool:
+        binding = await get_or_none(http, path)
+        return binding is not None and binding["spec"].get("rescheduleTriggeredAt") == created
+
+    await eventually(triggered)
+    scheduled = format_time(now() + timedelta(seconds=1))  # the scheduler's stamp: a second after the creation
+    async with http.patch(f"{path}/status", json={"status": {"lastScheduledTime": scheduled}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    seen = fault.times
+    await eventually(lambda: fault.times <= seen - 3, timeout=15)  # retried since, knowing the new schedule
+    assert await triggered()
+    fault.times = 0
+    assert observed(await finished(http, "twice")) == [("twice", "Successful", "")]
+    assert await triggered()
+
+
 class LaggingRebalancerWatch(KubeClient):
     """The rebalancers' watch delivers each rebalancer's creation, then holds back every later event until
     ``caught_up`` is set: an informer behind the controller's own status writes, for as long as a test needs.
