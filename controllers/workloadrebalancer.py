@@ -26,6 +26,7 @@ Beyond Karmada (docs/compatibility.md):
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -73,6 +74,7 @@ RESCHEDULE_TRIGGERED = "RescheduleTriggered"
 PRESERVED = "AvailableReplicasPreserved"
 NOTHING_TO_MOVE = "NothingToMove"
 TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
+MAX_ATTEMPTS = 10_000  # preserve lowerings remembered until their results are stored (WorkloadRebalancerReconciler)
 CONFLICT_ATTEMPTS = 5  # a preserve write that meets a newer binding decides again on a fresh read, this often
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
@@ -159,6 +161,9 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
+        self.attempts: OrderedDict[tuple[str, str], preserve.Attempt] = OrderedDict()
+        """(preserve request, binding key) → the lowering sent, until the workload's result is stored
+        (:meth:`_preserve_one`); at most :data:`MAX_ATTEMPTS`, the oldest dropped first."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -174,6 +179,8 @@ class WorkloadRebalancerReconciler:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
             await self._write_status(request.name, status)
+        if self.attempts:
+            self._forget_stored(rebalancer, status)
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
         # same results again; recording them before would write each Event twice.
         for event_type, reason, message in events:
@@ -204,10 +211,11 @@ class WorkloadRebalancerReconciler:
             created = parse_time(objects.creation_timestamp(rebalancer))
             outcomes = await _run_all(workloads, lambda w: self._trigger_one(w, created))
         else:
-            outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode))
+            request = preserve.request_id(rebalancer)
+            outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode, request))
         expired = await self._retries_expired(rebalancer, outcomes)
         if expired:  # a transient refusal about to become final is judged again on a fresh read first
-            outcomes = await self._confirm_fresh(workloads, outcomes, mode)
+            outcomes = await self._confirm_fresh(workloads, outcomes, mode, preserve.request_id(rebalancer))
         for item, outcome in zip(pending, outcomes, strict=True):
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
@@ -284,35 +292,42 @@ class WorkloadRebalancerReconciler:
         await self.client.update_unread(resource, {**binding, "spec": spec})
 
     async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
-                             mode: bool | Refusal) -> list[Outcome]:
+                             mode: bool | Refusal, request: str) -> list[Outcome]:
         """``outcomes`` with each transient refusal decided again on a fresh read of its binding.
 
         Called once the retry bound has passed, just before those refusals become ``Failed``: the informer's
         copy may be behind a cause that has already passed (scheduling done, an eviction finished).
         """
         again = [i for i, o in enumerate(outcomes) if isinstance(o, Refusal) and o.transient]
-        fresh = await _run_all([workloads[i] for i in again], lambda w: self._preserve_one(w, mode, fresh=True))
+        fresh = await _run_all([workloads[i] for i in again],
+                               lambda w: self._preserve_one(w, mode, request, fresh=True))
         confirmed = list(outcomes)
         for index, outcome in zip(again, fresh, strict=True):
             confirmed[index] = outcome
         return confirmed
 
-    async def _preserve_one(self, workload: Workload, mode: bool | Refusal, *,
+    async def _preserve_one(self, workload: Workload, mode: bool | Refusal, request: str, *,
                             fresh: bool = False) -> Lowering | Refusal:
         """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
 
         A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
         a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
-        the API server from the start.
+        the API server from the start. A lowering this process sent for ``request`` whose result is not stored yet
+        (its answer lost, or the status write failed) is done once the binding shows it: never lowered twice.
         """
         if isinstance(mode, Refusal):
             return mode
         if self.preserve.estimate is None:
             return preserve.disabled()
         resource, binding = await self._binding(workload, fresh=fresh)
+        key = (request, objects.key(binding))
         for attempt in range(CONFLICT_ATTEMPTS):
+            sent = self.attempts.get(key)
+            if sent is not None and sent.landed(binding):
+                return sent.lowering
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:
+                self._remember(key, preserve.Attempt(objects.resource_version(binding), outcome))
                 try:
                     await self.client.update_unread(resource, outcome.apply(binding))
                     return outcome
@@ -323,6 +338,22 @@ class WorkloadRebalancerReconciler:
                 return outcome
             binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
         raise AssertionError("unreachable")
+
+    def _remember(self, key: tuple[str, str], attempt: preserve.Attempt) -> None:
+        self.attempts[key] = attempt
+        self.attempts.move_to_end(key)
+        while len(self.attempts) > MAX_ATTEMPTS:
+            self.attempts.popitem(last=False)
+
+    def _forget_stored(self, rebalancer: Obj, status: RebalancerStatus) -> None:
+        """Drop the attempts of workloads whose results are now stored: nothing retries them any more."""
+        request = preserve.request_id(rebalancer)
+        for item in status.get("observedWorkloads") or []:
+            if item.get("result") in (SUCCESSFUL, FAILED):
+                workload = item.get("workload") or {}
+                namespace = str(workload.get("namespace") or "")
+                name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+                self.attempts.pop((request, objects.join_key(namespace, name)), None)
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:
         refused = preserve.refusal(binding, self.preserve.gvks)

@@ -176,6 +176,25 @@ async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Ma
         "apps/v1 Deployment default/web (member1 -2)"]
 
 
+@pytest.mark.parametrize("fault", ["the answer to the binding update is lost", "the status write fails"])
+async def test_a_retry_never_lowers_a_binding_twice(manager: Manager, estimator: Estimator, server: ApiServer,
+                                                    http: aiohttp.ClientSession, fault: str) -> None:
+    """The lowering lands, but the controller does not learn it (a 504 after the write) or cannot store the result
+    (the status write fails twice). The members still count the 2 released replicas as Pending (the estimator's
+    answer is unchanged), so deciding again would take 2 more from member1's 4 running replicas."""
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    if fault == "the answer to the binding update is lost":
+        server.inject_fault("PUT", "/resourcebindings/web-deployment", code=504, reason="Timeout",
+                            after_dispatch=True)
+    else:
+        server.inject_fault("PATCH", "/workloadrebalancers/twice/status", code=503, reason="ServiceUnavailable",
+                            times=2)
+    await create(http, "twice", ["web"])
+    assert observed(await finished(http, "twice")) == [("web", "Successful", "")]
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+
+
 async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
     """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
     async with control_plane(member_count=2, slim=True) as plane:  # as controllers/app.py reaches them
