@@ -277,8 +277,10 @@ async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = 
         except StepFailed as exc:
             print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out, flush=True)
             return 1
+    kept = f" Files and product logs kept in {base}."
     if workdir is None:
         shutil.rmtree(base, ignore_errors=True)
+        kept = " Its files and product logs were removed (--workdir DIR keeps them)."
     print(f"\nDemo passed: every outcome of the {', '.join(names)} document(s) observed "
-          f"in {time.monotonic() - started:.0f}s.", file=out, flush=True)
+          f"in {time.monotonic() - started:.0f}s.{kept}", file=out, flush=True)
     return 0
