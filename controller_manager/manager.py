@@ -208,8 +208,8 @@ class Manager:
 
     async def _lead(self) -> None:
         """Everything that runs only while leading; returns after a graceful drain on shutdown."""
-        log.info("starting controllers", component=self.options.name,
-                 controllers=[c.name for c in self.controllers])
+        log.info("leading: starting", component=self.options.name, controllers=[c.name for c in self.controllers],
+                 runnables=[r.name for r in self._runnables if r.needs_leader])
         tasks = [self._supervised(self._run_controller(c), f"controller {c.name}") for c in self.controllers]
         tasks += [self._supervised(r.run(), r.name) for r in self._runnables if r.needs_leader]
         try:
