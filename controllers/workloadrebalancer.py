@@ -221,7 +221,7 @@ class WorkloadRebalancerReconciler:
             if isinstance(outcome, TriggerNotDue):
                 due_in = max(due_in, outcome.delay)
             elif isinstance(outcome, ApiError) and outcome.is_not_found:
-                self._fail(item, Refusal(BINDING_NOT_FOUND, "its binding was not found"), events, reason_only=True)
+                self._fail(item, Refusal(BINDING_NOT_FOUND, _missing_binding(workload)), events, reason_only=True)
             elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient and not expired):
                 retries += 1
                 WORKLOADS_TOTAL.labels("Retry").inc()
@@ -435,6 +435,15 @@ def _log_retry(rebalancer: Obj, workload: Workload, outcome: ApiError | Refusal)
     report = log.warning if outcome.is_forbidden else log.info
     report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
            workload=_describe(workload), error=outcome.message, status=outcome.status)
+
+
+def _missing_binding(workload: Workload) -> str:
+    """The Event's text for a workload without a binding: which binding was looked for, and what to check."""
+    namespace = str(workload.get("namespace") or "")
+    name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+    kind = "ResourceBinding" if namespace else "ClusterResourceBinding"
+    return (f"its binding was not found ({kind} {objects.join_key(namespace, name)}): check the workload's kind, "
+            "name and namespace, and that a propagation policy propagates it")
 
 
 def _success_kind(outcome: Lowering | None) -> str:

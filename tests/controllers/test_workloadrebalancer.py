@@ -212,8 +212,12 @@ async def test_workload_results_are_events_in_status_order(manager: Manager, htt
 
     events = await eventually(all_recorded)
     assert [(e["type"], e["reason"], e["message"]) for e in events] == [
-        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/a: its binding was not found"),
-        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/c: its binding was not found"),
+        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/a: its binding was not found "
+         "(ResourceBinding default/a-deployment): check the workload's kind, name and namespace, and that a "
+         "propagation policy propagates it"),
+        ("Warning", "ReferencedBindingNotFound", "apps/v1 Deployment default/c: its binding was not found "
+         "(ResourceBinding default/c-deployment): check the workload's kind, name and namespace, and that a "
+         "propagation policy propagates it"),
         ("Normal", "RescheduleTriggered", "rescheduling triggered for 3 workload(s): apps/v1 Deployment default/b, "
                                           "apps/v1 Deployment default/d, apps/v1 Deployment default/e"),
     ]
