@@ -210,10 +210,12 @@ class Descheduler:
             await self.client.update(RESOURCE_BINDINGS, new.apply(binding))
         except ApiError as exc:
             if not exc.is_server_timeout:
-                self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, exc.message or str(exc))
-                log.warning("deschedule failed, next cycle retries", binding=key, error=str(exc))
+                self._failed(binding, exc.message or str(exc))
                 return None
             self._unknown_result(binding, new, f"{exc.status} {exc.reason}: {exc.message}")
+            return None
+        except aiohttp.ClientConnectorError as exc:  # no connection, so nothing was sent
+            self._failed(binding, f"{type(exc).__name__}: {exc}")
             return None
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             self._unknown_result(binding, new, f"{type(exc).__name__}: {exc}")
@@ -226,6 +228,10 @@ class Descheduler:
             self.cool_down.record_plan(key, new)
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
+
+    def _failed(self, binding: Obj, error: str) -> None:
+        self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, error)
+        log.warning("deschedule failed, next cycle retries", binding=objects.key(binding), error=error)
 
     def _unknown_result(self, binding: Obj, new: Plan, error: str) -> None:
         """The write's answer was lost (a dropped connection, a client or server timeout): it may have landed.
