@@ -553,15 +553,21 @@ class ClusterFailback:
         await self._write_all([(kind, binding, progress.started_change(cluster, began))
                                for kind, binding in self._listed(cluster, rebalancer)
                                if binding is not None and cluster not in progress.failing_back(binding)
-                               and not _evicting(binding, cluster)])
+                               and not self._held(binding, cluster)])
 
     async def _mark_pending(self, kind: BindingKind, binding: Obj | None, cluster: str, began: datetime | None) -> None:
         """Mark the binding in flight to the cluster since ``began``, if it is pending (loaded: its record names
-        the cluster; no mark yet), ``began`` is a time, and no eviction from the cluster is going on (a task names
-        it: whatever moved the binding, Karmada's scheduler left the cluster out)."""
+        the cluster; no mark yet), ``began`` is a time, and it is not held (:meth:`_held`: an eviction from the
+        cluster going on, or a taint of it not tolerated)."""
         if (binding is not None and began is not None and cluster not in progress.failing_back(binding)
-                and not _evicting(binding, cluster)):
+                and not self._held(binding, cluster)):
             await self._write(kind, binding, progress.started_change(cluster, began))
+
+    def _held(self, binding: Obj, cluster: str) -> bool:
+        """Whether the binding's fail-back to the cluster must wait (:func:`_wait_reason`): whatever moved it, the
+        scheduler left the cluster out, so that move is no fail-back to adopt."""
+        cluster_obj = self.clusters.get(cluster)
+        return _evicting(binding, cluster) if cluster_obj is None else _wait_reason(binding, cluster_obj) is not None
 
     # ------------------------------------------------------------------ writes
 

@@ -730,6 +730,28 @@ async def test_a_move_in_the_round_is_not_adopted_while_karmadas_eviction_goes_o
         assert await listed_names(http) == ["a"]
 
 
+async def test_a_move_in_the_round_is_not_adopted_while_the_cluster_is_cordoned(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """As above, with a cordon for the eviction: a, whose placement does not tolerate member1's cordon, was
+    rescheduled by someone in the round. The scheduler left member1 out, so a restart's adoption must not take that
+    move for a's fail-back (it would finish with a elsewhere and drop the record). a waits for the cordon to go."""
+    await evicted_from_member1(kube, http, ["a"])
+    placement = {"clusterAffinity": {"clusterNames": ["member1", "member2"]}}
+    round_start = now().replace(microsecond=0) - timedelta(seconds=5)
+    await send(http, "PATCH", f"{CLUSTERS}/member1",
+               {"metadata": {"annotations": {ROUND_ANNOTATION: format_time(round_start)}}})
+    await send(http, "PATCH", f"{RB}/a-deployment", {
+        "metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(placement)}},
+        "spec": {"rescheduleTriggeredAt": format_time(round_start)}})
+    await set_health(http, "member1", taints=[{"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}])
+    async with controller(kube, window=QUICK):
+        await holds(lambda: not_in_flight(http, "a"), seconds=3 * WINDOW)
+        await eventually(recorded(http, "a", "member1"))
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "a"), timeout=10)
+        assert await listed_names(http) == ["a"]
+
+
 async def not_in_flight(http: aiohttp.ClientSession, name: str) -> bool:
     return in_flight_of(await get_or_none(http, f"{RB}/{name}-deployment")) == []
 
