@@ -83,28 +83,19 @@ class Lowering:
 
 @dataclass(frozen=True)
 class Attempt:
-    """A lowering sent for one request (a rebalancer's uid and generation) and binding, and the binding's
-    resourceVersion it was sent with: until the workload's result is stored, a retry must find out whether it
-    landed (its answer lost, or the status write failed) rather than lower again on member data that may still
-    count the replicas it released."""
+    """A lowering sent for a binding whose outcome may be a write (it succeeded, or its answer was lost), with the
+    binding's ``metadata.generation`` it was sent against: until the workload's result is stored, a retry must find
+    out whether it landed (the answer lost, or the status write failed) rather than lower again on member data that
+    may still count the replicas it released."""
 
-    resource_version: str
+    generation: int
     lowering: Lowering
 
     def landed(self, binding: Obj) -> bool:
-        """Whether ``binding`` shows this attempt written: a newer version, with each cluster it lowered at most
-        at its new count (the scheduler may since have placed the released replicas elsewhere)."""
-        if objects.resource_version(binding) == self.resource_version:
-            return False
-        now_assigned = {str(c.get("name", "")): int(c.get("replicas", 0))
-                        for c in binding_spec(binding).get("clusters") or []}
-        targets = {str(c.get("name", "")): int(c.get("replicas", 0)) for c in self.lowering.clusters}
-        return all(now_assigned.get(cluster, 0) <= targets.get(cluster, 0) for cluster in self.lowering.moved)
-
-
-def request_id(rebalancer: Obj) -> str:
-    """What identifies one preserve request: the rebalancer's uid and generation."""
-    return f"{objects.uid(rebalancer)}/{objects.generation(rebalancer)}"
+        """Whether ``binding`` was written since: its spec's generation moved on. That is this write, or one after
+        it (the scheduler placing the released replicas); a write of someone else's while this one failed is the
+        one case taken for it (the lowering then reported, not made: never made twice)."""
+        return objects.generation(binding) > self.generation
 
 
 def requested(rebalancer: Obj) -> bool | Refusal:

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+import aiohttp
 import structlog
 from prometheus_client import Counter
 
@@ -74,7 +75,7 @@ RESCHEDULE_TRIGGERED = "RescheduleTriggered"
 PRESERVED = "AvailableReplicasPreserved"
 NOTHING_TO_MOVE = "NothingToMove"
 TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
-MAX_ATTEMPTS = 10_000  # preserve lowerings remembered until their results are stored (WorkloadRebalancerReconciler)
+MAX_SENT = 10_000  # writes remembered until their results are stored (WorkloadRebalancerReconciler.sent)
 CONFLICT_ATTEMPTS = 5  # a preserve write that meets a newer binding decides again on a fresh read, this often
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
@@ -129,6 +130,25 @@ def trigger_time(rebalancer_created: datetime, last_scheduled: datetime | None, 
     return floor + timedelta(seconds=1)
 
 
+def already_triggered(existing: datetime, last_scheduled: datetime | None, created: datetime, trigger: datetime, *,
+                      first_generation: bool, own: str | None) -> bool:
+    """Whether the binding's ``existing`` rescheduleTriggeredAt already answers the rebalancer: nothing to write.
+
+    A trigger at least as new as the one to write (never overwrite it). Otherwise only one at or after the
+    rebalancer's creation can: still pending (the scheduler will reschedule afresh); or this controller's ``own``
+    for this rebalancer (a retry after a lost answer or a failed status write: writing another once the scheduler
+    consumed it would reschedule the workload a second time); or, for a rebalancer never edited, any (Karmada's
+    rule: every workload was in it at its creation). A consumed one of someone else's does not answer a workload
+    added to the rebalancer since: that one gets a trigger of its own (:func:`trigger_time`).
+    """
+    if existing >= trigger:
+        return True
+    if existing < created:
+        return False
+    pending = last_scheduled is None or existing > last_scheduled
+    return pending or first_generation or (own is not None and existing == parse_time(own))
+
+
 def _status_view(status: RebalancerStatus) -> dict[str, Any]:
     return {"observedWorkloads": status.get("observedWorkloads") or [],
             "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
@@ -161,9 +181,11 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
-        self.attempts: OrderedDict[tuple[str, str], preserve.Attempt] = OrderedDict()
-        """(preserve request, binding key) → the lowering sent, until the workload's result is stored
-        (:meth:`_preserve_one`); at most :data:`MAX_ATTEMPTS`, the oldest dropped first."""
+        self.sent: OrderedDict[tuple[str, str], preserve.Attempt | str] = OrderedDict()
+        """(rebalancer uid, binding key) → what this process wrote there for the rebalancer (a trigger, or a preserve
+        lowering), until the workload's result is stored: a retry after a lost answer or a failed status write
+        knows its own write (:meth:`_trigger_one`, :meth:`_preserve_one`). At most :data:`MAX_SENT`, the oldest
+        dropped first."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -179,7 +201,7 @@ class WorkloadRebalancerReconciler:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
             await self._write_status(request.name, status)
-        if self.attempts:
+        if self.sent:
             self._forget_stored(rebalancer, status)
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
         # same results again; recording them before would write each Event twice.
@@ -208,14 +230,12 @@ class WorkloadRebalancerReconciler:
         mode = preserve.requested(rebalancer)
         outcomes: Sequence[Outcome]
         if mode is False:
-            created = parse_time(objects.creation_timestamp(rebalancer))
-            outcomes = await _run_all(workloads, lambda w: self._trigger_one(w, created))
+            outcomes = await _run_all(workloads, lambda w: self._trigger_one(w, rebalancer))
         else:
-            request = preserve.request_id(rebalancer)
-            outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode, request))
+            outcomes = await _run_all(workloads, lambda w: self._preserve_one(w, mode, objects.uid(rebalancer)))
         expired = await self._retries_expired(rebalancer, outcomes)
         if expired:  # a transient refusal about to become final is judged again on a fresh read first
-            outcomes = await self._confirm_fresh(workloads, outcomes, mode, preserve.request_id(rebalancer))
+            outcomes = await self._confirm_fresh(workloads, outcomes, mode, objects.uid(rebalancer))
         for item, outcome in zip(pending, outcomes, strict=True):
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
@@ -269,16 +289,19 @@ class WorkloadRebalancerReconciler:
             binding = await self.client.get(resource, name, namespace)
         return resource, binding
 
-    async def _trigger_one(self, workload: Workload, created: datetime) -> None:
+    async def _trigger_one(self, workload: Workload, rebalancer: Obj) -> None:
         resource, binding = await self._binding(workload)
-        last = binding_status(binding).get("lastScheduledTime")
+        created = parse_time(objects.creation_timestamp(rebalancer))
+        last_text = binding_status(binding).get("lastScheduledTime")
+        last = parse_time(last_text) if last_text else None
         current = now()
-        trigger = trigger_time(created, parse_time(last) if last else None, current)
+        trigger = trigger_time(created, last, current)
         existing = binding_spec(binding).get("rescheduleTriggeredAt")
-        if existing and parse_time(existing) >= created:  # created <= trigger
-            # A trigger at least as new is there: never overwrite it. One at or after the rebalancer's creation
-            # (Karmada's own rule) asked for a fresh schedule since the request, this controller's own on a retry
-            # among them: once the scheduler consumed it, a later one would reschedule the workload a second time.
+        key = (objects.uid(rebalancer), objects.key(binding))
+        own = self.sent.get(key)
+        if existing and already_triggered(parse_time(existing), last, created, trigger,
+                                          first_generation=objects.generation(rebalancer) <= 1,
+                                          own=own if isinstance(own, str) else None):
             return
         if trigger > current:
             # The scheduler stamps lastScheduledTime with its current second: a trigger from the
@@ -288,11 +311,13 @@ class WorkloadRebalancerReconciler:
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
         # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
-        spec = {**binding_spec(binding), "rescheduleTriggeredAt": format_time(trigger)}
+        written = format_time(trigger)
+        spec = {**binding_spec(binding), "rescheduleTriggeredAt": written}
+        self._remember(key, written)  # before the write: its answer may be lost
         await self.client.update_unread(resource, {**binding, "spec": spec})
 
     async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
-                             mode: bool | Refusal, request: str) -> list[Outcome]:
+                             mode: bool | Refusal, rebalancer_uid: str) -> list[Outcome]:
         """``outcomes`` with each transient refusal decided again on a fresh read of its binding.
 
         Called once the retry bound has passed, just before those refusals become ``Failed``: the informer's
@@ -300,60 +325,69 @@ class WorkloadRebalancerReconciler:
         """
         again = [i for i, o in enumerate(outcomes) if isinstance(o, Refusal) and o.transient]
         fresh = await _run_all([workloads[i] for i in again],
-                               lambda w: self._preserve_one(w, mode, request, fresh=True))
+                               lambda w: self._preserve_one(w, mode, rebalancer_uid, fresh=True))
         confirmed = list(outcomes)
         for index, outcome in zip(again, fresh, strict=True):
             confirmed[index] = outcome
         return confirmed
 
-    async def _preserve_one(self, workload: Workload, mode: bool | Refusal, request: str, *,
+    async def _preserve_one(self, workload: Workload, mode: bool | Refusal, rebalancer_uid: str, *,
                             fresh: bool = False) -> Lowering | Refusal:
         """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
 
         A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
         a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
-        the API server from the start. A lowering this process sent for ``request`` whose result is not stored yet
-        (its answer lost, or the status write failed) is done once the binding shows it: never lowered twice.
+        the API server from the start. A lowering this process sent for the rebalancer whose result is not stored
+        yet (its answer lost, or the status write failed) is done once the binding shows it: never lowered twice.
         """
         if isinstance(mode, Refusal):
             return mode
         if self.preserve.estimate is None:
             return preserve.disabled()
         resource, binding = await self._binding(workload, fresh=fresh)
-        key = (request, objects.key(binding))
+        key = (rebalancer_uid, objects.key(binding))
         for attempt in range(CONFLICT_ATTEMPTS):
-            sent = self.attempts.get(key)
-            if sent is not None and sent.landed(binding):
+            sent = self.sent.get(key)
+            if isinstance(sent, preserve.Attempt) and sent.landed(binding):
                 return sent.lowering
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:
-                self._remember(key, preserve.Attempt(objects.resource_version(binding), outcome))
+                sending = preserve.Attempt(objects.generation(binding), outcome)
                 try:
                     await self.client.update_unread(resource, outcome.apply(binding))
-                    return outcome
                 except ApiError as exc:
+                    if exc.status >= 500:  # it may have been stored all the same
+                        self._remember(key, sending)
                     if not exc.is_conflict or attempt == CONFLICT_ATTEMPTS - 1:
                         raise
+                except aiohttp.ClientConnectorError:  # no connection: nothing sent
+                    raise
+                except (aiohttp.ClientError, TimeoutError, OSError):  # the answer lost: it may have landed
+                    self._remember(key, sending)
+                    raise
+                else:
+                    self._remember(key, sending)  # until its result is stored (the status write may fail)
+                    return outcome
             elif attempt or fresh or not isinstance(outcome, Refusal) or outcome.transient:
                 return outcome
             binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
         raise AssertionError("unreachable")
 
-    def _remember(self, key: tuple[str, str], attempt: preserve.Attempt) -> None:
-        self.attempts[key] = attempt
-        self.attempts.move_to_end(key)
-        while len(self.attempts) > MAX_ATTEMPTS:
-            self.attempts.popitem(last=False)
+    def _remember(self, key: tuple[str, str], sent: preserve.Attempt | str) -> None:
+        self.sent[key] = sent
+        self.sent.move_to_end(key)
+        while len(self.sent) > MAX_SENT:
+            self.sent.popitem(last=False)
 
     def _forget_stored(self, rebalancer: Obj, status: RebalancerStatus) -> None:
-        """Drop the attempts of workloads whose results are now stored: nothing retries them any more."""
-        request = preserve.request_id(rebalancer)
+        """Drop what was sent for workloads whose results are now stored: nothing retries them any more."""
+        uid = objects.uid(rebalancer)
         for item in status.get("observedWorkloads") or []:
             if item.get("result") in (SUCCESSFUL, FAILED):
                 workload = item.get("workload") or {}
                 namespace = str(workload.get("namespace") or "")
                 name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
-                self.attempts.pop((request, objects.join_key(namespace, name)), None)
+                self.sent.pop((uid, objects.join_key(namespace, name)), None)
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:
         refused = preserve.refusal(binding, self.preserve.gvks)

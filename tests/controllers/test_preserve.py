@@ -195,6 +195,39 @@ async def test_a_retry_never_lowers_a_binding_twice(manager: Manager, estimator:
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
 
 
+@pytest.mark.parametrize("meanwhile", ["the rebalancer is edited", "the scheduler puts one back on member1"])
+async def test_a_lowering_whose_result_is_not_stored_yet_is_never_made_again(
+        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession, meanwhile: str) -> None:
+    """The lowering lands while the status write keeps failing; meanwhile the rebalancer's spec is edited (a new
+    generation) or the scheduler changes the binding's clusters. The members still count the 2 released replicas
+    as Pending: the retry must recognise its own lowering by the binding's generation, not decide again."""
+    await scheduled_binding(http, "web")
+    await scheduled_binding(http, "api")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    estimator.answers["api"] = {"member1": 0, "member2": 0}
+    failing = server.inject_fault("PATCH", "/workloadrebalancers/edited/status", code=503,
+                                  reason="ServiceUnavailable", times=1_000_000)
+    await create(http, "edited", ["web"])
+    await eventually(lambda: lowered(http, "web"))
+    if meanwhile == "the rebalancer is edited":
+        await send(http, "PATCH", f"{WR}/edited", {"spec": {"workloads": [ref("web"), ref("api")]}})
+        expected = {"member1": 4, "member2": 4}
+    else:
+        await send(http, "PATCH", f"{RB}/web-deployment", {"spec": {"clusters": [{"name": "member1", "replicas": 5},
+                                                                                  {"name": "member2", "replicas": 5}]}})
+        expected = {"member1": 5, "member2": 5}
+    seen = failing.times
+    await eventually(lambda: failing.times <= seen - 2, timeout=15)  # retried since
+    failing.times = 0
+    done = await finished(http, "edited")
+    assert ("web", "Successful", "") in observed(done)
+    assert assigned(await binding(http, "web")) == expected
+
+
+async def lowered(http: aiohttp.ClientSession, name: str) -> bool:
+    return assigned(await binding(http, name))["member1"] < 6
+
+
 async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
     """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
     async with control_plane(member_count=2, slim=True) as plane:  # as controllers/app.py reaches them

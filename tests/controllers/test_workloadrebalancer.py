@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -22,7 +22,7 @@ from controller_manager.client import KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
-from controllers.workloadrebalancer import summary_message, trigger_time
+from controllers.workloadrebalancer import already_triggered, summary_message, trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from kube_api.timeutil import format_time, now, parse_time
@@ -282,6 +282,24 @@ async def test_a_retry_after_the_scheduler_ran_does_not_trigger_a_second_resched
     assert await triggered()
 
 
+async def test_a_workload_added_later_gets_a_trigger_of_its_own(manager: Manager,
+                                                                 http: aiohttp.ClientSession) -> None:
+    """late's binding was triggered and scheduled after the rebalancer's creation (by someone else), then added to
+    the rebalancer: that consumed trigger is no answer to the request, so late gets a new one, still pending."""
+    await make_binding(http, "Deployment", "early")
+    wr = await create_rebalancer(http, "grows", [deploy_ref("early")])
+    await finished(http, "grows")
+    since = format_time(parse_time(wr["metadata"]["creationTimestamp"]) + timedelta(seconds=1))
+    await make_binding(http, "Deployment", "late", triggered=since, scheduled=since)
+    async with http.patch(f"{WR}/grows", json={"spec": {"workloads": [deploy_ref("early"), deploy_ref("late")]}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    assert ("late", "Successful", "") in observed(await finished(http, "grows"))
+    late = await get_or_none(http, RB.format(ns="default") + "/late-deployment")
+    assert late is not None
+    assert parse_time(late["spec"]["rescheduleTriggeredAt"]) > parse_time(late["status"]["lastScheduledTime"])
+
+
 class LaggingRebalancerWatch(KubeClient):
     """The rebalancers' watch delivers each rebalancer's creation, then holds back every later event until
     ``caught_up`` is set: an informer behind the controller's own status writes, for as long as a test needs.
@@ -509,6 +527,23 @@ async def test_retrying_rebalancer_is_never_deleted(manager: Manager, server: Ap
 
 
 # ----------------------------------------------------------------------------- trigger rule
+
+
+def test_already_triggered_rule() -> None:
+    created = parse_time("2024-05-25T09:50:10Z")
+    later, much_later = created + timedelta(seconds=2), created + timedelta(seconds=9)
+
+    def rule(existing: datetime, last: datetime | None, *, first: bool = False, own: str | None = None) -> bool:
+        return already_triggered(existing, last, created, trigger_time(created, last, much_later),
+                                 first_generation=first, own=own)
+
+    assert not rule(created - timedelta(hours=1), created - timedelta(hours=1))  # an older one: write ours
+    assert rule(later, created - timedelta(hours=1))  # newer than ours and pending
+    assert rule(later, created)  # since the creation, not consumed yet: a fresh schedule is coming
+    assert rule(later, later, first=True)  # consumed, generation 1: Karmada's rule
+    assert not rule(later, later)  # consumed, someone else's, the workload added since: one of its own
+    assert rule(later, later, own=format_time(later))  # consumed, but ours: a retry must not write a second
+    assert rule(created, None)  # never scheduled: the first schedule is fresh
 
 
 def test_trigger_time_rule() -> None:
