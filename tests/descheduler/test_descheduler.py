@@ -107,6 +107,16 @@ async def stop_informers() -> None:
     plane_tasks.clear()
 
 
+@contextlib.asynccontextmanager
+async def descheduler_plane(*args: Any, **options: Any) -> AsyncIterator[Plane]:
+    """:func:`control_plane`, and the informers the test started (:func:`descheduler_for`) stopped at its end."""
+    async with control_plane(*args, **options) as plane:
+        try:
+            yield plane
+        finally:
+            await stop_informers()
+
+
 async def binding_clusters(plane: Plane) -> dict[str, int]:
     binding = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
     return {c["name"]: c.get("replicas", 0) for c in binding["spec"]["clusters"]}
@@ -123,71 +133,56 @@ async def cycle_until_synced(descheduler: Descheduler, bindings: SharedInformer,
 
 
 async def test_seed_example_lowers_member1_by_one_and_records_events() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-            descheduler, bindings = await descheduler_for(plane)
-            outcomes = await cycle_until_synced(descheduler, bindings, plane)
-            assert [o.binding for o in outcomes] == ["default/nginx-deployment"]
-            assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
-            await descheduler.events.flush()
-            events = (await plane.host_client.list(EVENTS, "default"))["items"]
-            messages = {(e["involvedObject"]["kind"], e["reason"], e["message"]) for e in events}
-            message = ("Binding has been descheduled, 1 replica(s) in cluster(member1), "
-                       "1 total descheduled replica(s)")
-            assert ("ResourceBinding", "DescheduleBindingSucceed", message) in messages
-            assert ("Deployment", "DescheduleBindingSucceed", message) in messages
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        descheduler, bindings = await descheduler_for(plane)
+        outcomes = await cycle_until_synced(descheduler, bindings, plane)
+        assert [o.binding for o in outcomes] == ["default/nginx-deployment"]
+        assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
+        await descheduler.events.flush()
+        events = (await plane.host_client.list(EVENTS, "default"))["items"]
+        messages = {(e["involvedObject"]["kind"], e["reason"], e["message"]) for e in events}
+        message = ("Binding has been descheduled, 1 replica(s) in cluster(member1), "
+                   "1 total descheduled replica(s)")
+        assert ("ResourceBinding", "DescheduleBindingSucceed", message) in messages
+        assert ("Deployment", "DescheduleBindingSucceed", message) in messages
 
 
 async def test_threshold_is_respected() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=1))
-            descheduler, bindings = await descheduler_for(plane, threshold=300.0)
-            assert await cycle_until_synced(descheduler, bindings, plane) == []
-            assert await binding_clusters(plane) == {"member1": 1, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=1))
+        descheduler, bindings = await descheduler_for(plane, threshold=300.0)
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        assert await binding_clusters(plane) == {"member1": 1, "member2": 1, "member3": 1}
 
 
 async def test_static_weights_are_not_descheduled() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10), placement=STATIC)
-            descheduler, bindings = await descheduler_for(plane)
-            assert await cycle_until_synced(descheduler, bindings, plane) == []
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10), placement=STATIC)
+        descheduler, bindings = await descheduler_for(plane)
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
 
 
 async def test_never_below_ready_replicas() -> None:
-    async with control_plane() as plane:
-        try:
-            # member1: 3 assigned, all 3 pods stuck, but the binding reports 2 ready → target 2, not 0.
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10),
-                             clusters={"member1": 3, "member2": 1, "member3": 1},
-                             ready={"member1": 2, "member2": 1, "member3": 1})
-            descheduler, bindings = await descheduler_for(plane)
-            await cycle_until_synced(descheduler, bindings, plane)
-            assert await binding_clusters(plane) == {"member1": 2, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        # member1: 3 assigned, all 3 pods stuck, but the binding reports 2 ready → target 2, not 0.
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                         clusters={"member1": 3, "member2": 1, "member3": 1},
+                         ready={"member1": 2, "member2": 1, "member3": 1})
+        descheduler, bindings = await descheduler_for(plane)
+        await cycle_until_synced(descheduler, bindings, plane)
+        assert await binding_clusters(plane) == {"member1": 2, "member2": 1, "member3": 1}
 
 
 async def test_an_unreachable_member_does_not_stop_the_others() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10), ready={"member1": 0, "member2": 1,
-                                                                            "member3": 0})
-            descheduler, bindings = await descheduler_for(plane)
-            await plane.wait_synced("member1", "member2", "member3")
-            await plane.members["member3"].stop()  # member3 reports 0 ready and cannot be asked
-            outcomes = await cycle_until_synced_partial(descheduler, bindings)
-            assert outcomes and await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10), ready={"member1": 0, "member2": 1,
+                                                                        "member3": 0})
+        descheduler, bindings = await descheduler_for(plane)
+        await plane.wait_synced("member1", "member2", "member3")
+        await plane.members["member3"].stop()  # member3 reports 0 ready and cannot be asked
+        outcomes = await cycle_until_synced_partial(descheduler, bindings)
+        assert outcomes and await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
 
 
 async def cycle_until_synced_partial(descheduler: Descheduler, bindings: SharedInformer) -> list[Any]:
@@ -199,17 +194,14 @@ async def cycle_until_synced_partial(descheduler: Descheduler, bindings: SharedI
 
 
 async def test_dry_run_writes_nothing() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-            before = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
-            descheduler, bindings = await descheduler_for(plane, dry_run=True)
-            outcomes = await cycle_until_synced(descheduler, bindings, plane)
-            assert [o.written for o in outcomes] == [False]
-            after = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
-            assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        before = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
+        descheduler, bindings = await descheduler_for(plane, dry_run=True)
+        outcomes = await cycle_until_synced(descheduler, bindings, plane)
+        assert [o.written for o in outcomes] == [False]
+        after = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 class DroppedUpdates(KubeClient):
@@ -249,61 +241,52 @@ async def test_a_write_whose_answer_is_lost_counts_as_made_and_the_cycle_goes_on
     """A lost answer says nothing of the write (here it did not land): the cycle ends normally, a Warning says the
     result is unknown, and the cool-down holds the cluster as after a write, so the next cycle, whose member data
     may still count the released replicas, takes nothing there (had it landed, taking them again would double)."""
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10),
-                             clusters={"member1": 2, "member2": 1, "member3": 1})
-            descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
-            if fault == "dropped connection":
-                descheduler.client = DroppedUpdates(plane.host_client)
-            else:
-                plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=504, reason="Timeout")
-            unchanged = {"member1": 2, "member2": 1, "member3": 1}
-            assert await cycle_until_synced(descheduler, bindings, plane) == []
-            assert await binding_clusters(plane) == unchanged
-            [warning] = await warnings_on_binding(descheduler, plane)
-            assert warning.startswith("result unknown, the answer to the update was lost")
-            assert await descheduler.cycle() == []  # member1 cools down: the write may have landed
-            assert await binding_clusters(plane) == unchanged
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                         clusters={"member1": 2, "member2": 1, "member3": 1})
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        if fault == "dropped connection":
+            descheduler.client = DroppedUpdates(plane.host_client)
+        else:
+            plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=504, reason="Timeout")
+        unchanged = {"member1": 2, "member2": 1, "member3": 1}
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        assert await binding_clusters(plane) == unchanged
+        [warning] = await warnings_on_binding(descheduler, plane)
+        assert warning.startswith("result unknown, the answer to the update was lost")
+        assert await descheduler.cycle() == []  # member1 cools down: the write may have landed
+        assert await binding_clusters(plane) == unchanged
 
 
 async def test_a_refused_connection_is_a_plain_failure_retried_by_the_next_cycle() -> None:
     """Nothing was sent, so nothing can have landed: no cool-down, and the next cycle takes the replicas."""
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-            descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
-            refused = RefusedUpdates(plane.host_client)
-            descheduler.client = refused
-            assert await cycle_until_synced(descheduler, bindings, plane) == []
-            [warning] = await warnings_on_binding(descheduler, plane)
-            assert "result unknown" not in warning
-            assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
-            assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        refused = RefusedUpdates(plane.host_client)
+        descheduler.client = refused
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        [warning] = await warnings_on_binding(descheduler, plane)
+        assert "result unknown" not in warning
+        assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
+        assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
 
 
 async def test_a_binding_that_fails_unexpectedly_is_retried_by_the_next_cycle() -> None:
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10))
-            descheduler, bindings = await descheduler_for(plane)
-            estimate, failures = descheduler.estimate, [RuntimeError("a bug in one binding's path")]
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        descheduler, bindings = await descheduler_for(plane)
+        estimate, failures = descheduler.estimate, [RuntimeError("a bug in one binding's path")]
 
-            async def failing_once(*args: Any) -> dict[str, int]:
-                if failures:
-                    raise failures.pop()
-                return await estimate(*args)
+        async def failing_once(*args: Any) -> dict[str, int]:
+            if failures:
+                raise failures.pop()
+            return await estimate(*args)
 
-            descheduler.estimate = failing_once
-            assert await cycle_until_synced(descheduler, bindings, plane) == []  # no exception out of the cycle
-            assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
-            assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+        descheduler.estimate = failing_once
+        assert await cycle_until_synced(descheduler, bindings, plane) == []  # no exception out of the cycle
+        assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
+        assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
 
 
 def held_back(reason: str) -> float:
@@ -314,43 +297,40 @@ async def test_a_cycle_budget_moves_exactly_the_budget_and_later_cycles_finish()
     """member1's 5 replicas are all stuck, the budget is 2 per cycle: 2, 2, then the last one. The member
     follows each lowered assignment (its ReplicaSet removes the pending pods), and the cool-down (on, as by
     default) lets the held-back replicas through without waiting for it."""
-    async with control_plane() as plane:
-        try:
-            await seed_nginx(plane, stuck_for=timedelta(minutes=10),
-                             clusters={"member1": 5, "member2": 1, "member3": 1})
-            descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240),
-                                                          budget=CycleBudget(per_cycle=2))
-            member1 = plane.clients["member1"]
-            threshold = timedelta(minutes=5)
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                         clusters={"member1": 5, "member2": 1, "member3": 1})
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240),
+                                                      budget=CycleBudget(per_cycle=2))
+        member1 = plane.clients["member1"]
+        threshold = timedelta(minutes=5)
+        held = held_back(CYCLE_BUDGET)
+        for moved, assigned, left in ((2, 3, 3), (2, 1, 1), (1, 0, 0)):
+            outcomes = await cycle_until_synced(descheduler, bindings, plane)
+            assert [(o.binding, o.plan.total) for o in outcomes] == [("default/nginx-deployment", moved)]
+            assert await binding_clusters(plane) == {"member1": assigned, "member2": 1, "member3": 1}
+            assert held_back(CYCLE_BUDGET) - held == left
             held = held_back(CYCLE_BUDGET)
-            for moved, assigned, left in ((2, 3, 3), (2, 1, 1), (1, 0, 0)):
-                outcomes = await cycle_until_synced(descheduler, bindings, plane)
-                assert [(o.binding, o.plan.total) for o in outcomes] == [("default/nginx-deployment", moved)]
-                assert await binding_clusters(plane) == {"member1": assigned, "member2": 1, "member3": 1}
-                assert held_back(CYCLE_BUDGET) - held == left
-                held = held_back(CYCLE_BUDGET)
-                for i in range(assigned, assigned + moved):  # the member's ReplicaSet follows the assignment
-                    await member1.delete(PODS, f"nginx-{i}", "default")
+            for i in range(assigned, assigned + moved):  # the member's ReplicaSet follows the assignment
+                await member1.delete(PODS, f"nginx-{i}", "default")
 
-                async def observed(count: int = left) -> bool:
-                    answer = await descheduler.estimate(["member1"], dict(NGINX), threshold)
-                    return answer == {"member1": count}
+            async def observed(count: int = left) -> bool:
+                answer = await descheduler.estimate(["member1"], dict(NGINX), threshold)
+                return answer == {"member1": count}
 
-                await eventually(observed, what=f"the estimator seeing {left} stuck pods")
+            await eventually(observed, what=f"the estimator seeing {left} stuck pods")
 
-                def cached(replicas: int = assigned) -> bool:
-                    binding = bindings.store.get("default/nginx-deployment")
-                    return binding is not None and binding["spec"]["clusters"][0]["replicas"] == replicas
+            def cached(replicas: int = assigned) -> bool:
+                binding = bindings.store.get("default/nginx-deployment")
+                return binding is not None and binding["spec"]["clusters"][0]["replicas"] == replicas
 
-                await eventually(cached, what="the informer seeing the lowered assignment")
-            assert await descheduler.cycle() == []
-            await descheduler.events.flush()
-            events = (await plane.host_client.list(EVENTS, "default"))["items"]
-            totals = {e["message"].rsplit(", ", 1)[1]: e.get("count", 1) for e in events
-                      if e["involvedObject"]["kind"] == "ResourceBinding"}  # the same message twice: count 2
-            assert totals == {"2 total descheduled replica(s)": 2, "1 total descheduled replica(s)": 1}
-        finally:
-            await stop_informers()
+            await eventually(cached, what="the informer seeing the lowered assignment")
+        assert await descheduler.cycle() == []
+        await descheduler.events.flush()
+        events = (await plane.host_client.list(EVENTS, "default"))["items"]
+        totals = {e["message"].rsplit(", ", 1)[1]: e.get("count", 1) for e in events
+                  if e["involvedObject"]["kind"] == "ResourceBinding"}  # the same message twice: count 2
+        assert totals == {"2 total descheduled replica(s)": 2, "1 total descheduled replica(s)": 1}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -396,34 +376,31 @@ async def add_statefulset(member: KubeClient, name: str, replicas: int) -> dict[
 
 
 async def test_a_statefulsets_stuck_replicas_are_moved() -> None:
-    async with control_plane() as plane:
-        try:
-            now = datetime.now(UTC)
-            layout = {"member1": 3, "member2": 1, "member3": 1}
-            for name, replicas in layout.items():
-                member = plane.clients[name]
-                await add_node(member, "node-a")
-                sts = await add_statefulset(member, "db", replicas)
-                for i in range(replicas):
-                    stuck = name == "member1" and i > 0  # member1: db-0 runs, db-1 and db-2 are stuck
-                    await add_pod(member, f"db-{i}", sts, app="db", owner_kind="StatefulSet",
-                                  node="" if stuck else "node-a",
-                                  unschedulable_since=now - timedelta(minutes=10) if stuck else None)
-            # a pod of the same labels owned by something else is not the StatefulSet's
-            await add_pod(plane.clients["member2"], "db-stray", None, app="db",
-                          unschedulable_since=now - timedelta(minutes=10))
-            # StatefulSet statuses as reflected: readyReplicas (omitted when 0)
-            await create_binding(plane, "db-statefulset", {"apiVersion": "apps/v1", "kind": "StatefulSet",
-                                                           "namespace": "default", "name": "db"}, layout,
-                                 {"member1": {"replicas": 3, "readyReplicas": 1}, "member2": {"replicas": 1},
-                                  "member3": {"replicas": 1, "readyReplicas": 1}})
-            descheduler, bindings = await descheduler_for(plane)
-            await plane.wait_synced(*layout)
-            outcomes = await cycle_when_cached(descheduler, bindings, "default/db-statefulset")
-            assert [(o.binding, o.plan.descheduled) for o in outcomes] == [("default/db-statefulset", {"member1": 2})]
-            assert await clusters_of(plane, "db-statefulset") == {"member1": 1, "member2": 1, "member3": 1}
-        finally:
-            await stop_informers()
+    async with descheduler_plane() as plane:
+        now = datetime.now(UTC)
+        layout = {"member1": 3, "member2": 1, "member3": 1}
+        for name, replicas in layout.items():
+            member = plane.clients[name]
+            await add_node(member, "node-a")
+            sts = await add_statefulset(member, "db", replicas)
+            for i in range(replicas):
+                stuck = name == "member1" and i > 0  # member1: db-0 runs, db-1 and db-2 are stuck
+                await add_pod(member, f"db-{i}", sts, app="db", owner_kind="StatefulSet",
+                              node="" if stuck else "node-a",
+                              unschedulable_since=now - timedelta(minutes=10) if stuck else None)
+        # a pod of the same labels owned by something else is not the StatefulSet's
+        await add_pod(plane.clients["member2"], "db-stray", None, app="db",
+                      unschedulable_since=now - timedelta(minutes=10))
+        # StatefulSet statuses as reflected: readyReplicas (omitted when 0)
+        await create_binding(plane, "db-statefulset", {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                                                       "namespace": "default", "name": "db"}, layout,
+                             {"member1": {"replicas": 3, "readyReplicas": 1}, "member2": {"replicas": 1},
+                              "member3": {"replicas": 1, "readyReplicas": 1}})
+        descheduler, bindings = await descheduler_for(plane)
+        await plane.wait_synced(*layout)
+        outcomes = await cycle_when_cached(descheduler, bindings, "default/db-statefulset")
+        assert [(o.binding, o.plan.descheduled) for o in outcomes] == [("default/db-statefulset", {"member1": 2})]
+        assert await clusters_of(plane, "db-statefulset") == {"member1": 1, "member2": 1, "member3": 1}
 
 
 async def add_flink_crd(member: KubeClient) -> None:
@@ -482,20 +459,17 @@ async def test_a_declared_custom_kinds_stuck_replicas_are_moved(tmp_path: Path) 
     path = tmp_path / "selectors.yaml"
     path.write_text(FLINK_SELECTORS)
     kinds = WorkloadKinds(load_pod_selectors(path))
-    async with control_plane(2, workloads=kinds.member_resources()) as plane:
-        try:
-            await seed_flink(plane)
-            descheduler, bindings = await descheduler_for(plane, kinds=kinds)
-            await plane.wait_synced("member1", "member2")
+    async with descheduler_plane(2, workloads=kinds.member_resources()) as plane:
+        await seed_flink(plane)
+        descheduler, bindings = await descheduler_for(plane, kinds=kinds)
+        await plane.wait_synced("member1", "member2")
 
-            async def moved() -> bool:  # the members' FlinkDeployment informers start listing once served
-                await cycle_when_cached(descheduler, bindings, "default/job-flinkdeployment")
-                return (await clusters_of(plane, "job-flinkdeployment")) == FLINK_MOVED
+        async def moved() -> bool:  # the members' FlinkDeployment informers start listing once served
+            await cycle_when_cached(descheduler, bindings, "default/job-flinkdeployment")
+            return (await clusters_of(plane, "job-flinkdeployment")) == FLINK_MOVED
 
-            await eventually(moved, timeout=20)
-            assert await clusters_of(plane, "nginx-deployment") == {"member1": 1, "member2": 1}
-        finally:
-            await stop_informers()
+        await eventually(moved, timeout=20)
+        assert await clusters_of(plane, "nginx-deployment") == {"member1": 1, "member2": 1}
 
 
 def unsupported_gauge(api_version: str, kind: str) -> float | None:
@@ -503,25 +477,22 @@ def unsupported_gauge(api_version: str, kind: str) -> float | None:
 
 
 async def test_an_unsupported_kind_is_skipped_logged_and_counted(capsys: pytest.CaptureFixture[str]) -> None:
-    async with control_plane(1) as plane:
-        try:
-            clone_set = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "namespace": "default",
-                         "name": "cs"}
-            await create_binding(plane, "cs-cloneset", clone_set, {"member1": 2}, {"member1": {}})
-            descheduler, bindings = await descheduler_for(plane)
-            assert await cycle_when_cached(descheduler, bindings, "default/cs-cloneset") == []
-            assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 1.0
-            assert await clusters_of(plane, "cs-cloneset") == {"member1": 2}
-            assert await descheduler.cycle() == []
-            logged = capsys.readouterr().out
-            assert logged.count("workload skipped: its kind is not supported") == 1  # once per binding
-            assert "declare it in --unschedulable-pod-selectors" in logged
-            await plane.host_client.delete(RESOURCE_BINDINGS, "cs-cloneset", "default")
-            await eventually(lambda: "default/cs-cloneset" not in bindings.store)
-            await descheduler.cycle()
-            assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 0.0
-        finally:
-            await stop_informers()
+    async with descheduler_plane(1) as plane:
+        clone_set = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "namespace": "default",
+                     "name": "cs"}
+        await create_binding(plane, "cs-cloneset", clone_set, {"member1": 2}, {"member1": {}})
+        descheduler, bindings = await descheduler_for(plane)
+        assert await cycle_when_cached(descheduler, bindings, "default/cs-cloneset") == []
+        assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 1.0
+        assert await clusters_of(plane, "cs-cloneset") == {"member1": 2}
+        assert await descheduler.cycle() == []
+        logged = capsys.readouterr().out
+        assert logged.count("workload skipped: its kind is not supported") == 1  # once per binding
+        assert "declare it in --unschedulable-pod-selectors" in logged
+        await plane.host_client.delete(RESOURCE_BINDINGS, "cs-cloneset", "default")
+        await eventually(lambda: "default/cs-cloneset" not in bindings.store)
+        await descheduler.cycle()
+        assert unsupported_gauge("apps.kruise.io/v1alpha1", "CloneSet") == 0.0
 
 
 async def test_an_unusable_selectors_file_stops_the_process_with_exit_2(tmp_path: Path) -> None:
