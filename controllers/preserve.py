@@ -24,7 +24,7 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from estimator.eligibility import filter_bindings
 from estimator.podselectors import BUILTIN_KINDS
-from karmada_api.bindings import SCHEDULED_CONDITION, clusters_with_status, ready_replicas
+from karmada_api.bindings import SCHEDULED_CONDITION, clusters_with_status, ready_replicas, spec_update
 from karmada_api.placement import (
     PlacementError,
     applied_placement,
@@ -76,9 +76,9 @@ class Lowering:
     moved: dict[str, int] = field(default_factory=dict)
 
     def apply(self, binding: Obj) -> dict[str, Any]:
-        """``binding`` with the new ``spec.clusters``, nothing else changed (its resourceVersion included: the
-        update is conditional). Shallow: the cached object is shared and read-only."""
-        return {**binding, "spec": {**binding_spec(binding), "clusters": self.clusters}}
+        """The update of ``binding`` to the new ``spec.clusters``, nothing else changed (its resourceVersion
+        included: the update is conditional; :func:`spec_update`)."""
+        return spec_update(binding, {**binding_spec(binding), "clusters": self.clusters})
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
+from karmada_api.bindings import spec_update
 from karmada_api.names import binding_name
 from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
@@ -310,11 +311,10 @@ class WorkloadRebalancerReconciler:
             if delay > MAX_TRIGGER_WAIT:  # lastScheduledTime ahead of our clock: look again later
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
-        # Only spec changes: a shallow copy with a new spec leaves the (shared, read-only) cached object alone.
         written = format_time(trigger)
-        spec = {**binding_spec(binding), "rescheduleTriggeredAt": written}
         self._remember(key, written)  # before the write: its answer may be lost
-        await self.client.update_unread(resource, {**binding, "spec": spec})
+        await self.client.update_unread(resource, spec_update(binding, {**binding_spec(binding),
+                                                                        "rescheduleTriggeredAt": written}))
 
     async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
                              mode: bool | Refusal, rebalancer_uid: str) -> list[Outcome]:

@@ -36,7 +36,7 @@ import structlog
 from controller_manager import objects
 from controller_manager.objects import MutableObj, Obj
 from estimator.merge import UNAUTHENTIC, combine_unschedulable_replicas
-from karmada_api.bindings import ready_replicas
+from karmada_api.bindings import ready_replicas, spec_update
 
 from .budget import Budget
 
@@ -210,11 +210,9 @@ class Plan:
     held_by_cluster: dict[str, int] = field(default_factory=dict)
 
     def apply(self, binding: Obj) -> MutableObj:
-        """A deep copy of ``binding`` with the new ``spec.clusters``; everything else (``spec.replicas``,
-        ``metadata.resourceVersion`` for the conditional PUT, status) is left as it was."""
-        updated = objects.deep_copy(binding)
-        updated.setdefault("spec", {})["clusters"] = copy.deepcopy(self.clusters)
-        return updated
+        """The update of ``binding`` to the new ``spec.clusters``; everything else (``spec.replicas``,
+        ``metadata.resourceVersion`` for the conditional PUT) as it was (:func:`spec_update`)."""
+        return spec_update(binding, {**objects.spec(binding), "clusters": copy.deepcopy(self.clusters)})
 
 
 def plan(binding: Obj, rows: list[Row], cool_down: CoolDown | None = None,

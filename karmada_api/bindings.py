@@ -9,8 +9,9 @@ controller's finalizer and the names of the controllers that handle it. :data:`R
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from controller_manager import objects
 from controller_manager.client import Resource
@@ -106,6 +107,15 @@ def work_index(label: str) -> Callable[[Obj], list[str]]:
         return [value] if value else []
 
     return index
+
+
+def spec_update(binding: Obj, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The body of a PUT that changes ``binding``'s spec to ``spec``: its metadata as read (the resourceVersion
+    makes the update conditional), without its status. Both binding kinds have the status subresource, so the API
+    server keeps the stored status whatever a PUT of the object says: sending it only costs encoding it here and
+    decoding it there (a settled binding's status is about as large as the rest of it). Shallow: nothing of the
+    (shared, read-only) cached ``binding`` is changed."""
+    return {**{key: value for key, value in binding.items() if key != "status"}, "spec": spec}
 
 
 def binding_cluster_names(spec: BindingSpec) -> list[str]:
