@@ -147,7 +147,7 @@ def already_triggered(existing: datetime, last_scheduled: datetime | None, creat
     if existing < created:
         return False
     pending = last_scheduled is None or existing > last_scheduled
-    return pending or first_generation or (own is not None and existing == parse_time(own))
+    return pending or first_generation or (own is not None and existing >= parse_time(own))
 
 
 def _status_view(status: RebalancerStatus) -> dict[str, Any]:
@@ -312,7 +312,8 @@ class WorkloadRebalancerReconciler:
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
         written = format_time(trigger)
-        self._remember(key, written)  # before the write: its answer may be lost
+        if not isinstance(own, str):  # the first one sent is kept: a later one may be a retry's that met a 409
+            self._remember(key, written)  # before the write: its answer may be lost
         await self.client.update_unread(resource, spec_update(binding, {**binding_spec(binding),
                                                                         "rescheduleTriggeredAt": written}))
 

@@ -567,7 +567,9 @@ class ClusterFailback:
         """Whether the binding's fail-back to the cluster must wait (:func:`_wait_reason`): whatever moved it, the
         scheduler left the cluster out, so that move is no fail-back to adopt."""
         cluster_obj = self.clusters.get(cluster)
-        return _evicting(binding, cluster) if cluster_obj is None else _wait_reason(binding, cluster_obj) is not None
+        if cluster_obj is None or cluster in binding_cluster_names(binding_spec(binding)):
+            return _evicting(binding, cluster)  # back on it already: a taint added since did not hold that move
+        return _wait_reason(binding, cluster_obj) is not None
 
     # ------------------------------------------------------------------ writes
 

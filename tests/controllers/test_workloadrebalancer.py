@@ -543,6 +543,8 @@ def test_already_triggered_rule() -> None:
     assert rule(later, later, first=True)  # consumed, generation 1: Karmada's rule
     assert not rule(later, later)  # consumed, someone else's, the workload added since: one of its own
     assert rule(later, later, own=format_time(later))  # consumed, but ours: a retry must not write a second
+    newer = later + timedelta(seconds=3)
+    assert rule(newer, newer, own=format_time(later))  # consumed, newer than ours: ours was answered as well
     assert rule(created, None)  # never scheduled: the first schedule is fresh
 
 
