@@ -281,11 +281,10 @@ class WorkloadRebalancerReconciler:
     async def _binding(self, workload: Workload, *, fresh: bool = False) -> tuple[Resource, Obj]:
         """The workload's binding, from the cache, else (or ``fresh``) from the API server (an ApiError 404 when
         missing)."""
-        namespace = workload.get("namespace") or ""
-        name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+        namespace, name = _binding_of(workload)
         resource: Resource = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
         cache = self.bindings if namespace else self.cluster_bindings
-        binding = None if fresh else cache.get(f"{namespace}/{name}" if namespace else name)
+        binding = None if fresh else cache.get(objects.join_key(namespace, name))
         if binding is None:  # not cached (yet): ask the API server before declaring it missing
             binding = await self.client.get(resource, name, namespace)
         return resource, binding
@@ -385,10 +384,7 @@ class WorkloadRebalancerReconciler:
         uid = objects.uid(rebalancer)
         for item in status.get("observedWorkloads") or []:
             if item.get("result") in (SUCCESSFUL, FAILED):
-                workload = item.get("workload") or {}
-                namespace = str(workload.get("namespace") or "")
-                name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
-                self.sent.pop((uid, objects.join_key(namespace, name)), None)
+                self.sent.pop((uid, objects.join_key(*_binding_of(item.get("workload") or {}))), None)
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:
         refused = preserve.refusal(binding, self.preserve.gvks)
@@ -472,10 +468,15 @@ def _log_retry(rebalancer: Obj, workload: Workload, outcome: ApiError | Refusal)
            workload=_describe(workload), error=outcome.message, status=outcome.status)
 
 
+def _binding_of(workload: Workload) -> tuple[str, str]:
+    """The namespace ("" for a ClusterResourceBinding) and name of the workload's binding."""
+    return (str(workload.get("namespace") or ""),
+            binding_name(str(workload.get("kind", "")), str(workload.get("name", ""))))
+
+
 def _missing_binding(workload: Workload) -> str:
     """The Event's text for a workload without a binding: which binding was looked for, and what to check."""
-    namespace = str(workload.get("namespace") or "")
-    name = binding_name(str(workload.get("kind", "")), str(workload.get("name", "")))
+    namespace, name = _binding_of(workload)
     kind = "ResourceBinding" if namespace else "ClusterResourceBinding"
     return (f"its binding was not found ({kind} {objects.join_key(namespace, name)}): check the workload's kind, "
             "name and namespace, and that a propagation policy propagates it")
