@@ -81,23 +81,6 @@ class Lowering:
         return spec_update(binding, {**binding_spec(binding), "clusters": self.clusters})
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """A lowering sent for a binding whose outcome may be a write (it succeeded, or its answer was lost), with the
-    binding's ``metadata.generation`` it was sent against: until the workload's result is stored, a retry must find
-    out whether it landed (the answer lost, or the status write failed) rather than lower again on member data that
-    may still count the replicas it released."""
-
-    generation: int
-    lowering: Lowering
-
-    def landed(self, binding: Obj) -> bool:
-        """Whether ``binding`` was written since: its spec's generation moved on. That is this write, or one after
-        it (the scheduler placing the released replicas); a write of someone else's while this one failed is the
-        one case taken for it (the lowering then reported, not made: never made twice)."""
-        return objects.generation(binding) > self.generation
-
-
 def requested(rebalancer: Obj) -> bool | Refusal:
     """Whether the rebalancer asks for preserve mode (:func:`preserve_requested`: the field or our annotation).
 

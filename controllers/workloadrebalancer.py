@@ -20,18 +20,18 @@ Beyond Karmada (docs/compatibility.md):
   ``workload_rebalancer_workloads_total{result}`` counter;
 - preserve mode (karmada-io/karmada#7662, :mod:`controllers.preserve`): a rebalancer that asks for it
   lowers each binding's ``spec.clusters`` by the replicas confirmed unschedulable instead of triggering
-  a fresh reschedule, and fails closed whenever that cannot be judged.
+  a fresh reschedule, and fails closed whenever that cannot be judged;
+- each binding write carries a mark naming the rebalancer (:mod:`controllers.writemark`), so a retry, even
+  after a restart, knows its own write and never reschedules (or lowers) a workload twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-import aiohttp
 import structlog
 from prometheus_client import Counter
 
@@ -63,7 +63,7 @@ from karmada_api.shapes import (
 from kube_api.timeutil import format_time, now, parse_time
 from sharedcli.flagtypes import format_duration
 
-from . import preserve
+from . import preserve, writemark
 from .preserve import Lowering, PreserveOptions, Refusal
 
 log = structlog.get_logger(__name__)
@@ -76,7 +76,6 @@ RESCHEDULE_TRIGGERED = "RescheduleTriggered"
 PRESERVED = "AvailableReplicasPreserved"
 NOTHING_TO_MOVE = "NothingToMove"
 TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
-MAX_SENT = 10_000  # writes remembered until their results are stored (WorkloadRebalancerReconciler.sent)
 CONFLICT_ATTEMPTS = 5  # a preserve write that meets a newer binding decides again on a fresh read, this often
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
@@ -136,11 +135,12 @@ def already_triggered(existing: datetime, last_scheduled: datetime | None, creat
     """Whether the binding's ``existing`` rescheduleTriggeredAt already answers the rebalancer: nothing to write.
 
     A trigger at least as new as the one to write (never overwrite it). Otherwise only one at or after the
-    rebalancer's creation can: still pending (the scheduler will reschedule afresh); or this controller's ``own``
-    for this rebalancer (a retry after a lost answer or a failed status write: writing another once the scheduler
-    consumed it would reschedule the workload a second time); or, for a rebalancer never edited, any (Karmada's
-    rule: every workload was in it at its creation). A consumed one of someone else's does not answer a workload
-    added to the rebalancer since: that one gets a trigger of its own (:func:`trigger_time`).
+    rebalancer's creation can: still pending (the scheduler will reschedule afresh); or the one this controller
+    wrote for this rebalancer, ``own`` (:mod:`controllers.writemark`; a retry after a lost answer, a failed status
+    write or a restart: writing another once the scheduler consumed it would reschedule the workload a second
+    time); or, for a rebalancer never edited, any (Karmada's rule: every workload was in it at its creation). A
+    consumed one of someone else's does not answer a workload added to the rebalancer since: that one gets a trigger
+    of its own (:func:`trigger_time`).
     """
     if existing >= trigger:
         return True
@@ -182,11 +182,6 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
-        self.sent: OrderedDict[tuple[str, str], preserve.Attempt | str] = OrderedDict()
-        """(rebalancer uid, binding key) → what this process wrote there for the rebalancer (a trigger, or a preserve
-        lowering), until the workload's result is stored: a retry after a lost answer or a failed status write
-        knows its own write (:meth:`_trigger_one`, :meth:`_preserve_one`). At most :data:`MAX_SENT`, the oldest
-        dropped first."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -202,8 +197,6 @@ class WorkloadRebalancerReconciler:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
             await self._write_status(request.name, status)
-        if self.sent:
-            self._forget_stored(rebalancer, status)
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
         # same results again; recording them before would write each Event twice.
         for event_type, reason, message in events:
@@ -297,11 +290,11 @@ class WorkloadRebalancerReconciler:
         current = now()
         trigger = trigger_time(created, last, current)
         existing = binding_spec(binding).get("rescheduleTriggeredAt")
-        key = (objects.uid(rebalancer), objects.key(binding))
-        own = self.sent.get(key)
+        uid = objects.uid(rebalancer)
+        mark = writemark.read(binding, uid)
         if existing and already_triggered(parse_time(existing), last, created, trigger,
                                           first_generation=objects.generation(rebalancer) <= 1,
-                                          own=own if isinstance(own, str) else None):
+                                          own=mark.trigger if mark else None):
             return
         if trigger > current:
             # The scheduler stamps lastScheduledTime with its current second: a trigger from the
@@ -311,10 +304,8 @@ class WorkloadRebalancerReconciler:
                 raise TriggerNotDue(MAX_TRIGGER_WAIT)
             await asyncio.sleep(delay)
         written = format_time(trigger)
-        if not isinstance(own, str):  # the first one sent is kept: a later one may be a retry's that met a 409
-            self._remember(key, written)  # before the write: its answer may be lost
-        await self.client.update_unread(resource, spec_update(binding, {**binding_spec(binding),
-                                                                        "rescheduleTriggeredAt": written}))
+        update = spec_update(binding, {**binding_spec(binding), "rescheduleTriggeredAt": written})
+        await self.client.update_unread(resource, writemark.stamped(update, writemark.WriteMark(uid, trigger=written)))
 
     async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
                              mode: bool | Refusal, rebalancer_uid: str) -> list[Outcome]:
@@ -337,54 +328,35 @@ class WorkloadRebalancerReconciler:
 
         A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
         a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
-        the API server from the start. A lowering this process sent for the rebalancer whose result is not stored
-        yet (its answer lost, or the status write failed) is done once the binding shows it: never lowered twice.
+        the API server from the start. A binding that carries the mark of a lowering for this rebalancer (its
+        answer lost, the status write failed, or a restart since) is done: never lowered twice. The write is
+        conditional on the binding's resourceVersion, so a retry that read a copy from before its own write
+        meets a 409 and reads the binding again, mark included.
         """
         if isinstance(mode, Refusal):
             return mode
         if self.preserve.estimate is None:
             return preserve.disabled()
         resource, binding = await self._binding(workload, fresh=fresh)
-        key = (rebalancer_uid, objects.key(binding))
         for attempt in range(CONFLICT_ATTEMPTS):
-            sent = self.sent.get(key)
-            if isinstance(sent, preserve.Attempt) and sent.landed(binding):
-                return sent.lowering
+            mark = writemark.read(binding, rebalancer_uid)
+            if mark is not None:
+                return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:
-                sending = preserve.Attempt(objects.generation(binding), outcome)
+                update = writemark.stamped(outcome.apply(binding), writemark.WriteMark(rebalancer_uid,
+                                                                                       lowered=outcome.moved))
                 try:
-                    await self.client.update_unread(resource, outcome.apply(binding))
+                    await self.client.update_unread(resource, update)
                 except ApiError as exc:
-                    if exc.status >= 500:  # it may have been stored all the same
-                        self._remember(key, sending)
                     if not exc.is_conflict or attempt == CONFLICT_ATTEMPTS - 1:
                         raise
-                except aiohttp.ClientConnectorError:  # no connection: nothing sent
-                    raise
-                except (aiohttp.ClientError, TimeoutError, OSError):  # the answer lost: it may have landed
-                    self._remember(key, sending)
-                    raise
                 else:
-                    self._remember(key, sending)  # until its result is stored (the status write may fail)
                     return outcome
             elif attempt or fresh or not isinstance(outcome, Refusal) or outcome.transient:
                 return outcome
             binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
         raise AssertionError("unreachable")
-
-    def _remember(self, key: tuple[str, str], sent: preserve.Attempt | str) -> None:
-        self.sent[key] = sent
-        self.sent.move_to_end(key)
-        while len(self.sent) > MAX_SENT:
-            self.sent.popitem(last=False)
-
-    def _forget_stored(self, rebalancer: Obj, status: RebalancerStatus) -> None:
-        """Drop what was sent for workloads whose results are now stored: nothing retries them any more."""
-        uid = objects.uid(rebalancer)
-        for item in status.get("observedWorkloads") or []:
-            if item.get("result") in (SUCCESSFUL, FAILED):
-                self.sent.pop((uid, objects.join_key(*_binding_of(item.get("workload") or {}))), None)
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:
         refused = preserve.refusal(binding, self.preserve.gvks)

@@ -26,6 +26,7 @@ from controller_manager.objects import Obj
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import workloadrebalancer
 from controllers.preserve import RETRY_SINCE_ANNOTATION, PreserveOptions
+from controllers.writemark import ANNOTATION
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
@@ -169,7 +170,10 @@ async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Ma
     assert "rescheduleTriggeredAt" not in after["spec"]
     assert {k: v for k, v in after["spec"].items() if k != "clusters"} == \
         {k: v for k, v in before["spec"].items() if k != "clusters"}
-    assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
+    # nothing but the mark of the write (controllers.writemark): which rebalancer lowered it, by how much
+    assert after["metadata"]["annotations"] == {
+        **before["metadata"]["annotations"],
+        ANNOTATION: json.dumps({"lowered": {"member1": 2}, "uid": wr["metadata"]["uid"]}, separators=(",", ":"))}
     assert estimator.calls == [(["member1", "member2"], "web", timedelta(minutes=5))]
     assert await messages(http, wr, workloadrebalancer.PRESERVED) == [
         "unschedulable replicas released, the available ones kept, for 1 workload(s): "
@@ -222,6 +226,31 @@ async def test_a_lowering_whose_result_is_not_stored_yet_is_never_made_again(
     done = await finished(http, "edited")
     assert ("web", "Successful", "") in observed(done)
     assert assigned(await binding(http, "web")) == expected
+
+
+async def test_a_restarted_controller_never_lowers_a_binding_twice(kube: KubeClient, estimator: Estimator,
+                                                                   server: ApiServer,
+                                                                   http: aiohttp.ClientSession) -> None:
+    """The lowering lands, the status write fails, and the controller-manager restarts before the result is stored:
+    the new process remembers nothing of its write, and the members still count the 2 released replicas as
+    Pending. It finds its write in the binding (the mark) and reports it, without lowering again."""
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    failing = server.inject_fault("PATCH", "/workloadrebalancers/restarted/status", code=503,
+                                  reason="ServiceUnavailable", times=1_000_000)
+    options = PreserveOptions(estimator, timedelta(minutes=5), LONG)
+    async with start(kube, options):
+        wr = await create(http, "restarted", ["web"])
+        await eventually(lambda: lowered(http, "web"))
+        seen = failing.times
+        await eventually(lambda: failing.times < seen)  # the result could not be stored
+    failing.times = 0
+    async with start(kube, options):
+        assert observed(await finished(http, "restarted")) == [("web", "Successful", "")]
+        assert await eventually(lambda: messages(http, wr, workloadrebalancer.PRESERVED)) == [
+            "unschedulable replicas released, the available ones kept, for 1 workload(s): "
+            "apps/v1 Deployment default/web (member1 -2)"]
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
 
 
 async def lowered(http: aiohttp.ClientSession, name: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,13 +34,18 @@ CRB = "/apis/work.karmada.io/v1alpha2/clusterresourcebindings"
 HOUR_AGO = format_time(now() - timedelta(hours=1))
 
 
-@pytest.fixture
-async def manager(kube: KubeClient) -> AsyncIterator[Manager]:
+def controller_manager(kube: KubeClient) -> Manager:
+    """A controller-manager running the workload-rebalancer and the ttl-cleaner, retrying fast."""
     mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
     fast = RateLimiterOptions(base_delay=0.05, max_delay=1.0)
     workloadrebalancer.setup(mgr, workers=2, rate_limiter_options=fast)
     ttlcleaner.setup(mgr, rate_limiter_options=fast)
-    async with running(mgr):
+    return mgr
+
+
+@pytest.fixture
+async def manager(kube: KubeClient) -> AsyncIterator[Manager]:
+    async with running(controller_manager(kube)) as mgr:
         yield mgr
 
 
@@ -280,6 +285,47 @@ async def test_a_retry_after_the_scheduler_ran_does_not_trigger_a_second_resched
     fault.times = 0
     assert observed(await finished(http, "twice")) == [("twice", "Successful", "")]
     assert await triggered()
+
+
+async def test_a_restarted_controller_does_not_trigger_an_edited_rebalancers_workload_twice(
+        kube: KubeClient, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """An edited rebalancer (generation 2) adds a workload: its trigger is written, the status write keeps failing,
+    the scheduler consumes the trigger, and the controller-manager restarts before the result is stored. The new
+    process remembers nothing; the binding's mark says the trigger there is this rebalancer's, so none is added."""
+    await make_binding(http, "Deployment", "first")
+    await make_binding(http, "Deployment", "added")
+    path = RB.format(ns="default") + "/added-deployment"
+    async with running(controller_manager(kube)):
+        wr = await create_rebalancer(http, "edited", [deploy_ref("first")])
+        await finished(http, "edited")
+        fault = server.inject_fault("PATCH", "/workloadrebalancers/edited/status", code=503,
+                                    reason="ServiceUnavailable", times=1_000_000)
+        async with http.patch(f"{WR}/edited", json={"spec": {"workloads": [deploy_ref("first"), deploy_ref("added")]}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+        written = await eventually(trigger_since(http, path, wr["metadata"]["creationTimestamp"]))
+        scheduled = format_time(parse_time(written) + timedelta(seconds=1))  # the scheduler's stamp
+        async with http.patch(f"{path}/status", json={"status": {"lastScheduledTime": scheduled}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            assert r.status == 200
+        seen = fault.times
+        await eventually(lambda: fault.times < seen)  # the result could not be stored
+    fault.times = 0
+    async with running(controller_manager(kube)):
+        done = await finished(http, "edited")
+    assert observed(done) == [("added", "Successful", ""), ("first", "Successful", "")]
+    binding = await get_or_none(http, path)
+    assert binding is not None and binding["spec"]["rescheduleTriggeredAt"] == written
+
+
+def trigger_since(http: aiohttp.ClientSession, path: str, since: str) -> Callable[[], Awaitable[str | None]]:
+    """A condition: the binding's rescheduleTriggeredAt once it is at or after ``since``."""
+    async def check() -> str | None:
+        binding = await get_or_none(http, path)
+        trigger = binding["spec"].get("rescheduleTriggeredAt") if binding else None
+        return trigger if trigger and parse_time(trigger) >= parse_time(since) else None
+
+    return check
 
 
 async def test_a_workload_added_later_gets_a_trigger_of_its_own(manager: Manager,
