@@ -189,11 +189,21 @@ class ApiError(Exception):
     def is_forbidden(self) -> bool:
         return self.status == 403
 
-    @property
-    def is_server_timeout(self) -> bool:
-        """504: the server stopped waiting for the write (kube-apiserver: "may still be processing the
-        request"), so a write may have landed all the same."""
-        return self.status == 504
+
+
+def may_have_landed(exc: BaseException) -> bool:
+    """Whether a write that raised ``exc`` may have been stored all the same, so a retry must not take it for undone.
+
+    Any 5xx: kube-apiserver answers 504 when it stops waiting ("may still be processing the request"), 500
+    ``ServerTimeout`` or ``InternalError`` when etcd timed out on a write that can still commit, and a proxy in
+    front of it a 502 or 503 after passing the request on. A lost answer (a dropped connection, a client timeout).
+    Not a refused connection (nothing was sent), and not a 4xx (the server looked at it and refused).
+    """
+    if isinstance(exc, ApiError):
+        return exc.status >= 500
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False
+    return isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError))
 
 
 def _names_target(body: dict[str, Any], target: RequestTarget | None) -> bool:

@@ -31,7 +31,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import ApiError, KubeClient, may_have_landed
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.objects import Obj
@@ -208,17 +208,11 @@ class Descheduler:
             return Outcome(key, new, written=False)
         try:
             await self.client.update(RESOURCE_BINDINGS, new.apply(binding))
-        except ApiError as exc:
-            if not exc.is_server_timeout:
-                self._failed(binding, exc.message or str(exc))
-                return None
-            self._unknown_result(binding, new, f"{exc.status} {exc.reason}: {exc.message}")
-            return None
-        except aiohttp.ClientConnectorError as exc:  # no connection, so nothing was sent
-            self._failed(binding, f"{type(exc).__name__}: {exc}")
-            return None
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            self._unknown_result(binding, new, f"{type(exc).__name__}: {exc}")
+        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if may_have_landed(exc):
+                self._unknown_result(binding, new, _describe_error(exc))
+            else:
+                self._failed(binding, (exc.message or str(exc)) if isinstance(exc, ApiError) else _describe_error(exc))
             return None
         self.budget.spend(new.total)
         self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, new.message)
@@ -234,7 +228,7 @@ class Descheduler:
         log.warning("deschedule failed, next cycle retries", binding=objects.key(binding), error=error)
 
     def _unknown_result(self, binding: Obj, new: Plan, error: str) -> None:
-        """The write's answer was lost (a dropped connection, a client or server timeout): it may have landed.
+        """The write may have landed (:func:`may_have_landed`: a 5xx, a dropped connection, a client timeout).
 
         Counted as if it did for the budget and the cool-down, so that the next cycles do not take the same
         replicas again while the scheduler catches up; if it did not land, the replicas are still
@@ -246,8 +240,8 @@ class Descheduler:
         if self.cool_down is not None:
             self.cool_down.record_plan(key, new)
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED,
-                     f"result unknown, the answer to the update was lost ({error}): {new.message}")
-        log.warning("deschedule result unknown, the answer was lost; counted as written", binding=key,
+                     f"result unknown, the update may have been stored ({error}): {new.message}")
+        log.warning("deschedule result unknown, the update may have been stored; counted as written", binding=key,
                     error=error)
 
     def _held_back(self, key: str, new: Plan) -> None:
@@ -266,3 +260,9 @@ class Descheduler:
                     "metadata": {"name": ref.get("name", ""), "namespace": ref.get("namespace", ""),
                                  "uid": ref.get("uid", "")}}
         self.events.event(template, event_type, reason, message)
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, ApiError):
+        return f"{exc.status} {exc.reason}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
