@@ -390,8 +390,13 @@ class KubeClient:
 
         A 429 or 5xx that asks for a pause (``Retry-After``, or ``retryAfterSeconds`` in its Status: a
         throttled or starting server) is sent again after that pause, up to 10 times, as client-go
-        does: the server did not act on it. Every other error is the caller's to handle.
+        does. Every other error is the caller's to handle. A 5xx does not say the server did not act: a
+        500 ``ServerTimeout`` (etcd timed out) carries ``Retry-After: 2`` and its write may have been stored. A
+        write sent again after one and answered 409 (a conditional update that meets its own earlier write, a
+        create that meets its own object) raises that earlier 5xx instead: the 409 is this client's own doing,
+        and the caller must learn that the result is unknown (:func:`may_have_landed`), not that it conflicted.
         """
+        unknown: ApiError | None = None  # a 5xx answer to an earlier attempt of this write
         for attempt in range(MAX_RETRY_AFTER_RETRIES + 1):
             response = await self._send(method, path, query=query, body=body, content_type=content_type)
             async with response:
@@ -404,17 +409,23 @@ class KubeClient:
                                            retry_after_header=response.headers.get("Retry-After"))
             if error.is_not_served:
                 self._report_not_served(error)
-            if error.retry_after is None or attempt == MAX_RETRY_AFTER_RETRIES:
+            if unknown is not None and error.status == 409:
+                error, pause = unknown, None
+            else:
+                pause = error.retry_after if attempt < MAX_RETRY_AFTER_RETRIES else None
+                if method != "GET" and error.status >= 500:
+                    unknown = error
+            if pause is None:
                 try:
                     raise error
                 finally:
                     # This frame held the error, whose traceback holds this frame: a reference cycle
                     # that kept every failed response (a 404 GET, a 409 PUT) until a cyclic collection,
                     # hundreds at a time under the large-heap GC policy (docs/benchmarks.md, Memory).
-                    del error
+                    del error, unknown
             log.info("server asked to retry later", method=method, path=path, status=error.status,
-                     reason=error.reason, retry_after=error.retry_after, attempt=attempt + 1)
-            await asyncio.sleep(min(error.retry_after, MAX_RETRY_AFTER_SECONDS))
+                     reason=error.reason, retry_after=pause, attempt=attempt + 1)
+            await asyncio.sleep(min(pause, MAX_RETRY_AFTER_SECONDS))
         raise AssertionError("unreachable")
 
     def _report_not_served(self, error: ApiError) -> None:

@@ -197,6 +197,34 @@ async def test_503_with_retry_after_is_sent_again(play: Any) -> None:
     assert seen == [RB_PATH] * 3
 
 
+SERVER_TIMEOUT = status(500, "ServerTimeout", "The update operation against resourcebindings could not be completed "
+                        "at this time, please try again.", {"retryAfterSeconds": 2})
+"""What kube-apiserver answers when etcd timed out on a write (``NewServerTimeout``): the write may still commit."""
+
+
+@pytest.mark.parametrize("second", [(409, "Conflict"), (409, "AlreadyExists")])
+async def test_a_write_sent_again_after_a_5xx_that_meets_a_409_is_reported_as_the_5xx(
+        play: Any, second: tuple[int, str]) -> None:
+    """The 500 asked for a pause, so the write is sent again; the 409 that answers it is the first attempt's own
+    write (stored after all), not somebody else's: the caller gets the 500, whose result is unknown."""
+    code, reason = second
+    kube, seen = await play([(500, SERVER_TIMEOUT, {"Retry-After": "0"}),
+                             (code, status(code, reason, "the object has been modified", None), {})])
+    with pytest.raises(ApiError) as raised:
+        await kube.request("PUT", RB_PATH, body={})
+    assert (raised.value.status, raised.value.reason) == (500, "ServerTimeout")
+    assert seen == [RB_PATH] * 2
+
+
+async def test_a_409_after_a_429_is_a_conflict(play: Any) -> None:
+    """A throttled write was not looked at: the 409 that answers it again is somebody else's write."""
+    kube, _ = await play([(429, status(429, "TooManyRequests", "x", None), {"Retry-After": "0"}),
+                          (409, status(409, "Conflict", "the object has been modified", None), {})])
+    with pytest.raises(ApiError) as raised:
+        await kube.request("PUT", RB_PATH, body={})
+    assert raised.value.is_conflict
+
+
 async def test_an_error_without_retry_after_is_the_callers(play: Any) -> None:
     kube, seen = await play([(503, status(503, "ServiceUnavailable", "down", None), {})])
     with pytest.raises(ApiError) as raised:

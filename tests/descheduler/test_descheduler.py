@@ -260,6 +260,24 @@ async def test_a_write_that_may_have_landed_counts_as_made_and_the_cycle_goes_on
         assert await binding_clusters(plane) == unchanged
 
 
+async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_conflict() -> None:
+    """kube-apiserver's 500 ServerTimeout (etcd timed out) asks for a pause; the client sends the update again, and
+    the write the 500 answered had landed: the 409 is our own write's. The descheduler must count it as made."""
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        fault = plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=500, reason="ServerTimeout",
+                                        retry_after=1, after_dispatch=True)
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        assert fault.times == 0
+        landed = {"member1": 0, "member2": 1, "member3": 1}
+        assert await binding_clusters(plane) == landed
+        [warning] = await warnings_on_binding(descheduler, plane)
+        assert warning.startswith("result unknown, the update may have been stored (500 ServerTimeout")
+        assert await descheduler.cycle() == []
+        assert await binding_clusters(plane) == landed
+
+
 async def test_a_refused_connection_is_a_plain_failure_retried_by_the_next_cycle() -> None:
     """Nothing was sent, so nothing can have landed: no cool-down, and the next cycle takes the replicas."""
     async with descheduler_plane() as plane:
