@@ -282,7 +282,10 @@ class WorkloadRebalancerReconciler:
             binding = await self.client.get(resource, name, namespace)
         return resource, binding
 
-    async def _trigger_one(self, workload: Workload, rebalancer: Obj) -> None:
+    async def _trigger_one(self, workload: Workload, rebalancer: Obj) -> Lowering | None:
+        """Trigger a fresh reschedule of the workload's binding (None), unless the rebalancer's own write is there
+        already: its trigger (None), or a lowering it made in preserve mode before the mode was switched off (that
+        lowering, the workload's result)."""
         resource, binding = await self._binding(workload)
         created = parse_time(objects.creation_timestamp(rebalancer))
         last_text = binding_status(binding).get("lastScheduledTime")
@@ -292,10 +295,12 @@ class WorkloadRebalancerReconciler:
         existing = binding_spec(binding).get("rescheduleTriggeredAt")
         uid = objects.uid(rebalancer)
         mark = writemark.read(binding, uid)
+        if mark is not None and not mark.is_trigger:
+            return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
         if existing and already_triggered(parse_time(existing), last, created, trigger,
                                           first_generation=objects.generation(rebalancer) <= 1,
                                           own=mark.trigger if mark else None):
-            return
+            return None
         if trigger > current:
             # The scheduler stamps lastScheduledTime with its current second: a trigger from the
             # future would still be pending after the schedule it causes. Write it once it has come.
@@ -306,6 +311,7 @@ class WorkloadRebalancerReconciler:
         written = format_time(trigger)
         update = spec_update(binding, {**binding_spec(binding), "rescheduleTriggeredAt": written})
         await self.client.update_unread(resource, writemark.stamped(update, writemark.WriteMark(uid, trigger=written)))
+        return None
 
     async def _confirm_fresh(self, workloads: list[Workload], outcomes: Sequence[Outcome],
                              mode: bool | Refusal, rebalancer_uid: str) -> list[Outcome]:
@@ -323,13 +329,14 @@ class WorkloadRebalancerReconciler:
         return confirmed
 
     async def _preserve_one(self, workload: Workload, mode: bool | Refusal, rebalancer_uid: str, *,
-                            fresh: bool = False) -> Lowering | Refusal:
+                            fresh: bool = False) -> Lowering | Refusal | None:
         """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
 
         A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
         a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
-        the API server from the start. A binding that carries the mark of a lowering for this rebalancer (its
-        answer lost, the status write failed, or a restart since) is done: never lowered twice. The write is
+        the API server from the start. A binding that carries the mark of a write for this rebalancer (its
+        answer lost, the status write failed, or a restart since) is done: never lowered twice; a trigger it wrote
+        before preserve mode was asked for (None) is the workload's result. The write is
         conditional on the binding's resourceVersion, so a retry that read a copy from before its own write
         meets a 409 and reads the binding again, mark included.
         """
@@ -340,6 +347,8 @@ class WorkloadRebalancerReconciler:
         resource, binding = await self._binding(workload, fresh=fresh)
         for attempt in range(CONFLICT_ATTEMPTS):
             mark = writemark.read(binding, rebalancer_uid)
+            if mark is not None and mark.is_trigger:
+                return None
             if mark is not None:
                 return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
             outcome = await self._decide(binding)

@@ -173,7 +173,7 @@ async def test_the_user_story_lowers_only_the_unschedulable_replicas(manager: Ma
     # nothing but the mark of the write (controllers.writemark): which rebalancer lowered it, by how much
     assert after["metadata"]["annotations"] == {
         **before["metadata"]["annotations"],
-        ANNOTATION: json.dumps({"lowered": {"member1": 2}, "uid": wr["metadata"]["uid"]}, separators=(",", ":"))}
+        ANNOTATION: json.dumps([{"lowered": {"member1": 2}, "uid": wr["metadata"]["uid"]}], separators=(",", ":"))}
     assert estimator.calls == [(["member1", "member2"], "web", timedelta(minutes=5))]
     assert await messages(http, wr, workloadrebalancer.PRESERVED) == [
         "unschedulable replicas released, the available ones kept, for 1 workload(s): "
@@ -251,6 +251,30 @@ async def test_a_restarted_controller_never_lowers_a_binding_twice(kube: KubeCli
             "unschedulable replicas released, the available ones kept, for 1 workload(s): "
             "apps/v1 Deployment default/web (member1 -2)"]
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+
+
+async def test_a_lowering_is_not_followed_by_a_trigger_when_preserve_mode_is_switched_off_before_its_result(
+        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The lowering lands, the status write fails, and the user sets the annotation to "false" meanwhile (no new
+    generation): the retry, now in the fresh-reschedule mode, finds this rebalancer's lowering on the binding and
+    reports it, rather than trigger a full reschedule on top of it."""
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    failing = server.inject_fault("PATCH", "/workloadrebalancers/switched/status", code=503,
+                                  reason="ServiceUnavailable", times=1_000_000)
+    wr = await create(http, "switched", ["web"])
+    await eventually(lambda: lowered(http, "web"))
+    await send(http, "PATCH", f"{WR}/switched", {"metadata": {"annotations": {PRESERVE_ANNOTATION: "false"}}})
+    seen = failing.times
+    await eventually(lambda: failing.times <= seen - 2, timeout=15)  # retried since, in the other mode
+    failing.times = 0
+    assert observed(await finished(http, "switched")) == [("web", "Successful", "")]
+    after = await binding(http, "web")
+    assert "rescheduleTriggeredAt" not in after["spec"]
+    assert assigned(after) == {"member1": 4, "member2": 4}
+    assert await eventually(lambda: messages(http, wr, workloadrebalancer.PRESERVED)) == [
+        "unschedulable replicas released, the available ones kept, for 1 workload(s): "
+        "apps/v1 Deployment default/web (member1 -2)"]
 
 
 async def lowered(http: aiohttp.ClientSession, name: str) -> bool:
