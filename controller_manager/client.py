@@ -142,6 +142,9 @@ class ApiError(Exception):
         self.body = body or {}
         self.target = target
         self.retry_after = retry_after
+        self.resent_into_conflict = False
+        """A 5xx whose write this client sent again, and a 409 Conflict answered: the write's own, stored after
+        all (:meth:`KubeClient.request`)."""
 
     @classmethod
     def from_body(cls, status: int, raw: bytes, *, target: RequestTarget | None = None,
@@ -172,6 +175,12 @@ class ApiError(Exception):
     @property
     def is_conflict(self) -> bool:
         return self.status == 409 and self.reason == "Conflict"
+
+    @property
+    def met_newer_object(self) -> bool:
+        """The write met an object newer than the one it was computed from: a 409 Conflict, or a 5xx whose resent
+        write met one (its own, stored). Either way, read the object again and decide again."""
+        return self.is_conflict or self.resent_into_conflict
 
     @property
     def is_already_exists(self) -> bool:
@@ -251,10 +260,6 @@ def _retry_after(status: int, header: str | None, body: dict[str, Any]) -> float
 
 def is_not_found(exc: BaseException) -> bool:
     return isinstance(exc, ApiError) and exc.is_not_found
-
-
-def is_conflict(exc: BaseException) -> bool:
-    return isinstance(exc, ApiError) and exc.is_conflict
 
 
 def _object_path(resource: Resource, obj: dict[str, Any], subresource: str = "") -> str:
@@ -410,6 +415,7 @@ class KubeClient:
             if error.is_not_served:
                 self._report_not_served(error)
             if unknown is not None and error.status == 409:
+                unknown.resent_into_conflict = error.is_conflict
                 error, pause = unknown, None
             else:
                 pause = error.retry_after if attempt < MAX_RETRY_AFTER_RETRIES else None
@@ -600,12 +606,14 @@ def _env_applies(url: str) -> bool:
 
 async def retry_on_conflict(operation: Callable[[], Awaitable[T]], *, steps: int = 5,
                             delay: float = 0.01, jitter: float = 0.1) -> T:
-    """client-go's RetryOnConflict(DefaultRetry): re-run ``operation`` (which must re-read) on 409 Conflict."""
+    """client-go's RetryOnConflict(DefaultRetry): re-run ``operation`` (which must re-read) on 409 Conflict, or on
+    a 5xx whose resent write met a Conflict (:attr:`ApiError.met_newer_object`), as client-go, seeing that 409,
+    would."""
     for attempt in range(steps):
         try:
             return await operation()
         except ApiError as exc:
-            if not exc.is_conflict or attempt == steps - 1:
+            if not exc.met_newer_object or attempt == steps - 1:
                 raise
         await asyncio.sleep(delay * (1 + jitter * random.random()))
     raise AssertionError("unreachable")

@@ -358,7 +358,7 @@ class WorkloadRebalancerReconciler:
                 try:
                     await self.client.update_unread(resource, update)
                 except ApiError as exc:
-                    if not exc.is_conflict or attempt == CONFLICT_ATTEMPTS - 1:
+                    if not exc.met_newer_object or attempt == CONFLICT_ATTEMPTS - 1:
                         raise
                 else:
                     return outcome

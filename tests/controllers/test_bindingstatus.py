@@ -48,6 +48,7 @@ from controllers.bindingstatus import (
     work_to_resource_binding,
     works_fully_applied,
 )
+from devplane.apiserver.server import ApiServer
 from karmada_api.bindings import CRB_KIND, RB_KIND, WORK_INDEX_BY_RB_ID, existing_clusters, work_index
 from karmada_api.labels import (
     CRB_NAME_ANNOTATION,
@@ -844,6 +845,28 @@ async def test_failed_binding_write_records_a_warning(kube: KubeClient, http: ai
     assert warning["type"] == "Warning"
     assert "etcd is on fire" in warning["message"]
     assert await events_about(http, obj, SUCCEED) == []
+
+
+async def test_a_binding_write_stored_despite_a_500_is_not_reported_failed(kube: KubeClient, server: ApiServer,
+                                                                        http: aiohttp.ClientSession) -> None:
+    """kube-apiserver answers 500 ServerTimeout (etcd timed out, ``Retry-After: 2``) for a status write that is
+    stored all the same; the client sends it again and meets its own write as a 409. As client-go would, the
+    reconcile reads again and finds the status current: nothing to write, no AggregateStatusFailed Warning."""
+    binding = await create_binding(http, "stored", ["member1"])
+    await applied_work(http, binding, "member1", {"replicas": 3})
+    fault = server.inject_fault("PUT", "/resourcebindings/stored/status", code=500, reason="ServerTimeout",
+                                retry_after=1, after_dispatch=True)
+    setup = await direct(kube)
+    try:
+        await eventually(lambda: setup.reconciler.bindings.get("default/stored") is not None)
+        await setup.reconciler.reconcile(binding.request)
+    finally:
+        await setup.factory.stop()
+    assert fault.times == 0
+    await setup.recorder.flush()
+    obj = await get_or_none(http, binding.path)
+    assert obj is not None and obj["status"]["aggregatedStatus"][0]["status"] == {"replicas": 3}
+    assert await events_about(http, obj, "AggregateStatusFailed") == []
 
 
 async def test_failed_binding_write_leaves_the_template_alone(kube: KubeClient, http: aiohttp.ClientSession) -> None:
