@@ -296,7 +296,7 @@ class WorkloadRebalancerReconciler:
         uid = objects.uid(rebalancer)
         mark = writemark.read(binding, uid)
         if mark is not None and not mark.is_trigger:
-            return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
+            return _outcome_of(mark, binding)
         if existing and already_triggered(parse_time(existing), last, created, trigger,
                                           first_generation=objects.generation(rebalancer) <= 1,
                                           own=mark.trigger if mark else None):
@@ -336,21 +336,24 @@ class WorkloadRebalancerReconciler:
         a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
         the API server from the start. A binding that carries the mark of a write for this rebalancer (its
         answer lost, the status write failed, or a restart since) is done: never lowered twice; a trigger it wrote
-        before preserve mode was asked for (None) is the workload's result. The write is
-        conditional on the binding's resourceVersion, so a retry that read a copy from before its own write
-        meets a 409 and reads the binding again, mark included.
+        before preserve mode was asked for (None) is the workload's result, whatever the mode's state now (an
+        annotation edited to a bad value, the mode switched off in this process). The write is conditional on
+        the binding's resourceVersion, so a retry that read a copy from before its own write meets a 409 and reads
+        the binding again, mark included.
         """
-        if isinstance(mode, Refusal):
-            return mode
-        if self.preserve.estimate is None:
-            return preserve.disabled()
+        refused = mode if isinstance(mode, Refusal) else None if self.preserve.estimate else preserve.disabled()
+        if refused is not None:
+            try:
+                _, binding = await self._binding(workload, fresh=fresh)
+            except ApiError:  # no binding to hold a mark: the refusal is the answer
+                return refused
+            mark = writemark.read(binding, rebalancer_uid)
+            return refused if mark is None else _outcome_of(mark, binding)
         resource, binding = await self._binding(workload, fresh=fresh)
         for attempt in range(CONFLICT_ATTEMPTS):
             mark = writemark.read(binding, rebalancer_uid)
-            if mark is not None and mark.is_trigger:
-                return None
             if mark is not None:
-                return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
+                return _outcome_of(mark, binding)
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:
                 update = writemark.stamped(outcome.apply(binding), writemark.WriteMark(rebalancer_uid,
@@ -447,6 +450,14 @@ def _log_retry(rebalancer: Obj, workload: Workload, outcome: ApiError | Refusal)
     report = log.warning if outcome.is_forbidden else log.info
     report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
            workload=_describe(workload), error=outcome.message, status=outcome.status)
+
+
+def _outcome_of(mark: writemark.WriteMark, binding: Obj) -> Lowering | None:
+    """The workload's outcome that a rebalancer's own write found on its binding stands for: None for a trigger
+    (reported RescheduleTriggered), the lowering for a lowering (AvailableReplicasPreserved)."""
+    if mark.is_trigger:
+        return None
+    return Lowering(binding_spec(binding).get("clusters") or [], mark.lowered)
 
 
 def _binding_of(workload: Workload) -> tuple[str, str]:

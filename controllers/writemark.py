@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controller_manager.objects import Obj
+from kube_api.timeutil import parse_time
 
 ANNOTATION = "rebalance.karmada-rebalance.io/written-for"
 KEPT = 4
@@ -56,9 +57,9 @@ def read(binding: Obj, rebalancer_uid: str) -> WriteMark | None:
             continue
         trigger = entry.get("rescheduleTriggeredAt")
         if isinstance(trigger, str):
-            return WriteMark(rebalancer_uid, trigger=trigger)
+            return WriteMark(rebalancer_uid, trigger=trigger) if _is_time(trigger) else None
         lowered = entry.get("lowered")
-        if isinstance(lowered, dict) and all(isinstance(v, int) for v in lowered.values()):
+        if isinstance(lowered, dict) and lowered and all(_is_count(v) for v in lowered.values()):
             return WriteMark(rebalancer_uid, lowered={str(k): v for k, v in lowered.items()})
         return None
     return None
@@ -81,6 +82,18 @@ def _entries(binding: Obj | Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     try:
         body = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a hand-edited value nested thousands deep
         return []
     return [entry for entry in body if isinstance(entry, dict)] if isinstance(body, list) else []
+
+
+def _is_time(text: str) -> bool:
+    try:
+        parse_time(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0

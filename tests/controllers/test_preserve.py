@@ -277,6 +277,27 @@ async def test_a_lowering_is_not_followed_by_a_trigger_when_preserve_mode_is_swi
         "apps/v1 Deployment default/web (member1 -2)"]
 
 
+async def test_a_trigger_is_reported_even_if_the_preserve_annotation_turns_bad_before_its_result(
+        manager: Manager, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """A plain rebalancer's trigger lands, the status write fails, and the preserve annotation is then set to a bad
+    value: the retry finds the trigger it wrote and reports it, rather than fail a workload it rescheduled."""
+    await scheduled_binding(http, "web")
+    failing = server.inject_fault("PATCH", "/workloadrebalancers/plain/status", code=503,
+                                  reason="ServiceUnavailable", times=1_000_000)
+    await send(http, "POST", WR, rebalancer_body({"name": "plain"}, [ref("web")], None))
+
+    async def triggered() -> bool:
+        return "rescheduleTriggeredAt" in (await binding(http, "web"))["spec"]
+
+    await eventually(triggered)
+    await send(http, "PATCH", f"{WR}/plain", {"metadata": {"annotations": {PRESERVE_ANNOTATION: "yes"}}})
+    seen = failing.times
+    await eventually(lambda: failing.times <= seen - 2, timeout=15)  # retried since, with the bad annotation
+    failing.times = 0
+    assert observed(await finished(http, "plain")) == [("web", "Successful", "")]
+    assert assigned(await binding(http, "web")) == {"member1": 6, "member2": 4}
+
+
 async def lowered(http: aiohttp.ClientSession, name: str) -> bool:
     return assigned(await binding(http, name))["member1"] < 6
 
