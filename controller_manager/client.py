@@ -199,7 +199,6 @@ class ApiError(Exception):
         return self.status == 403
 
 
-
 def may_have_landed(exc: BaseException) -> bool:
     """Whether a write that raised ``exc`` may have been stored all the same, so a retry must not take it for undone.
 

@@ -341,19 +341,23 @@ class WorkloadRebalancerReconciler:
         the binding's resourceVersion, so a retry that read a copy from before its own write meets a 409 and reads
         the binding again, mark included.
         """
-        refused = mode if isinstance(mode, Refusal) else None if self.preserve.estimate else preserve.disabled()
-        if refused is not None:
-            try:
-                _, binding = await self._binding(workload, fresh=fresh)
-            except ApiError:  # no binding to hold a mark: the refusal is the answer
+        refused: Refusal | None = None
+        if isinstance(mode, Refusal):
+            refused = mode
+        elif self.preserve.estimate is None:
+            refused = preserve.disabled()
+        try:
+            resource, binding = await self._binding(workload, fresh=fresh)
+        except ApiError as exc:
+            if refused is not None and exc.is_not_found:  # no binding to hold a mark: the refusal is the answer
                 return refused
-            mark = writemark.read(binding, rebalancer_uid)
-            return refused if mark is None else _outcome_of(mark, binding)
-        resource, binding = await self._binding(workload, fresh=fresh)
+            raise
         for attempt in range(CONFLICT_ATTEMPTS):
             mark = writemark.read(binding, rebalancer_uid)
             if mark is not None:
                 return _outcome_of(mark, binding)
+            if refused is not None:
+                return refused
             outcome = await self._decide(binding)
             if isinstance(outcome, Lowering) and outcome.moved:
                 update = writemark.stamped(outcome.apply(binding), writemark.WriteMark(rebalancer_uid,
