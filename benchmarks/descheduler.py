@@ -92,6 +92,9 @@ class CachedMember:
     def state(self, need: Iterable[str]) -> str:
         return "ready"
 
+    def starting(self, need: Iterable[str]) -> bool:
+        return False
+
     async def wait_ready(self, need: Iterable[str], timeout: float) -> bool:
         return True
 

@@ -167,6 +167,24 @@ class MemberCluster:
             return "ready"
         return "failed" if self._overdue() else "pending"
 
+    def starting(self, need: Iterable[str] = tuple(_RESOURCES)) -> bool:
+        """The ``need`` caches are still on their first list and nothing has failed yet: an answer is coming.
+
+        Unlike :meth:`state`, not limited by ``sync_timeout``: the first list of a large member can take minutes,
+        page by page, each page within the client timeout. A retry bound (preserve mode's) does not run out on
+        such a member; one that fails (an error, a page timing out) stops being "starting" at once.
+        """
+        if self.closed or self.error:
+            return False
+        if not self._started.is_set():
+            return True  # its client is being built (reading the Secret): a failure would have set the error
+        need = tuple(need)
+        if any(key not in self._informers for key in need):
+            return False
+        informers = [self._informers[key] for key in need]
+        return not any(informer.last_error for informer in informers) and not all(
+            informer.has_synced() for informer in informers)
+
     def _overdue(self) -> bool:
         return time.monotonic() - self._created > self._sync_timeout
 

@@ -74,7 +74,8 @@ def _preserve_options(manager: Manager, ctx: Context) -> PreserveOptions:
                               slim=True)
     manager.add_runnable("member clusters", registry.run, needs_leader=False)
     estimator = EstimatorClient(registry, timeout=ESTIMATOR_TIMEOUT, kinds=kinds)
-    return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout, kinds.gvks())
+    return PreserveOptions(estimator.unschedulable_replicas, threshold, retry_timeout, kinds.gvks(),
+                           still_starting=estimator.still_starting)
 
 
 def _ttl_cleaner(manager: Manager, ctx: Context) -> None:

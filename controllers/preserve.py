@@ -62,6 +62,9 @@ class Refusal:
     reason: str
     detail: str
     transient: bool = False
+    bounded: bool = True
+    """With ``transient``: False when the cause ends by itself however long it lasts, so the retry timeout does
+    not count it (a member's caches on their first list end in an answer or in an error)."""
 
     def __str__(self) -> str:
         """The status ``reason`` of a Failed workload: the reason word, then why."""
@@ -142,7 +145,7 @@ def clusters_to_ask(binding: Obj) -> list[str]:
     return [str(c.get("name", "")) for c in binding_spec(binding).get("clusters") or [] if c.get("replicas", 0) > 0]
 
 
-def lower(binding: Obj, unschedulable: Mapping[str, int]) -> Lowering | Refusal:
+def lower(binding: Obj, unschedulable: Mapping[str, int], starting: Collection[str] = ()) -> Lowering | Refusal:
     """Each cluster lowered by its confirmed unschedulable replicas; a cluster the estimator left out refuses.
 
     Never below the cluster's ready replicas (the descheduler's floor: during a stuck rollout the old Pods
@@ -152,8 +155,15 @@ def lower(binding: Obj, unschedulable: Mapping[str, int]) -> Lowering | Refusal:
     Where the descheduler takes an unknown ready count as 0 (Go's map lookup), preserve mode fails closed: a
     cluster to lower whose status the binding has not collected yet is a transient refusal, since the floor
     that keeps its serving Pods cannot be known.
+
+    ``starting``: clusters whose member caches are still on their first list (``Estimate``'s companion
+    ``still_starting``); when only those are unjudged, the refusal is not bounded by the retry timeout: after a
+    restart, a large member's first list can outlast it, and a workload must not fail for that.
     """
     unjudged = [name for name in clusters_to_ask(binding) if unschedulable.get(name, -1) < 0]
+    if unjudged and set(unjudged) <= set(starting):
+        return Refusal(ESTIMATOR_UNAVAILABLE, f"the member caches of {', '.join(unjudged)} are still on their "
+                                              "first list", transient=True, bounded=False)
     if unjudged:
         return Refusal(ESTIMATOR_UNAVAILABLE, f"no unschedulable-replica estimate for {', '.join(unjudged)}",
                        transient=True)
@@ -201,6 +211,8 @@ def retry_since_value(rebalancer: Obj, moment: datetime) -> str:
 Estimate = Callable[[list[str], Obj, timedelta], Awaitable[dict[str, int]]]
 """``EstimatorClient.unschedulable_replicas``: confirmed unschedulable replicas per cluster (a cluster left out
 could not be judged)."""
+StillStarting = Callable[[list[str], Obj], list[str]]
+"""``EstimatorClient.still_starting``: of the clusters left out, those whose member caches are on their first list."""
 
 
 @dataclass(frozen=True)
@@ -217,3 +229,6 @@ class PreserveOptions:
     started: datetime = field(default_factory=now)
     """When this process began serving preserve mode: its member caches are empty before, so no retry bound
     ends earlier than ``retry_timeout`` after it (a restart never turns a not-yet-judged workload Failed)."""
+    still_starting: StillStarting | None = None
+    """Which clusters left out of an estimate are still on their first list: not counted by the retry bound
+    (:attr:`Refusal.bounded`). None: every cluster left out counts."""

@@ -236,7 +236,8 @@ class WorkloadRebalancerReconciler:
                 due_in = max(due_in, outcome.delay)
             elif isinstance(outcome, ApiError) and outcome.is_not_found:
                 self._fail(item, Refusal(BINDING_NOT_FOUND, _missing_binding(workload)), events, reason_only=True)
-            elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient and not expired):
+            elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient
+                                                   and (not expired or not outcome.bounded)):
                 retries += 1
                 WORKLOADS_TOTAL.labels("Retry").inc()
                 _log_retry(rebalancer, workload, outcome)
@@ -320,7 +321,7 @@ class WorkloadRebalancerReconciler:
         Called once the retry bound has passed, just before those refusals become ``Failed``: the informer's
         copy may be behind a cause that has already passed (scheduling done, an eviction finished).
         """
-        again = [i for i, o in enumerate(outcomes) if isinstance(o, Refusal) and o.transient]
+        again = [i for i, o in enumerate(outcomes) if _bounded_transient(o)]
         fresh = await _run_all([workloads[i] for i in again],
                                lambda w: self._preserve_one(w, mode, rebalancer_uid, fresh=True))
         confirmed = list(outcomes)
@@ -380,12 +381,14 @@ class WorkloadRebalancerReconciler:
             return refused
         assert self.preserve.estimate is not None
         clusters = preserve.clusters_to_ask(binding)
+        resource = binding_spec(binding).get("resource") or {}
         try:
-            answers = await self.preserve.estimate(clusters, binding_spec(binding).get("resource") or {},
-                                                   self.preserve.threshold) if clusters else {}
+            answers = await self.preserve.estimate(clusters, resource, self.preserve.threshold) if clusters else {}
         except Exception as exc:  # an estimator that cannot answer judges nothing: retried, never guessed
             return Refusal(preserve.ESTIMATOR_UNAVAILABLE, f"the estimator failed: {exc}", transient=True)
-        return preserve.lower(binding, answers)
+        unjudged = [name for name in clusters if name not in answers]
+        starting = self.preserve.still_starting
+        return preserve.lower(binding, answers, starting(unjudged, resource) if unjudged and starting else ())
 
     async def _retries_expired(self, rebalancer: Obj, outcomes: Sequence[Outcome]) -> bool:
         """Whether transient refusals have been retried for longer than the retry timeout (False: none to judge).
@@ -393,7 +396,7 @@ class WorkloadRebalancerReconciler:
         Measured from :func:`preserve.retry_started`, or from this process's start when later (its member caches
         start empty); a later generation without a mark gets one now, so the bound survives a restart.
         """
-        if not any(isinstance(o, Refusal) and o.transient for o in outcomes):
+        if not any(_bounded_transient(o) for o in outcomes):
             return False
         started = preserve.retry_started(rebalancer)
         if started is None:
@@ -408,6 +411,11 @@ class WorkloadRebalancerReconciler:
             self.rebalancers.mutated(await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status}))
 
         await retry_on_conflict(patch)
+
+
+def _bounded_transient(outcome: Outcome) -> bool:
+    """A refusal retried until the retry timeout, then Failed (not one that ends by itself, a first list)."""
+    return isinstance(outcome, Refusal) and outcome.transient and outcome.bounded
 
 
 def summary_message(what: str, described: list[str]) -> str:

@@ -56,6 +56,9 @@ class MemberView(Protocol):
     def state(self, need: Iterable[str]) -> str:
         """``ready``, ``failed`` (answer "unknown" now) or ``pending`` (worth a wait) for the ``need`` caches."""
 
+    def starting(self, need: Iterable[str]) -> bool:
+        """The ``need`` caches are still on their first list, nothing failed: unknown now, answerable later."""
+
     async def wait_ready(self, need: Iterable[str], timeout: float) -> bool:
         """Wait up to ``timeout`` for the ``need`` caches; False at once when the member fails."""
 

@@ -91,6 +91,16 @@ class EstimatorClient:
 
         return await self._ask(ESTIMATOR_UNSCHEDULABLE, clusters, workload_kind.need, estimate)
 
+    def still_starting(self, clusters: Iterable[str], resource: Obj) -> list[str]:
+        """Of ``clusters``, those whose member caches for ``resource``'s kind are still on their first list with
+        nothing failed (:meth:`~estimator.caches.MemberView.starting`): left out of an answer now, they will be
+        judged once the list completes, however long that takes; a member that fails is not among them."""
+        workload_kind = self.kinds.lookup(resource)
+        if workload_kind is None:
+            return []
+        need = workload_kind.need
+        return [name for name in clusters if (member := self.registry.get(name)) is not None and member.starting(need)]
+
     async def max_available_replicas(self, clusters: list[str],
                                      requirements: Obj | None) -> dict[str, int]:
         """How many more replicas of ``requirements`` (binding ``spec.replicaRequirements``) fit, per cluster."""

@@ -55,6 +55,12 @@ class Fault:
     page_not_found: bool = False  # answer Go's text/plain "404 page not found" instead (an unserved path)
     retry_after: int = 0  # > 0: ask for that pause (details.retryAfterSeconds and the Retry-After header)
     after_dispatch: bool = False  # serve the request, then answer the failure (a write stored, its answer lost)
+    delay: float = 0.0  # > 0: wait this long before serving (a slow server: a large LIST, a loaded etcd)
+
+    @property
+    def fails(self) -> bool:
+        """Whether it answers a failure (code 0: only the delay, the request served as usual)."""
+        return self.code != 0
 
 
 @dataclass
@@ -102,10 +108,12 @@ class Api:
                 if self.guard is not None:  # kube's filters run before routing: 401/403 before any 404
                     self.guard.check(request.method, request.path, request.headers, request.query)
                 fault = self._injected_fault(request) if self.faults else None
-                if fault is not None and not fault.after_dispatch:
+                if fault is not None and fault.delay > 0:
+                    await asyncio.sleep(fault.delay)
+                if fault is not None and fault.fails and not fault.after_dispatch:
                     raise self._fault_error(fault)
                 response = await self._dispatch(request)
-                if fault is not None:
+                if fault is not None and fault.fails:
                     raise self._fault_error(fault)
         except StatusError as exc:
             response = error_response(exc)

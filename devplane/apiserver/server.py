@@ -136,6 +136,13 @@ class ApiServer:
         self.api.faults.append(fault)
         return fault
 
+    def slow_down(self, method: str, path_contains: str, seconds: float, *, times: int = 1) -> Fault:
+        """Serve the next ``times`` matching requests only after ``seconds`` (a large LIST, a loaded server), as
+        they would be served otherwise. Returns the fault; set its ``times`` to 0 to lift it."""
+        fault = Fault(method, path_contains, code=0, times=times, delay=seconds)
+        self.api.faults.append(fault)
+        return fault
+
     def simulate_restart(self, starting: float, crd_unserved: float) -> None:
         """Answer from now on as a kube-apiserver just restarted (for tests of clients riding it out):
         ``starting`` seconds of 503 "server is starting", then ``crd_unserved`` seconds of text/plain 404 on

@@ -31,7 +31,7 @@ from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
-from tests.clusteraccess.test_clusteraccess import add_deployment, add_node, add_pod, control_plane
+from tests.clusteraccess.test_clusteraccess import Plane, add_deployment, add_node, add_pod, control_plane, register
 from tests.conftest import events_about, eventually, running, send
 from tests.controllers.test_workloadrebalancer import WR, finished, observed
 
@@ -302,17 +302,21 @@ async def lowered(http: aiohttp.ClientSession, name: str) -> bool:
     return assigned(await binding(http, name))["member1"] < 6
 
 
-async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
+async def seed_user_story(plane: Plane) -> None:
     """member1 runs 4 of its 6 replicas, 2 Pending Unschedulable for 10 minutes; member2 runs its 4."""
+    stuck_since = datetime.now(UTC) - timedelta(minutes=10)
+    for name, (serving, stuck) in {"member1": (4, 2), "member2": (4, 0)}.items():
+        member = plane.clients[name]
+        await add_node(member, "node-a")
+        _, rs = await add_deployment(member, "web", replicas=serving + stuck)
+        for i in range(serving + stuck):
+            await add_pod(member, f"web-{i}", rs, app="web", node="node-a" if i < serving else "",
+                          unschedulable_since=None if i < serving else stuck_since)
+
+
+async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
     async with control_plane(member_count=2, slim=True) as plane:  # as controllers/app.py reaches them
-        stuck_since = datetime.now(UTC) - timedelta(minutes=10)
-        for name, (running, stuck) in {"member1": (4, 2), "member2": (4, 0)}.items():
-            member = plane.clients[name]
-            await add_node(member, "node-a")
-            _, rs = await add_deployment(member, "web", replicas=running + stuck)
-            for i in range(running + stuck):
-                await add_pod(member, f"web-{i}", rs, app="web", node="node-a" if i < running else "",
-                              unschedulable_since=None if i < running else stuck_since)
+        await seed_user_story(plane)
         await plane.wait_synced("member1", "member2")
         options = PreserveOptions(EstimatorClient(plane.registry, timeout=3.0).unschedulable_replicas,
                                   timedelta(minutes=5), LONG)
@@ -323,6 +327,49 @@ async def test_the_user_story_with_the_real_estimator_on_dev_members() -> None:
             after = await binding(http, "web")
             assert assigned(after) == {"member1": 4, "member2": 4}
             assert "rescheduleTriggeredAt" not in after["spec"]
+
+
+@contextlib.asynccontextmanager
+async def restarted_on_members(first_list: Callable[[ApiServer], Any]) -> AsyncIterator[aiohttp.ClientSession]:
+    """#7662's user story seen by a controller-manager that has just started (real estimator, dev members): its
+    member caches list for the first time as it reconciles, member1's as ``first_list`` makes its server answer.
+    The retry timeout is 0 s: any refusal the bound counts fails the workload at once."""
+    # Each member is seeded before its Cluster exists, so the registry's first list of it is the one slowed
+    # down; a member counts as failed after 0.2 s unsynced (sync_timeout) and the estimator waits 0.1 s at most.
+    async with control_plane(member_count=0, slim=True, sync_timeout=0.2, client_timeout=5.0) as plane:
+        for name in ("member1", "member2"):
+            await plane.add_member(name, register_cluster=False)
+        await seed_user_story(plane)
+        first_list(plane.members["member1"])
+        for name in ("member1", "member2"):
+            await register(plane.host_client, name, plane.members[name].url)
+        estimator = EstimatorClient(plane.registry, timeout=0.1)
+        options = PreserveOptions(estimator.unschedulable_replicas, timedelta(minutes=5), timedelta(0),
+                                  still_starting=estimator.still_starting)
+        async with start(plane.host_client, options), aiohttp.ClientSession(base_url=plane.host.url) as http:
+            await scheduled_binding(http, "web")
+            await create(http, "story", ["web"])
+            yield http
+
+
+async def test_a_member_still_on_its_first_list_is_waited_for_past_the_retry_timeout() -> None:
+    """A large member's first list (here 1.5 s for its Pods) can outlast the retry timeout after a restart; it
+    ends by itself, so the workload waits for it instead of failing, then is lowered as it should be."""
+    async with restarted_on_members(lambda member: member.slow_down("GET", "/api/v1/pods", 1.5)) as http:
+        assert observed(await finished(http, "story")) == [("web", "Successful", "")]
+        assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+
+
+async def test_a_member_whose_first_list_fails_still_fails_the_workload_at_the_bound() -> None:
+    """The wait above is for a list that is progressing: one that fails counts against the retry timeout."""
+    def forbidden(member: ApiServer) -> None:
+        member.inject_fault("GET", "/api/v1/pods", code=403, reason="Forbidden", times=1000)
+
+    async with restarted_on_members(forbidden) as http:
+        assert observed(await finished(http, "story")) == [
+            ("web", "Failed", "EstimatorUnavailable: no unschedulable-replica estimate for member1 "
+                              "(for longer than the retry timeout, 0s)")]
+        assert assigned(await binding(http, "web")) == {"member1": 6, "member2": 4}
 
 
 async def test_nothing_unschedulable_is_successful_and_leaves_the_binding(manager: Manager, estimator: Estimator,

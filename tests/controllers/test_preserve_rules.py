@@ -166,6 +166,15 @@ def test_a_cluster_the_estimator_could_not_judge_refuses_the_whole_workload() ->
     assert isinstance(lower(binding(), {"member1": 2, "member2": -1}), Refusal)  # -1: "cannot calculate"
 
 
+def test_clusters_still_on_their_first_list_refuse_without_counting_against_the_retry_timeout() -> None:
+    waiting = lower(binding(), {"member1": 2}, starting=["member2"])
+    assert waiting == Refusal(preserve.ESTIMATOR_UNAVAILABLE, "the member caches of member2 are still on their first "
+                                                              "list", transient=True, bounded=False)
+    both = lower(binding(), {}, starting=["member2"])  # member1 left out for another reason: the bound counts
+    assert isinstance(both, Refusal) and both.bounded and both.detail == (
+        "no unschedulable-replica estimate for member1, member2")
+
+
 def test_a_cluster_without_replicas_needs_no_estimate() -> None:
     lowering = lower(binding(clusters={"member1": 6, "member2": 0}), {"member1": 1})
     assert isinstance(lowering, Lowering) and lowering.moved == {"member1": 1}
