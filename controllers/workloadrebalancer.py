@@ -37,7 +37,7 @@ from prometheus_client import Counter
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, Resource, may_have_landed, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -182,6 +182,11 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
+        self._unsure: set[tuple[str, str, str]] = set()
+        """(rebalancer uid, binding namespace, name) of lowerings whose answer was lost: the next attempt reads the
+        binding from the API server. The informer's copy may not show the write yet, and a decision of nothing to
+        move, which writes nothing, would not meet the 409 that corrects every other decision. Memory is enough:
+        after a restart the caches are listed afresh."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -347,6 +352,10 @@ class WorkloadRebalancerReconciler:
             refused = mode
         elif self.preserve.estimate is None:
             refused = preserve.disabled()
+        unsure = (rebalancer_uid, *_binding_of(workload))
+        if unsure in self._unsure:
+            self._unsure.discard(unsure)
+            fresh = True
         try:
             resource, binding = await self._binding(workload, fresh=fresh)
         except ApiError as exc:
@@ -365,8 +374,10 @@ class WorkloadRebalancerReconciler:
                                                                                        lowered=outcome.moved))
                 try:
                     await self.client.update_unread(resource, update)
-                except ApiError as exc:
-                    if not exc.met_newer_object or attempt == CONFLICT_ATTEMPTS - 1:
+                except Exception as exc:
+                    if not (isinstance(exc, ApiError) and exc.met_newer_object) or attempt == CONFLICT_ATTEMPTS - 1:
+                        if may_have_landed(exc):
+                            self._unsure.add(unsure)
                         raise
                 else:
                     return outcome

@@ -199,6 +199,31 @@ async def test_a_retry_never_lowers_a_binding_twice(manager: Manager, estimator:
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
 
 
+async def test_a_lost_answer_is_reported_as_the_lowering_it_was_even_from_a_cache_behind(
+        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The lowering lands but its answer is lost (504), the bindings' watch is down so the informer's copy still
+    shows the binding as before, and the released replicas are gone from member1 by the retry (the estimator
+    answers 0). Deciding on that copy would write nothing and report "nothing had to move"; the retry reads the
+    binding from the API server and reports the lowering it made."""
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+
+    async def released_by_the_retry() -> None:
+        if len(estimator.calls) > 1:
+            estimator.answers["web"] = {"member1": 0, "member2": 0}
+
+    estimator.on_call = released_by_the_retry
+    # The cluster-wide path only: the bindings' LIST and WATCH fail, a GET of one binding is served.
+    server.inject_fault("GET", "v1alpha2/resourcebindings", code=500, times=1_000_000)
+    server.store.close_watchers()
+    server.inject_fault("PUT", "/resourcebindings/web-deployment", code=504, reason="Timeout", after_dispatch=True)
+    wr = await create(http, "lost", ["web"])
+    assert observed(await finished(http, "lost")) == [("web", "Successful", "")]
+    assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
+    assert await events_about(http, wr, "NothingToMove") == []
+    assert len(await events_about(http, wr, "AvailableReplicasPreserved")) == 1
+
+
 @pytest.mark.parametrize("meanwhile", ["the rebalancer is edited", "the scheduler puts one back on member1"])
 async def test_a_lowering_whose_result_is_not_stored_yet_is_never_made_again(
         manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession, meanwhile: str) -> None:
