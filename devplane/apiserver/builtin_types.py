@@ -12,7 +12,7 @@ The Go types are read from kube's own OpenAPI schemas (:mod:`.openapi_builtin`).
 refuses is refused: ``null`` anywhere (it leaves the zero value), fields the struct does not have (dropped),
 and values whose schema says nothing (``RawExtension``, ``JSON``) pass; formats (base64, times) are not
 parsed here. A number with a fraction or an exponent (``3.0``, ``1e3``) in an integer field is refused, as
-Go's ParseInt does. Bodies of creates and updates are checked; the result of a patch is not yet.
+Go's ParseInt does. Bodies of creates and updates are checked, and the results of patches (:func:`check_patched`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from kube_api.validation import go_quote
+
 from . import errors
-from .codec import go_json_type_name
+from .codec import encode_json, go_json_type_name
 from .openapi_builtin import builtin_schemas
+from .patch.govalues import go_format, go_type
 from .resources import ResourceType
 
 REF_PREFIX = "#/components/schemas/"
@@ -161,16 +164,117 @@ def _fits(value: Any, kind: str) -> bool:
     return True
 
 
-def check_types(rtype: ResourceType, obj: dict[str, Any]) -> None:
-    """Refuse, as kube's decoder does, a built-in object with a value of the wrong JSON type (see the module)."""
+def _first_mismatch(rtype: ResourceType, obj: dict[str, Any]) -> _Mismatch | None:
     root = _root(rtype.group, rtype.version, rtype.kind)
     if root is None:
-        return
+        return None
     try:
         _check(obj, _schemas()[root], _Where(rtype.kind), root)
     except _Mismatch as exc:
-        found = go_json_type_name(exc.value) + (f" {exc.value}" if exc.literal else "")
-        field = ".".join((exc.where.struct, *exc.where.path))
-        raise errors.bad_request(
-            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: json: cannot '
-            f"unmarshal {found} into Go struct field {field} of type {exc.go_type}") from None
+        return exc
+    return None
+
+
+def _decode_error(mismatch: _Mismatch) -> str:
+    found = go_json_type_name(mismatch.value) + (f" {mismatch.value}" if mismatch.literal else "")
+    field = ".".join((mismatch.where.struct, *mismatch.where.path))
+    return f"json: cannot unmarshal {found} into Go struct field {field} of type {mismatch.go_type}"
+
+
+def check_types(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """Refuse, as kube's decoder does, a built-in object with a value of the wrong JSON type (see the module)."""
+    mismatch = _first_mismatch(rtype, obj)
+    if mismatch is not None:
+        raise errors.bad_request(f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: '
+                                 f"{_decode_error(mismatch)}")
+
+
+def check_patched(rtype: ResourceType, patched: dict[str, Any], patch: Any, *, strategic: bool,
+                  reached: list[list[str]] | None = None) -> None:
+    """Refuse, as kube does, a patch of a built-in object whose result has a value of the wrong JSON type.
+
+    kube decodes the patched object into its Go struct; a failure is ``422 Invalid`` on the field ``patch``,
+    with no kind or name (``"" is invalid: patch: Invalid value: ...``; refplane kube 1.20, observed), and
+    nothing is stored. A JSON merge or JSON patch shows the patched object as JSON and the decoder's error;
+    a strategic merge patch shows the patch (Go's ``%v``) and the unstructured converter's error
+    (:func:`_converter_error`). ``reached``: the JSON patch's operation paths (:func:`_as_reencoded`).
+    Approximations: the first wrong value is found in the object's key order, not Go's field order, and the
+    decoder's message is kube >= 1.21's, as for creates.
+    """
+    mismatch = _first_mismatch(rtype, patched)
+    if mismatch is None:
+        return
+    if strategic:
+        shown, error = go_format(patch), _converter_error(mismatch)
+    else:
+        shown, error = _as_reencoded(patched, patch, reached), _decode_error(mismatch)
+    raise errors.invalid("", "", "", [errors.Cause("FieldValueInvalid", f"Invalid value: {go_quote(shown)}: {error}",
+                                                   "patch")])
+
+
+QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+
+
+def _go_kind(value: Any) -> str:
+    """The ``reflect.Kind`` of a value as kube's patch handler decodes it (integral numbers as int64)."""
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list):
+        return "slice"
+    return go_type(value)
+
+
+def _converter_error(mismatch: _Mismatch) -> str:
+    """apimachinery's ``DefaultUnstructuredConverter.FromUnstructured`` refusing a value (observed on kube 1.20):
+    scalars it can convert but JSON would not (an int to a string, a float to an int) are ``cannot convert``,
+    others ``unrecognized type``; a non-object for a map or struct, a non-array for a slice, ``cannot restore``;
+    IntOrString and Quantity decode themselves."""
+    value, target = mismatch.value, mismatch.go_type
+    source = _go_kind(value)
+    if target == "intstr.IntOrString":
+        found = go_json_type_name(value) + (f" {value}" if isinstance(value, float) else "")
+        return f"json: cannot unmarshal {found} into Go value of type int32"
+    if target == "resource.Quantity":
+        return f"quantities must match the regular expression '{QUANTITY_PATTERN}'"
+    if target.startswith("map["):
+        return f"cannot restore map from {source}"
+    if target.startswith("[]"):
+        return f"cannot restore slice from {source}"
+    if "." in target:
+        return f"cannot restore struct from: {source}"
+    numeric = ("int32", "int64", "float64")
+    convertible = (source in ("int64", "float64") and target in (*numeric, "string") and not (
+        source == "float64" and target == "string")) or source == target
+    return f"cannot convert {source} to {target}" if convertible else f"unrecognized type: {target}"
+
+
+def _as_reencoded(patched: Any, patch: Any, reached: list[list[str]] | None) -> str:
+    """The patched object as evanphx/json-patch hands it to the decoder: Go's ``json.Marshal`` (HTML characters
+    escaped) with the keys sorted in each object the patch reached, the others as they were stored."""
+    def sort_merge(doc: Any, part: Any) -> Any:
+        if isinstance(doc, dict) and isinstance(part, dict):
+            return {key: sort_merge(doc[key], part.get(key)) for key in sorted(doc)}
+        return doc
+
+    def sort_path(doc: Any, tokens: list[str]) -> Any:
+        if isinstance(doc, dict):
+            head = tokens[0] if tokens else None
+            return {key: sort_path(doc[key], tokens[1:]) if key == head else doc[key] for key in sorted(doc)}
+        if isinstance(doc, list) and tokens and tokens[0].isdigit() and int(tokens[0]) < len(doc):
+            index = int(tokens[0])
+            return [sort_path(item, tokens[1:]) if i == index else item for i, item in enumerate(doc)]
+        return doc
+
+    if reached is None:
+        ordered = sort_merge(patched, patch)
+    else:
+        ordered = patched
+        for tokens in reached:
+            ordered = sort_path(ordered, tokens[:-1])
+        if not reached:
+            ordered = sort_path(ordered, [])
+    text = encode_json(ordered).decode("utf-8")
+    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                          ("\u2029", "\\u2029")):
+        text = text.replace(char, escaped)
+    return text

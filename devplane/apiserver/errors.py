@@ -60,10 +60,8 @@ def qualified_resource(resource: str, group: str) -> str:
 
 
 def _details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
-    if group:
-        details["group"] = group
-    details["kind"] = kind
+    """kube's ``StatusDetails``: ``name``, ``group`` and ``kind`` are ``omitempty``."""
+    details: dict[str, Any] = {key: value for key, value in (("name", name), ("group", group), ("kind", kind)) if value}
     details.update(more)
     return details
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,13 +22,14 @@ from aiohttp import web
 
 from controller_manager import objects
 
-from . import access_review, discovery, errors, openapi, protobuf
+from . import access_review, builtin_types, discovery, errors, openapi, protobuf
 from .auth import RequestGuard
 from .bodies import check_kind, decode_json_body, decode_object, read_body
 from .errors import StatusError
 from .listing import list_objects, list_response
 from .params import dry_run, field_checks, matches, query_selectors, truthy
 from .patch import NON_STRATEGIC_MEDIA_TYPES, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from .resources import ResourceType
 from .responses import encoder, error_response, json_response, raw_response, respond_object, warn
 from .routing import Target, parse_target
 from .startup import Phase, StartupWindows, crd_served_group
@@ -38,8 +40,9 @@ from .watchstream import watch
 
 log = structlog.get_logger(__name__)
 
-PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
-               "application/strategic-merge-patch+json", "application/apply-patch+yaml")
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", STRATEGIC_MERGE_PATCH,
+               "application/apply-patch+yaml")
 
 
 @dataclass
@@ -69,6 +72,29 @@ class ServerOptions:
 
     bookmark_interval: float = 60.0
     min_request_timeout: float = 1800.0
+
+
+def _type_checked(apply: Callable[[dict[str, Any]], Any], rtype: ResourceType, patch: Any,
+                  ctype: str) -> Callable[[dict[str, Any]], Any]:
+    """``apply`` followed by kube's decoding of the patched built-in object into its Go type (a 422 on a value
+    of the wrong type: :func:`builtin_types.check_patched`)."""
+    reached = None
+    if ctype == "application/json-patch+json" and isinstance(patch, list):
+        pointers = [op.get(key) for op in patch if isinstance(op, dict) for key in ("path", "from")]
+        reached = [_pointer_tokens(pointer) for pointer in pointers if isinstance(pointer, str)]
+
+    def checked(doc: dict[str, Any]) -> Any:
+        patched = apply(doc)
+        if isinstance(patched, dict):
+            builtin_types.check_patched(rtype, patched, patch, strategic=ctype == STRATEGIC_MERGE_PATCH,
+                                        reached=reached)
+        return patched
+
+    return checked
+
+
+def _pointer_tokens(pointer: str) -> list[str]:
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]] if pointer else []
 
 
 class Api:
@@ -295,8 +321,9 @@ class Api:
 
             def apply(doc: dict[str, Any]) -> Any:
                 return apply_strategic_merge_patch(doc, patch, rtype.kind_key)
+        checked = _type_checked(apply, rtype, patch, ctype) if rtype.builtin else apply
         checks = field_checks(request)
-        stored = self.store.patch(rtype, target.namespace, target.name, apply,
+        stored = self.store.patch(rtype, target.namespace, target.name, checked,
                                   subresource=target.subresource, dry_run=dry_run(request), checks=checks)
         return warn(await respond_object(self.store, request, target.rtype, stored), checks)
 

@@ -1478,6 +1478,55 @@ async def test_a_wrong_type_anywhere_in_a_deployment_is_refused_before_validatio
         assert r.status == 404  # nothing stored
 
 
+SMP = "application/strategic-merge-patch+json"
+
+
+@pytest.mark.parametrize(("patch", "shown", "error"), [  # each as kube-apiserver 1.20 answered it (refplane)
+    ({"spec": {"replicas": "3"}}, "map[spec:map[replicas:3]]", "unrecognized type: int32"),
+    ({"spec": {"replicas": 1.5}}, "map[spec:map[replicas:1.5]]", "cannot convert float64 to int32"),
+    ({"spec": {"paused": 1}}, "map[spec:map[paused:1]]", "unrecognized type: bool"),
+    ({"metadata": {"labels": {"a": 1}}}, "map[metadata:map[labels:map[a:1]]]", "cannot convert int64 to string"),
+    ({"metadata": {"labels": {"a": 1.5}}}, "map[metadata:map[labels:map[a:1.5]]]", "unrecognized type: string"),
+    ({"metadata": {"labels": "x"}}, "map[metadata:map[labels:x]]", "cannot restore map from string"),
+    ({"spec": {"strategy": "x"}}, "map[spec:map[strategy:x]]", "cannot restore struct from: string"),
+    ({"spec": {"template": {"spec": {"containers": "x"}}}}, "map[spec:map[template:map[spec:map[containers:x]]]]",
+     "cannot restore slice from string"),
+    ({"spec": {"strategy": {"rollingUpdate": {"maxSurge": True}}}},
+     "map[spec:map[strategy:map[rollingUpdate:map[maxSurge:true]]]]",
+     "json: cannot unmarshal bool into Go value of type int32"),
+])
+async def test_a_strategic_merge_patch_to_a_wrong_type_is_refused_and_nothing_stored(
+        http: aiohttp.ClientSession, patch: dict[str, Any], shown: str, error: str) -> None:
+    before = await create(http, deploy_path(), deployment("typed"))
+    reply = await call(http, "PATCH", deploy_path(name="typed"), patch, ctype=SMP)
+    message = f'Invalid value: "{shown}": {error}'
+    details = status_of(reply, 422, "Invalid", f' "" is invalid: patch: {message}')
+    assert details == {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]}
+    assert (await get(http, deploy_path(name="typed"))) == before
+
+
+@pytest.mark.parametrize(("ctype", "patch"), [
+    ("application/merge-patch+json", {"spec": {"replicas": "3", "paused": False}}),
+    ("application/json-patch+json", [{"op": "replace", "path": "/spec/replicas", "value": "3"}]),
+])
+async def test_a_merge_or_json_patch_to_a_wrong_type_shows_the_patched_object_and_stores_nothing(
+        http: aiohttp.ClientSession, ctype: str, patch: Any) -> None:
+    """kube decodes the patched object: the error shows it as JSON, each object the patch reached with its keys
+    sorted (evanphx/json-patch re-encodes them), then the decoder's error."""
+    before = await create(http, deploy_path(), deployment("typed"))
+    reply = await call(http, "PATCH", deploy_path(name="typed"), patch, ctype=ctype)
+    error = "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+    message = reply.body["message"]
+    assert reply.status == 422 and reply.body["reason"] == "Invalid", reply.body
+    assert message.startswith(' "" is invalid: patch: Invalid value: "{') and message.endswith('}": ' + error)
+    shown = json.loads(json.loads(message.removeprefix(' "" is invalid: patch: Invalid value: ')
+                                  .removesuffix(f": {error}")))
+    assert shown["spec"]["replicas"] == "3"
+    assert list(shown) == sorted(shown) and list(shown["spec"]) == sorted(shown["spec"])
+    assert reply.body["details"]["causes"][0]["field"] == "patch"
+    assert (await get(http, deploy_path(name="typed"))) == before
+
+
 async def test_an_unquoted_date_in_yaml_stays_a_string(http: aiohttp.ClientSession) -> None:
     """kube reads YAML with go-yaml through sigs.k8s.io/yaml: ``2024-01-01`` is a string, not a timestamp."""
     body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dated\ndata:\n  since: 2024-01-01\n"
