@@ -212,6 +212,31 @@ def check_patched(rtype: ResourceType, patched: dict[str, Any], patch: Any, *, s
                                                    "patch")])
 
 
+def check_applied(rtype: ResourceType, applied: dict[str, Any], namespace: str, name: str) -> None:
+    """Refuse a server-side apply of a built-in object with a value of the wrong JSON type, before anything is
+    stored. kube (1.20 and still in 2026, kubernetes#139253) answers such a patch ``500`` without a reason, from
+    structured-merge-diff; as for a malformed merge patch, this server answers ``400 BadRequest`` with a message
+    of that shape (the type named as JSON names it, where kube prints Go's internal value type)."""
+    mismatch = _first_mismatch(rtype, applied)
+    if mismatch is None:
+        return
+    want = mismatch.go_type
+    if want in ("intstr.IntOrString", "resource.Quantity"):
+        expected = "string or numeric"
+    elif want.startswith("map[") or "." in want:
+        expected = "map"
+    elif want.startswith("[]") and want != "[]uint8":
+        expected = "list"
+    elif want in ("int32", "int64", "float64"):
+        expected = "numeric (int or float)"
+    else:
+        expected = {"bool": "boolean"}.get(want, "string")
+    path = "".join(f".{key}" for key in mismatch.where.path)
+    who = f"{namespace}/{name}" if namespace else name
+    raise errors.bad_request(f"failed to create typed patch object ({who}; {rtype.api_version}, Kind={rtype.kind}): "
+                             f"{path}: expected {expected}, got {go_json_type_name(mismatch.value)}")
+
+
 QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
 
 

@@ -336,6 +336,8 @@ class Api:
         if not isinstance(applied, dict):
             raise errors.bad_request("the apply patch must be an object")
         check_kind(self.registry, target.rtype, applied)
+        if target.rtype.builtin:
+            builtin_types.check_applied(target.rtype, applied, target.namespace, target.name)
         dry = dry_run(request)  # `kubectl diff --server-side` sends dryRun=All: nothing may be stored
         if self.store.lookup(target.rtype, target.namespace, target.name) is None:
             applied.setdefault("metadata", {})["name"] = target.name

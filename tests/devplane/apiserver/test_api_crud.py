@@ -1527,6 +1527,16 @@ async def test_a_merge_or_json_patch_to_a_wrong_type_shows_the_patched_object_an
     assert (await get(http, deploy_path(name="typed"))) == before
 
 
+async def test_a_server_side_apply_of_a_wrong_type_is_refused_and_nothing_stored(http: aiohttp.ClientSession) -> None:
+    """kube answers 500 (kubernetes#139253); this server a 400 of the same shape, and nothing is stored."""
+    body = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: applied\nspec:\n  replicas: \"3\"\n"
+    reply = await call(http, "PATCH", deploy_path(name="applied"), data=body, ctype="application/apply-patch+yaml",
+                       params={"fieldManager": "test"})
+    status_of(reply, 400, "BadRequest", "failed to create typed patch object (default/applied; apps/v1, "
+                                        "Kind=Deployment): .spec.replicas: expected numeric (int or float), got string")
+    assert await gone(http, deploy_path(name="applied"))
+
+
 async def test_an_unquoted_date_in_yaml_stays_a_string(http: aiohttp.ClientSession) -> None:
     """kube reads YAML with go-yaml through sigs.k8s.io/yaml: ``2024-01-01`` is a string, not a timestamp."""
     body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dated\ndata:\n  since: 2024-01-01\n"
