@@ -88,6 +88,22 @@ async def decode_object(request: web.Request, registry: Registry, rtype: Resourc
     return obj
 
 
+KUBE_SCHEME_VERSIONS: dict[str, tuple[str, ...]] = {
+    "": ("v1",), "apps": ("v1", "v1beta1", "v1beta2"), "batch": ("v1", "v1beta1", "v2alpha1"),
+    "autoscaling": ("v1", "v2beta1", "v2beta2"), "policy": ("v1beta1",), "extensions": ("v1beta1",),
+    "networking.k8s.io": ("v1", "v1beta1"), "rbac.authorization.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "coordination.k8s.io": ("v1", "v1beta1"), "storage.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "events.k8s.io": ("v1", "v1beta1"), "discovery.k8s.io": ("v1beta1",),
+    "authorization.k8s.io": ("v1", "v1beta1"), "authentication.k8s.io": ("v1", "v1beta1"),
+    "apiextensions.k8s.io": ("v1", "v1beta1"), "admissionregistration.k8s.io": ("v1", "v1beta1"),
+    "scheduling.k8s.io": ("v1", "v1beta1", "v1alpha1"), "node.k8s.io": ("v1", "v1beta1", "v1alpha1"),
+    "certificates.k8s.io": ("v1", "v1beta1"), "apiregistration.k8s.io": ("v1", "v1beta1"),
+}
+"""The versions kube-apiserver 1.20's scheme registers per built-in group, served or not: a body of one of them
+sent to another version's path is "the API version in the data ... does not match"; of any other version, "no kind
+... is registered" (both observed)."""
+
+
 def check_kind(registry: Registry, rtype: ResourceType, obj: dict[str, Any]) -> None:
     """kube decodes with the URL's group/version/kind as default and refuses another type."""
     api_version = obj.get("apiVersion") or rtype.api_version
@@ -100,7 +116,13 @@ def check_kind(registry: Registry, rtype: ResourceType, obj: dict[str, Any]) -> 
     if group != rtype.group:
         raise mismatch
     if rtype.builtin:
-        if version != rtype.version or kind != rtype.kind:
+        if version != rtype.version and version in KUBE_SCHEME_VERSIONS.get(group, ()):
+            raise mismatch
+        if version != rtype.version:
+            raise errors.bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {rtype.kind}: no kind "{kind}" is registered '
+                f'for version "{api_version}" in scheme "pkg/api/legacyscheme/scheme.go:30"')
+        if kind != rtype.kind:
             internal = rtype.group.split(".")[0] if rtype.group else "core"
             raise errors.bad_request(
                 f'{kind} in version "{version}" cannot be handled as a {rtype.kind}: converting '
@@ -108,8 +130,8 @@ def check_kind(registry: Registry, rtype: ResourceType, obj: dict[str, Any]) -> 
     else:
         if version != rtype.version and registry.get(group, version, rtype.plural) is None:
             raise mismatch
-        if kind != rtype.kind:
-            raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), [errors.Cause(
+        if kind != rtype.kind:  # kube names the object by the kind the body gave
+            raise errors.invalid(kind, rtype.group, objects.name(obj), [errors.Cause(
                 "FieldValueInvalid", f'Invalid value: "{kind}": must be {rtype.kind}', "kind")])
     obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
 

@@ -118,6 +118,19 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusErro
     )
 
 
+def plain_error(message: str) -> StatusError:
+    """kube's answer to an error that is not an API status (a Go ``error`` from storage or parsing): 500, no reason,
+    no details. Some are the client's fault all the same (a resourceVersion set on a create, one that is not a
+    number); kube answers them so, and so does this server."""
+    return StatusError(500, "", message)
+
+
+def options_invalid(kind: str, cause: Cause) -> StatusError:
+    """A query parameter refused by kube's validation of the verb's options (``CreateOptions``, ``ListOptions``...):
+    ``422 Invalid`` on ``<Kind>.meta.k8s.io ""``."""
+    return invalid(kind, "meta.k8s.io", "", [cause])
+
+
 def bad_request(message: str) -> StatusError:
     return StatusError(400, "BadRequest", message)
 

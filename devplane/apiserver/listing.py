@@ -20,9 +20,9 @@ from typing import Any
 from aiohttp import web
 
 from . import errors
-from .codec import encode_json
+from .codec import encode_json, go_json_type_name
 from .errors import StatusError
-from .params import int_param, matches, query_selectors
+from .params import check_list_options, int_param, matches, query_selectors, resource_version_param
 from .resources import ResourceType
 from .responses import as_object, encoder, json_response, raw_response, wants_table
 from .routing import Target
@@ -37,13 +37,16 @@ async def list_objects(store: Store, request: web.Request, target: Target) -> we
     """One page of the collection (all of it without ``limit``) that matches the selectors."""
     rtype = target.rtype
     query = request.query
+    limit = int_param(query.get("limit"))
+    int_param(query.get("timeoutSeconds"))
+    check_list_options(query, watch=False)
     labels, fields = query_selectors(request, rtype)
-    limit = int_param(query.get("limit"), "limit")
     token = query.get("continue")
     key = rtype.storage_key
+    decoded = _decode_continue(token) if token else None  # storage reads the token before the resourceVersion
     await _wait_for_rv(store, query.get("resourceVersion"))
-    if token:
-        rv, start = _decode_continue(token)
+    if decoded is not None:
+        rv, start = decoded
         items = store.snapshot_at(key, rv)
         if items is None:
             fresh = _encode_continue(store.rv, start)
@@ -99,7 +102,7 @@ def list_response(request: web.Request, rtype: ResourceType, items: list[Stored]
 
 async def _wait_for_rv(store: Store, text: str | None) -> None:
     """A list at a future resourceVersion waits briefly, then 504 (kube's "Too large resource version")."""
-    wanted = int_param(text, "resourceVersion") if text not in (None, "", "0") else 0
+    wanted = resource_version_param(text)
     if not wanted or wanted <= store.rv:
         return
     deadline = time.monotonic() + TOO_LARGE_RV_WAIT
@@ -122,11 +125,50 @@ def _encode_continue(rv: int, start: str) -> str:
 
 
 def _decode_continue(token: str) -> tuple[int, str]:
+    """The snapshot and start key of a continue token; kube's ``continue key is not valid`` errors (observed)."""
+    def refused(why: str) -> errors.StatusError:
+        return errors.bad_request(f"invalid continue token: continue key is not valid: {why}")
+
+    bad = next((i for i, char in enumerate(token) if not (char.isascii() and (char.isalnum() or char in "-_"))), None)
     try:
-        padded = token + "=" * (-len(token) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if data.get("v") != "meta.k8s.io/v1":
-            raise ValueError("unknown version")
+        if bad is not None:
+            raise ValueError
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (binascii.Error, ValueError):  # Go's RawURLEncoding names the first byte it cannot take
+        raise refused(f"illegal base64 data at input byte {len(token) - 1 if bad is None else bad}") from None
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise refused(_json_syntax_error(raw)) from None
+    if not isinstance(data, dict):
+        raise refused(f"json: cannot unmarshal {go_json_type_name(data)} into Go value of type etcd3.continueToken")
+    if data.get("v") != "meta.k8s.io/v1":
+        raise refused(f'server does not recognize this encoded version "{data.get("v", "")}"')
+    try:
         return int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
-        raise errors.bad_request(f"invalid continue token: {exc}") from exc
+    except (KeyError, TypeError, ValueError):
+        raise refused("continue key is empty") from None
+
+
+def _json_syntax_error(raw: bytes) -> str:
+    """encoding/json's syntax error for a document that does not parse, naming the first bad byte as Go does."""
+    try:
+        json.loads(raw.decode("latin-1"))  # one character per byte: the error's position is the byte's
+    except json.JSONDecodeError as exc:
+        if exc.pos < len(raw):
+            return f"invalid character {go_byte(raw[exc.pos])} looking for beginning of value"
+    return "unexpected end of JSON input"
+
+
+def go_byte(byte: int) -> str:
+    """encoding/json's ``quoteChar``: a byte quoted in single quotes (``'b'``, ``'\\u0081'``, ``'\\x01'``)."""
+    if byte == ord("'"):
+        return "'\\''"
+    if byte == ord('"'):
+        return "'\"'"
+    if 0x20 <= byte < 0x7F:
+        return f"'{chr(byte)}'" if byte != ord("\\") else "'\\\\'"
+    escapes = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
+    if byte in escapes:
+        return f"'{escapes[byte]}'"
+    return f"'\\x{byte:02x}'" if byte < 0x80 else f"'\\u{byte:04x}'"

@@ -6,10 +6,13 @@ selectors of list, watch and deletecollection (with the test a stored object pas
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aiohttp import web
 
 from controller_manager import objects
 from kube_api.selectors import LabelSelector
+from kube_api.validation import go_quote
 
 from . import errors
 from .resources import ResourceType
@@ -22,18 +25,65 @@ def truthy(value: str | None) -> bool:
     return value is not None and value.lower() in ("true", "1")
 
 
-def int_param(text: str | None, name: str) -> int:
+def int_param(text: str | None) -> int:
+    """An integer query parameter (``limit``, ``timeoutSeconds``); kube's converter names only the parse error."""
     if text in (None, ""):
         return 0
     assert text is not None
     try:
         return int(text)
     except ValueError as exc:
-        raise errors.bad_request(f'invalid {name}: strconv.ParseInt: parsing "{text}": invalid syntax') from exc
+        raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from exc
+
+
+def resource_version_param(text: str | None) -> int:
+    """The ``resourceVersion`` of a get, list or watch (0 when absent or "0"); one that is not a number is a 500 in
+    kube (storage parses it)."""
+    if text in (None, "", "0"):
+        return 0
+    assert text is not None
+    if not text.isdigit():
+        raise errors.plain_error(f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing '
+                                 f'"{text}": invalid syntax')
+    return int(text)
+
+
+OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}
 
 
 def dry_run(request: web.Request) -> bool:
-    return request.query.get("dryRun") == "All"
+    """``dryRun=All``; any other value is refused, as kube validates the verb's options (nothing is done)."""
+    values = request.query.getall("dryRun", [])
+    if any(value != "All" for value in values):
+        shown = "[]string{" + ", ".join(go_quote(value) for value in values) + "}"
+        raise errors.options_invalid(OPTIONS_KINDS.get(request.method, "CreateOptions"), errors.Cause(
+            "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"', "dryRun"))
+    return bool(values)
+
+
+def check_list_options(query: Mapping[str, str], *, watch: bool) -> None:
+    """kube's ``ValidateListOptions`` on ``resourceVersionMatch`` (1.20, observed)."""
+    match = query.get("resourceVersionMatch", "")
+    if not match:
+        return
+
+    def forbidden(why: str) -> errors.StatusError:
+        return errors.options_invalid("ListOptions", errors.Cause("FieldValueForbidden", f"Forbidden: {why}",
+                                                                  "resourceVersionMatch"))
+
+    if watch:
+        raise forbidden("resourceVersionMatch is forbidden for watch")
+    version = query.get("resourceVersion", "")
+    if not version:
+        raise forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided")
+    if query.get("continue"):
+        raise forbidden("resourceVersionMatch is forbidden when continue is provided")
+    if match not in ("Exact", "NotOlderThan"):
+        raise errors.options_invalid("ListOptions", errors.Cause(
+            "FieldValueNotSupported", f'Unsupported value: {go_quote(match)}: supported values: "Exact", '
+                                      '"NotOlderThan", ""', "resourceVersionMatch"))
+    if match == "Exact" and version == "0":
+        raise forbidden('resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
 
 
 def field_checks(request: web.Request) -> FieldChecks:

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from .codec import encode_json
 from .errors import StatusError
-from .params import int_param, query_selectors, truthy
+from .params import check_list_options, int_param, query_selectors, resource_version_param, truthy
 from .resources import ResourceType
 from .responses import JSON, as_object, encoder, wants_table
 from .routing import Target
@@ -33,6 +33,8 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
     """Stream the events of the collection, or of one object, until the timeout or a disconnect."""
     rtype = target.rtype
     query = request.query
+    timeout_param = int_param(query.get("timeoutSeconds"))
+    check_list_options(query, watch=True)
     labels, fields = query_selectors(request, rtype)
     if target.name:
         name_sel = FieldSelector.parse(f"metadata.name={target.name}", rtype.field_selectors,
@@ -40,9 +42,7 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
         fields = name_sel if fields.empty() else FieldSelector.parse(
             query.get("fieldSelector", "") + f",metadata.name={target.name}", rtype.field_selectors,
             builtin=rtype.builtin)
-    rv_text = query.get("resourceVersion", "")
-    from_rv = int_param(rv_text, "resourceVersion") if rv_text not in ("", "0") else None
-    timeout_param = int_param(query.get("timeoutSeconds"), "timeoutSeconds")
+    from_rv = resource_version_param(query.get("resourceVersion")) or None
     timeout = float(timeout_param) if timeout_param else \
         min_request_timeout * (1 + random.random())
     bookmarks = truthy(query.get("allowWatchBookmarks"))
