@@ -407,7 +407,8 @@ class Store:
                                    f"namespace {namespace} because it is being terminated", details)
 
     def _validate_meta(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
-        causes = validate_object_meta(obj, namespaced=rtype.namespaced, name_rule=rtype.name_rule)
+        causes = validate_object_meta(obj, namespaced=rtype.namespaced, name_rule=rtype.name_rule,
+                                      builtin=rtype.builtin)
         if causes:
             raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), causes)
 

@@ -159,8 +159,30 @@ def _string_field(meta: Mapping[str, Any], key: str, causes: list[Cause]) -> str
     return value
 
 
+STANDARD_FINALIZERS: Final = ("kubernetes", "orphan", "foregroundDeletion")
+
+
+def validate_finalizers(finalizers: Any, *, builtin: bool) -> list[Cause]:
+    """apimachinery's ``ValidateFinalizers`` (each a qualified name, reported on ``metadata.finalizers``; not both
+    ``orphan`` and ``foregroundDeletion``), then, for built-in kinds only, core's rule that a name without a ``/``
+    is a standard one (reported on ``metadata.finalizers[i]``); duplicates pass (all observed on kube 1.20)."""
+    if not isinstance(finalizers, list):
+        return []
+    names = [f for f in finalizers if isinstance(f, str)]
+    causes = [_invalid("metadata.finalizers", name, msg) for name in names for msg in is_qualified_name(name)]
+    if "orphan" in names and "foregroundDeletion" in names:
+        shown = "[]string{" + ", ".join(go_quote(name) for name in names) + "}"
+        causes.append(Cause("FieldValueInvalid", f"Invalid value: {shown}: finalizer orphan and foregroundDeletion "
+                                                 "cannot be both set", "metadata.finalizers"))
+    if builtin:
+        causes.extend(_invalid(f"metadata.finalizers[{i}]", name, "name is neither a standard finalizer name nor is it "
+                                                                  "fully qualified")
+                      for i, name in enumerate(names) if "/" not in name and name not in STANDARD_FINALIZERS)
+    return causes
+
+
 def validate_object_meta(
-    obj: Mapping[str, Any], *, namespaced: bool, name_rule: str = "subdomain"
+    obj: Mapping[str, Any], *, namespaced: bool, name_rule: str = "subdomain", builtin: bool = False
 ) -> list[Cause]:
     """ValidateObjectMetaAccessor for create/update, in kube's cause order.
 
@@ -207,6 +229,7 @@ def validate_object_meta(
 
     causes.extend(validate_labels(meta.get("labels")))
     causes.extend(validate_annotations(meta.get("annotations")))
+    causes.extend(validate_finalizers(meta.get("finalizers"), builtin=builtin))
     return causes
 
 

@@ -1340,6 +1340,34 @@ async def test_refused_parameters_and_bodies_answer_as_kube_does_and_change_noth
     await assert_configmaps_untouched(http, existing)
 
 
+_QUALIFIED = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+              "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+              "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+_NOT_STANDARD = "name is neither a standard finalizer name nor is it fully qualified"
+
+
+@pytest.mark.parametrize(("path", "finalizers", "causes"), [  # as kube-apiserver 1.20 answered (refplane)
+    (cm_path(), ["Bad Finalizer"], [("metadata.finalizers", f'Invalid value: "Bad Finalizer": {_QUALIFIED}'),
+                                    ("metadata.finalizers[0]", f'Invalid value: "Bad Finalizer": {_NOT_STANDARD}')]),
+    (cm_path(), ["nodomain"], [("metadata.finalizers[0]", f'Invalid value: "nodomain": {_NOT_STANDARD}')]),
+    (cm_path(), ["kubernetes", "orphan", "foregroundDeletion"], [(
+        "metadata.finalizers", 'Invalid value: []string{"kubernetes", "orphan", "foregroundDeletion"}: finalizer '
+                               "orphan and foregroundDeletion cannot be both set")]),
+    (wr_path(), ["nodomain", "Bad X"], [("metadata.finalizers", f'Invalid value: "Bad X": {_QUALIFIED}')]),
+])
+async def test_finalizer_names_are_validated_as_kube_does(http: aiohttp.ClientSession, path: str,
+                                                          finalizers: list[str],
+                                                          causes: list[tuple[str, str]]) -> None:
+    """Every kind: qualified names, not both orphan and foregroundDeletion; built-in kinds: a name without a "/" is
+    a standard one. Nothing is stored."""
+    body = wr("fin") if path == wr_path() else cm("fin")
+    body["metadata"]["finalizers"] = finalizers
+    reply = await call(http, "POST", path, body)
+    assert reply.status == 422, reply.body
+    assert [(c["field"], c["message"]) for c in reply.body["details"]["causes"]] == causes
+    assert await gone(http, f"{path}/fin")
+
+
 async def test_a_dry_run_create_may_carry_a_resource_version(http: aiohttp.ClientSession) -> None:
     """Only storage refuses a create's resourceVersion, and a dry run stores nothing (refplane: 201)."""
     reply = await call(http, "POST", cm_path(), {**cm("dry"), "metadata": {"name": "dry", "resourceVersion": "5"}},
