@@ -1,0 +1,256 @@
+"""kube's validation of an ``apps/v1`` Deployment's spec, run after its defaults (``ValidateDeploymentSpec``).
+
+A real kube-apiserver refuses a Deployment whose selector does not match its Pod template, that has no
+containers, or whose strategy cannot roll; the dev server stored them, and a controller tested on it could
+create what a real server refuses. Covered here, with kube 1.20's messages (each checked on the refplane):
+replicas, the selector (required, not empty, its expressions, matching the template's labels, immutable on
+update), the template's labels, containers (required, a DNS-1123 name each, unique, an image each) and
+restart policy, the strategy (its type, ``rollingUpdate`` only when rolling, ``maxSurge`` and
+``maxUnavailable`` not both 0), ``minReadySeconds``, ``revisionHistoryLimit`` and ``progressDeadlineSeconds``.
+The rest of a Pod spec (volumes, ports, probes, resources...) is not validated.
+
+Bad values are printed as Go's ``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``,
+``v1.LabelSelector{...}``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from controller_manager import objects
+from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
+
+from . import errors
+from .errors import Cause
+from .resources import ResourceType
+from .validation import validate_labels
+
+SPEC = "spec"
+RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+STRATEGIES: Final = ("Recreate", "RollingUpdate")
+PERCENT = re.compile(r"[0-9]+%")
+NOT_NEGATIVE: Final = "must be greater than or equal to 0"
+
+
+def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``parent[key]`` when it is an object, else empty (Go's zero value)."""
+    value = parent.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _invalid(field: str, shown: str, detail: str) -> Cause:
+    return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", field)
+
+
+def _required(field: str, detail: str = "") -> Cause:
+    return Cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
+
+
+def _not_supported(field: str, shown: str, supported: tuple[str, ...]) -> Cause:
+    return Cause("FieldValueNotSupported", f"Unsupported value: {shown}: supported values: "
+                                           + ", ".join(go_quote(value) for value in supported), field)
+
+
+def go_string_map(value: Any) -> str:
+    """``%#v`` of a ``map[string]string`` (keys sorted, as fmt prints maps); nil when absent."""
+    if not isinstance(value, Mapping):
+        return "map[string]string(nil)"
+    return "map[string]string{" + ", ".join(f"{go_quote(str(k))}:{go_quote(str(value[k]))}"
+                                            for k in sorted(value)) + "}"
+
+
+def _go_strings(values: Any) -> str:
+    if not isinstance(values, list):
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+
+
+def go_label_selector(selector: Mapping[str, Any]) -> str:
+    """``%#v`` of a ``metav1.LabelSelector``."""
+    expressions = selector.get("matchExpressions")
+    if isinstance(expressions, list):
+        shown = "[]v1.LabelSelectorRequirement{" + ", ".join(
+            f"v1.LabelSelectorRequirement{{Key:{go_quote(str(e.get('key', '')))}, "
+            f"Operator:{go_quote(str(e.get('operator', '')))}, Values:{_go_strings(e.get('values'))}}}"
+            for e in expressions if isinstance(e, Mapping)) + "}"
+    else:
+        shown = "[]v1.LabelSelectorRequirement(nil)"
+    return f"v1.LabelSelector{{MatchLabels:{go_string_map(selector.get('matchLabels'))}, MatchExpressions:{shown}}}"
+
+
+def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidateLabelSelector``: its labels, and each expression's key, operator and values."""
+    causes = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
+    for i, expression in enumerate(selector.get("matchExpressions") or []):
+        if not isinstance(expression, Mapping):
+            continue
+        at = f"{field}.matchExpressions[{i}]"
+        operator, values = expression.get("operator"), expression.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                causes.append(_required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when `operator` is "
+                                                           "'Exists' or 'DoesNotExist'", f"{at}.values"))
+        else:
+            causes.append(_invalid(f"{at}.operator", go_quote(str(operator)), "not a valid selector operator"))
+        key = str(expression.get("key", ""))
+        causes.extend(_invalid(f"{at}.key", go_quote(key), msg) for msg in is_qualified_name(key))
+    return causes
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether the labels satisfy every term of the selector (``LabelSelectorAsSelector`` then ``Matches``)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or []
+        present = key in labels
+        if (operator == "In" and labels.get(key) not in values) or (
+                operator == "NotIn" and present and labels.get(key) in values) or (
+                operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
+            return False
+    return True
+
+
+def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return [_required(f"{field}.containers")]
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, container in enumerate(containers):
+        if not isinstance(container, Mapping):
+            continue
+        at = f"{field}.containers[{i}]"
+        name = container.get("name")
+        if not name:
+            causes.append(_required(f"{at}.name"))
+        else:
+            causes.extend(_invalid(f"{at}.name", go_quote(str(name)), msg) for msg in is_dns1123_label(str(name)))
+            if name in seen:
+                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(str(name))}", f"{at}.name"))
+            seen.add(str(name))
+        if not container.get("image"):
+            causes.append(_required(f"{at}.image"))
+    return causes
+
+
+def _template(spec: Mapping[str, Any], selector: Mapping[str, Any] | None) -> list[Cause]:
+    """``ValidatePodTemplateSpecForReplicaSet``: the labels against the selector (a nil one matches nothing), the
+    template's labels, its containers and restart policy, which must be Always."""
+    template = _mapping(spec, "template")
+    meta = _mapping(template, "metadata")
+    labels = _mapping(meta, "labels")
+    causes: list[Cause] = []
+    empty = selector is not None and not selector.get("matchLabels") and not selector.get("matchExpressions")
+    if not empty and (selector is None or not selector_matches(selector, labels)):
+        causes.append(_invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
+                               "`selector` does not match template `labels`"))
+    causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
+    pod = _mapping(template, "spec")
+    causes.extend(_containers(pod, "spec.template.spec"))
+    policy = pod.get("restartPolicy", "Always")
+    if policy not in RESTART_POLICIES:
+        causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
+    if policy != "Always":
+        causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
+    return causes
+
+
+def _int_or_percent(value: Any) -> str:
+    """``%#v`` of an ``intstr.IntOrString``."""
+    if isinstance(value, str):
+        return f'intstr.IntOrString{{Type:1, IntVal:0, StrVal:{go_quote(value)}}}'
+    return f'intstr.IntOrString{{Type:0, IntVal:{value}, StrVal:""}}'
+
+
+def _is_zero(value: Any) -> bool:
+    return value == 0 or (isinstance(value, str) and PERCENT.fullmatch(value) is not None and int(value[:-1]) == 0)
+
+
+def _strategy(spec: Mapping[str, Any]) -> list[Cause]:
+    strategy = _mapping(spec, "strategy")
+    kind = strategy.get("type", "")
+    rolling = strategy.get("rollingUpdate")
+    if kind == "Recreate":
+        if rolling is not None:
+            return [Cause("FieldValueForbidden", "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+                          "spec.strategy.rollingUpdate")]
+        return []
+    if kind != "RollingUpdate":
+        pointer = "(*apps.RollingUpdateDeployment)(nil)" if rolling is None else "&apps.RollingUpdateDeployment{...}"
+        shown = f"apps.DeploymentStrategy{{Type:{go_quote(str(kind))}, RollingUpdate:{pointer}}}"
+        return [_not_supported("spec.strategy", shown, STRATEGIES)]
+    if not isinstance(rolling, Mapping):
+        return []
+    causes: list[Cause] = []
+    for key in ("maxUnavailable", "maxSurge"):
+        value = rolling.get(key)
+        if isinstance(value, str) and not PERCENT.fullmatch(value):
+            causes.append(_invalid(f"spec.strategy.rollingUpdate.{key}", _int_or_percent(value),
+                                   "a valid percent string must be a numeric string followed by an ending '%' (e.g. "
+                                   "'1%',  or '93%', regex used for validation is '[0-9]+%')"))
+        elif isinstance(value, int) and value < 0:
+            causes.append(_invalid(f"spec.strategy.rollingUpdate.{key}", str(value), NOT_NEGATIVE))
+    if _is_zero(rolling.get("maxUnavailable")) and _is_zero(rolling.get("maxSurge")):
+        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable",
+                               _int_or_percent(rolling.get("maxUnavailable")), "may not be 0 when `maxSurge` is 0"))
+    return causes
+
+
+def _non_negative(spec: Mapping[str, Any], key: str) -> list[Cause]:
+    value = spec.get(key)
+    return [_invalid(f"spec.{key}", str(value), NOT_NEGATIVE)] if isinstance(value, int) and value < 0 else []
+
+
+def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """Every cause kube's ``ValidateDeploymentSpec`` (and, on update, the selector's immutability) reports, in its
+    order."""
+    spec = _mapping(new, SPEC)
+    causes = _non_negative(spec, "replicas")
+    raw_selector = spec.get("selector")
+    selector = raw_selector if isinstance(raw_selector, Mapping) else None
+    convertible = True
+    if selector is None:
+        causes.append(_required("spec.selector"))
+    else:
+        refused = _selector_causes(selector, "spec.selector")
+        causes.extend(refused)
+        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(_invalid("spec.selector", go_label_selector(selector),
+                                   "empty selector is invalid for deployment"))
+        if refused:  # LabelSelectorAsSelector fails on what ValidateLabelSelector refused: no template check
+            convertible = False
+            causes.append(_invalid("spec.selector", go_label_selector(selector), "invalid label selector"))
+    if convertible:
+        causes.extend(_template(spec, selector))
+    causes.extend(_strategy(spec))
+    causes.extend(_non_negative(spec, "minReadySeconds"))
+    causes.extend(_non_negative(spec, "revisionHistoryLimit"))
+    deadline = spec.get("progressDeadlineSeconds")
+    if isinstance(deadline, int):
+        causes.extend(_non_negative(spec, "progressDeadlineSeconds"))
+        if deadline <= int(spec.get("minReadySeconds") or 0):
+            causes.append(_invalid("spec.progressDeadlineSeconds", str(deadline),
+                                   "must be greater than minReadySeconds"))
+    if old is not None and selector is not None:
+        old_spec = _mapping(old, SPEC)
+        if old_spec.get("selector") != raw_selector:
+            causes.append(_invalid("spec.selector", go_label_selector(selector), "field is immutable"))
+    return causes
+
+
+def validate_deployment(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+    """The store's mutator for ``apps/deployments``: 422 Invalid with every cause, nothing stored."""
+    causes = deployment_causes(old, new)
+    if causes:
+        raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)
+
+
+__all__ = ["deployment_causes", "go_label_selector", "go_string_map", "selector_matches", "validate_deployment"]
