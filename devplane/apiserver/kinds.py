@@ -11,8 +11,7 @@ from typing import Any
 
 from controller_manager import objects
 
-from . import defaults, errors, services
-from .apps_validation import validate_deployment
+from . import defaults, errors, services, workload_validation
 from .codec import now_rfc3339
 from .resources import ResourceType
 from .schema import StructuralSchema
@@ -153,7 +152,8 @@ def install_core(store: Store) -> None:
     store.mutators.setdefault(CRD_KEY, []).append(store.crd_create_status)
     for storage_key, defaulter in defaults.DEFAULTERS.items():
         store.mutators.setdefault(storage_key, []).append(defaults.mutator(defaulter))
-    store.mutators.setdefault("apps/deployments", []).append(validate_deployment)  # after its defaults
+    for storage_key, check in workload_validation.CHECKS.items():  # after the defaults
+        store.mutators.setdefault(storage_key, []).append(workload_validation.mutator(check))
     services.install(store)  # after the Service defaulter: allocation needs spec.type
 
     def on_removed(rtype: ResourceType, stored: Any) -> None:

@@ -1,4 +1,4 @@
-"""A Deployment's spec is validated as kube-apiserver validates it, over real HTTP.
+"""Workloads (Deployments, ReplicaSets, StatefulSets, Pods) are validated as kube-apiserver validates them.
 
 Each expected cause (field and message) is what the refplane's kube-apiserver 1.20 answered to the same body;
 nothing refused is stored.
@@ -125,3 +125,86 @@ async def test_a_valid_deployment_with_expressions_and_defaults_is_stored(http: 
         assert r.status == 201, await r.text()
         stored = await r.json()
     assert stored["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": "25%", "maxSurge": "25%"}
+
+
+def controller(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    """A valid ReplicaSet or StatefulSet, then ``spec`` merged in."""
+    body: dict[str, Any] = {
+        "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    body["spec"].update(spec)
+    return body
+
+
+OTHER_CASES = [  # (collection, body, causes), each as kube-apiserver 1.20 answered (refplane)
+    ("replicasets", controller("ReplicaSet", "r", selector={"matchLabels": {"app": "x"}}), [(
+        "spec.template.metadata.labels",
+        'Invalid value: map[string]string{"app":"r"}: `selector` does not match template `labels`')]),
+    ("replicasets", controller("ReplicaSet", "r", replicas=-1), [
+        ("spec.replicas", "Invalid value: -1: must be greater than or equal to 0")]),
+    ("replicasets", controller("ReplicaSet", "r", selector={}), [(
+        "spec.selector", "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:"
+                         "[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment")]),
+    ("replicasets", controller("ReplicaSet", "r", template={"metadata": {"labels": {"app": "r"}},
+                                                             "spec": {"containers": []}}), [
+        ("spec.template.spec.containers", "Required value")]),
+    ("statefulsets", controller("StatefulSet", "s", podManagementPolicy="Bogus"), [
+        ("spec.podManagementPolicy", "Invalid value: \"Bogus\": must be 'OrderedReady' or 'Parallel'")]),
+    ("statefulsets", controller("StatefulSet", "s", updateStrategy={"type": "Bogus"}), [(
+        "spec.updateStrategy", 'Invalid value: apps.StatefulSetUpdateStrategy{Type:"Bogus", '
+                               'RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be '
+                               "'RollingUpdate' or 'OnDelete'")]),
+    ("statefulsets", controller("StatefulSet", "s", updateStrategy={"type": "RollingUpdate",
+                                                                    "rollingUpdate": {"partition": -1}}), [
+        ("spec.updateStrategy.rollingUpdate.partition", "Invalid value: -1: must be greater than or equal to 0")]),
+    ("statefulsets", controller("StatefulSet", "s", selector={"matchLabels": {"app": "x"}}), [(
+        "spec.template.metadata.labels",
+        'Invalid value: map[string]string{"app":"s"}: `selector` does not match template `labels`')]),
+    ("statefulsets", controller("StatefulSet", "s", template={"metadata": {"labels": {"app": "s"}}, "spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), [
+        ("spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"')]),
+]
+
+
+@pytest.mark.parametrize(("collection", "body", "causes"), OTHER_CASES)
+async def test_an_invalid_replica_set_or_stateful_set_is_refused_with_kubes_causes(
+        http: aiohttp.ClientSession, collection: str, body: dict[str, Any], causes: list[tuple[str, str]]) -> None:
+    path = f"/apis/apps/v1/namespaces/default/{collection}"
+    async with http.post(path, json=body) as r:
+        reply = await r.json()
+        assert r.status == 422, reply
+    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
+    async with http.get(f"{path}/{body['metadata']['name']}") as r:
+        assert r.status == 404  # nothing stored
+
+
+async def test_a_stateful_set_without_containers_is_stored_as_kube_1_20_stores_it(
+        http: aiohttp.ClientSession) -> None:
+    """kube 1.20 does not validate a StatefulSet's Pod spec (refplane: 201)."""
+    body = controller("StatefulSet", "s", template={"metadata": {"labels": {"app": "s"}}, "spec": {"containers": []}})
+    async with http.post("/apis/apps/v1/namespaces/default/statefulsets", json=body) as r:
+        assert r.status == 201, await r.text()
+
+
+POD_CASES = [  # (containers and restart policy, causes), as kube-apiserver 1.20 answered (refplane)
+    ({"containers": []}, [("spec.containers", "Required value")]),
+    ({"containers": [{"name": "c"}]}, [("spec.containers[0].image", "Required value")]),
+    ({"containers": [{"name": "c", "image": "x"}, {"name": "c", "image": "y"}]},
+     [("spec.containers[1].name", 'Duplicate value: "c"')]),
+    ({"containers": [{"name": "C", "image": "x"}]},
+     [("spec.containers[0].name", f'Invalid value: "C": {RFC1123_LABEL}')]),
+    ({"restartPolicy": "Bogus", "containers": [{"name": "c", "image": "x"}]}, [
+        ("spec.restartPolicy", 'Unsupported value: "Bogus": supported values: "Always", "OnFailure", "Never"')]),
+]
+
+
+@pytest.mark.parametrize(("spec", "causes"), POD_CASES)
+async def test_an_invalid_pod_is_refused_with_kubes_causes(http: aiohttp.ClientSession, spec: dict[str, Any],
+                                                           causes: list[tuple[str, str]]) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    async with http.post("/api/v1/namespaces/default/pods", json=body) as r:
+        reply = await r.json()
+        assert r.status == 422, reply
+    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes

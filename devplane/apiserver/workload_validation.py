@@ -1,22 +1,29 @@
-"""kube's validation of an ``apps/v1`` Deployment's spec, run after its defaults (``ValidateDeploymentSpec``).
+"""kube's validation of workload specs, run after their defaults: Deployments, ReplicaSets, StatefulSets, Pods.
 
-A real kube-apiserver refuses a Deployment whose selector does not match its Pod template, that has no
-containers, or whose strategy cannot roll; the dev server stored them, and a controller tested on it could
-create what a real server refuses. Covered here, with kube 1.20's messages (each checked on the refplane):
-replicas, the selector (required, not empty, its expressions, matching the template's labels, immutable on
-update), the template's labels, containers (required, a DNS-1123 name each, unique, an image each) and
-restart policy, the strategy (its type, ``rollingUpdate`` only when rolling, ``maxSurge`` and
-``maxUnavailable`` not both 0), ``minReadySeconds``, ``revisionHistoryLimit`` and ``progressDeadlineSeconds``.
-The rest of a Pod spec (volumes, ports, probes, resources...) is not validated.
+A real kube-apiserver refuses a Deployment whose selector does not match its Pod template, a Pod with no
+containers, a StatefulSet whose update strategy is unknown; the dev server stored them, and a controller tested
+on it could create what a real server refuses. Covered here, with kube 1.20's fields and messages (each checked
+on the refplane):
 
-Bad values are printed as Go's ``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``,
-``v1.LabelSelector{...}``).
+- Deployment (``ValidateDeploymentSpec``): replicas, the selector (required, not empty, its expressions,
+  matching the template's labels, immutable on update), the template's labels, containers (required, a
+  DNS-1123 name each, unique, an image each) and restart policy (Always), the strategy (its type,
+  ``rollingUpdate`` only when rolling, ``maxSurge`` and ``maxUnavailable`` not both 0), ``minReadySeconds``,
+  ``revisionHistoryLimit``, ``progressDeadlineSeconds``;
+- ReplicaSet (``ValidateReplicaSetSpec``): replicas, ``minReadySeconds``, the selector and template as above;
+- StatefulSet (``ValidateStatefulSetSpec``): ``podManagementPolicy``, ``updateStrategy`` (and its partition),
+  replicas, the selector, the template's labels (1.20 does not validate a StatefulSet's containers), restart
+  policy;
+- Pod (``ValidatePodSpec``, on create): containers and restart policy.
+
+The rest of a Pod spec (volumes, ports, probes, resources...) is not validated. Bad values are printed as Go's
+``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``, ``v1.LabelSelector{...}``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller_manager import objects
@@ -141,23 +148,31 @@ def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
     return causes
 
 
-def _template(spec: Mapping[str, Any], selector: Mapping[str, Any] | None) -> list[Cause]:
-    """``ValidatePodTemplateSpecForReplicaSet``: the labels against the selector (a nil one matches nothing), the
-    template's labels, its containers and restart policy, which must be Always."""
+def _pod_spec(pod: Mapping[str, Any], field: str) -> list[Cause]:
+    """The part of ``ValidatePodSpec`` covered here: containers, then the restart policy."""
+    causes = _containers(pod, field)
+    policy = pod.get("restartPolicy", "Always")
+    if policy not in RESTART_POLICIES:
+        causes.append(_not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
+    return causes
+
+
+def _template(spec: Mapping[str, Any], selector: Mapping[str, Any] | None, *, pod_spec: bool = True) -> list[Cause]:
+    """``ValidatePodTemplateSpecForReplicaSet`` (``pod_spec``) or ``...ForStatefulSet``: the labels against the
+    selector (a nil one matches nothing), the template's labels, and for the former its Pod spec; then the restart
+    policy, which must be Always."""
     template = _mapping(spec, "template")
     meta = _mapping(template, "metadata")
-    labels = _mapping(meta, "labels")
     causes: list[Cause] = []
     empty = selector is not None and not selector.get("matchLabels") and not selector.get("matchExpressions")
-    if not empty and (selector is None or not selector_matches(selector, labels)):
+    if not empty and (selector is None or not selector_matches(selector, _mapping(meta, "labels"))):
         causes.append(_invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
                                "`selector` does not match template `labels`"))
     causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
     pod = _mapping(template, "spec")
-    causes.extend(_containers(pod, "spec.template.spec"))
+    if pod_spec:
+        causes.extend(_pod_spec(pod, "spec.template.spec"))
     policy = pod.get("restartPolicy", "Always")
-    if policy not in RESTART_POLICIES:
-        causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
     if policy != "Always":
         causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
     return causes
@@ -209,27 +224,36 @@ def _non_negative(spec: Mapping[str, Any], key: str) -> list[Cause]:
     return [_invalid(f"spec.{key}", str(value), NOT_NEGATIVE)] if isinstance(value, int) and value < 0 else []
 
 
+def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool = True) -> list[Cause]:
+    """The selector (required, valid, not empty), then the template against it, unless the selector cannot be
+    turned into one (``LabelSelectorAsSelector`` fails on what ``ValidateLabelSelector`` refused)."""
+    raw = spec.get("selector")
+    if not isinstance(raw, Mapping):
+        return [_required("spec.selector"), *_template(spec, None, pod_spec=pod_spec)]
+    refused = _selector_causes(raw, "spec.selector")
+    causes = list(refused)
+    if not raw.get("matchLabels") and not raw.get("matchExpressions"):
+        causes.append(_invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
+    if refused:
+        causes.append(_invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
+    else:
+        causes.extend(_template(spec, raw, pod_spec=pod_spec))
+    return causes
+
+
+def _selector_immutable(old: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -> list[Cause]:
+    selector = new_spec.get("selector")
+    if old is None or not isinstance(selector, Mapping) or _mapping(old, SPEC).get("selector") == selector:
+        return []
+    return [_invalid("spec.selector", go_label_selector(selector), "field is immutable")]
+
+
 def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """Every cause kube's ``ValidateDeploymentSpec`` (and, on update, the selector's immutability) reports, in its
     order."""
     spec = _mapping(new, SPEC)
     causes = _non_negative(spec, "replicas")
-    raw_selector = spec.get("selector")
-    selector = raw_selector if isinstance(raw_selector, Mapping) else None
-    convertible = True
-    if selector is None:
-        causes.append(_required("spec.selector"))
-    else:
-        refused = _selector_causes(selector, "spec.selector")
-        causes.extend(refused)
-        if not selector.get("matchLabels") and not selector.get("matchExpressions"):
-            causes.append(_invalid("spec.selector", go_label_selector(selector),
-                                   "empty selector is invalid for deployment"))
-        if refused:  # LabelSelectorAsSelector fails on what ValidateLabelSelector refused: no template check
-            convertible = False
-            causes.append(_invalid("spec.selector", go_label_selector(selector), "invalid label selector"))
-    if convertible:
-        causes.extend(_template(spec, selector))
+    causes.extend(_selector_and_template(spec, "deployment"))
     causes.extend(_strategy(spec))
     causes.extend(_non_negative(spec, "minReadySeconds"))
     causes.extend(_non_negative(spec, "revisionHistoryLimit"))
@@ -239,18 +263,76 @@ def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
         if deadline <= int(spec.get("minReadySeconds") or 0):
             causes.append(_invalid("spec.progressDeadlineSeconds", str(deadline),
                                    "must be greater than minReadySeconds"))
-    if old is not None and selector is not None:
-        old_spec = _mapping(old, SPEC)
-        if old_spec.get("selector") != raw_selector:
-            causes.append(_invalid("spec.selector", go_label_selector(selector), "field is immutable"))
+    return causes + _selector_immutable(old, spec)
+
+
+def replica_set_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateReplicaSetSpec`` (kube says "deployment" in its empty-selector message here too, observed)."""
+    spec = _mapping(new, SPEC)
+    causes = _non_negative(spec, "replicas") + _non_negative(spec, "minReadySeconds")
+    causes.extend(_selector_and_template(spec, "deployment"))
+    return causes + _selector_immutable(old, spec)
+
+
+def _update_strategy(spec: Mapping[str, Any]) -> list[Cause]:
+    strategy = _mapping(spec, "updateStrategy")
+    kind, rolling = strategy.get("type", ""), strategy.get("rollingUpdate")
+    if not kind:
+        return [_required("spec.updateStrategy")]
+    if kind == "RollingUpdate":
+        partition = rolling.get("partition") if isinstance(rolling, Mapping) else None
+        if isinstance(partition, int) and partition < 0:
+            return [_invalid("spec.updateStrategy.rollingUpdate.partition", str(partition), NOT_NEGATIVE)]
+        return []
+    if kind == "OnDelete":
+        return []
+    pointer = "(nil)" if rolling is None else "{...}"
+    shown = (f"apps.StatefulSetUpdateStrategy{{Type:{go_quote(str(kind))}, "
+             f"RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy){pointer}}}")
+    return [_invalid("spec.updateStrategy", shown, "must be 'RollingUpdate' or 'OnDelete'")]
+
+
+def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateStatefulSetSpec``; its update rules (which fields may change) are not covered."""
+    spec = _mapping(new, SPEC)
+    causes: list[Cause] = []
+    policy = spec.get("podManagementPolicy", "")
+    if not policy:
+        causes.append(_required("spec.podManagementPolicy"))
+    elif policy not in ("OrderedReady", "Parallel"):
+        causes.append(_invalid("spec.podManagementPolicy", go_quote(str(policy)),
+                               "must be 'OrderedReady' or 'Parallel'"))
+    causes.extend(_update_strategy(spec))
+    causes.extend(_non_negative(spec, "replicas"))
+    causes.extend(_selector_and_template(spec, "statefulset", pod_spec=False))
     return causes
 
 
-def validate_deployment(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
-    """The store's mutator for ``apps/deployments``: 422 Invalid with every cause, nothing stored."""
-    causes = deployment_causes(old, new)
-    if causes:
-        raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)
+def pod_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """A new Pod's spec (an update's rules, which fields may change, are not covered)."""
+    return [] if old is not None else _pod_spec(_mapping(new, SPEC), "spec")
 
 
-__all__ = ["deployment_causes", "go_label_selector", "go_string_map", "selector_matches", "validate_deployment"]
+Check = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], list[Cause]]
+
+CHECKS: dict[str, Check] = {
+    "apps/deployments": deployment_causes,
+    "apps/replicasets": replica_set_causes,
+    "apps/statefulsets": stateful_set_causes,
+    "/pods": pod_causes,
+}
+"""Per storage key, the causes of an object (old: None on create); the store runs them after the defaults."""
+
+
+def mutator(check: Check) -> Callable[[ResourceType, dict[str, Any] | None, dict[str, Any]], None]:
+    """``check`` as a store mutator: 422 Invalid with every cause, nothing stored."""
+    def validate(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        causes = check(old, new)
+        if causes:
+            raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)
+
+    return validate
+
+
+__all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "mutator", "pod_causes",
+           "replica_set_causes", "selector_matches", "stateful_set_causes"]
