@@ -191,6 +191,7 @@ class WorkloadRebalancerReconciler:
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
         if rebalancer is None or objects.is_deleting(rebalancer):
+            self._forget_unsure_of_absent_rebalancers()
             return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
@@ -209,6 +210,12 @@ class WorkloadRebalancerReconciler:
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
+
+    def _forget_unsure_of_absent_rebalancers(self) -> None:
+        """Drop the lost-answer records of rebalancers gone or being deleted: none of them will be retried."""
+        if self._unsure:
+            live = {objects.uid(r) for r in self.rebalancers.list() if not objects.is_deleting(r)}
+            self._unsure = {entry for entry in self._unsure if entry[0] in live}
 
     async def _trigger(self, rebalancer: Obj, status: RebalancerStatus,
                        events: list[tuple[str, str, str]]) -> tuple[int, float]:
