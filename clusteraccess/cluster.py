@@ -176,8 +176,8 @@ class MemberCluster:
         """
         if self.closed or self.error:
             return False
-        if not self._started.is_set():
-            return True  # its client is being built (reading the Secret): a failure would have set the error
+        if not self._started.is_set():  # its client being built (a failure sets the error), unless that task died
+            return self._task is not None and not self._task.done()
         need = tuple(need)
         if any(key not in self._informers for key in need):
             return False

@@ -145,6 +145,11 @@ def clusters_to_ask(binding: Obj) -> list[str]:
     return [str(c.get("name", "")) for c in binding_spec(binding).get("clusters") or [] if c.get("replicas", 0) > 0]
 
 
+def unjudged(binding: Obj, unschedulable: Mapping[str, int]) -> list[str]:
+    """The clusters to lower that the estimate left out or could not calculate (-1)."""
+    return [name for name in clusters_to_ask(binding) if unschedulable.get(name, -1) < 0]
+
+
 def lower(binding: Obj, unschedulable: Mapping[str, int], starting: Collection[str] = ()) -> Lowering | Refusal:
     """Each cluster lowered by its confirmed unschedulable replicas; a cluster the estimator left out refuses.
 
@@ -160,12 +165,12 @@ def lower(binding: Obj, unschedulable: Mapping[str, int], starting: Collection[s
     ``still_starting``); when only those are unjudged, the refusal is not bounded by the retry timeout: after a
     restart, a large member's first list can outlast it, and a workload must not fail for that.
     """
-    unjudged = [name for name in clusters_to_ask(binding) if unschedulable.get(name, -1) < 0]
-    if unjudged and set(unjudged) <= set(starting):
-        return Refusal(ESTIMATOR_UNAVAILABLE, f"the member caches of {', '.join(unjudged)} are still on their "
+    missing = unjudged(binding, unschedulable)
+    if missing and set(missing) <= set(starting):
+        return Refusal(ESTIMATOR_UNAVAILABLE, f"the member caches of {', '.join(missing)} are still on their "
                                               "first list", transient=True, bounded=False)
-    if unjudged:
-        return Refusal(ESTIMATOR_UNAVAILABLE, f"no unschedulable-replica estimate for {', '.join(unjudged)}",
+    if missing:
+        return Refusal(ESTIMATOR_UNAVAILABLE, f"no unschedulable-replica estimate for {', '.join(missing)}",
                        transient=True)
     reported = clusters_with_status(binding)
     unknown = [name for name in clusters_to_ask(binding) if unschedulable.get(name, 0) > 0 and name not in reported]

@@ -360,15 +360,14 @@ class WorkloadRebalancerReconciler:
         elif self.preserve.estimate is None:
             refused = preserve.disabled()
         unsure = (rebalancer_uid, *_binding_of(workload))
-        if unsure in self._unsure:
-            self._unsure.discard(unsure)
-            fresh = True
+        fresh = fresh or unsure in self._unsure
         try:
             resource, binding = await self._binding(workload, fresh=fresh)
         except ApiError as exc:
             if refused is not None and exc.is_not_found:  # no binding to hold a mark: the refusal is the answer
                 return refused
             raise
+        self._unsure.discard(unsure)  # only once read afresh: a failed read leaves the next attempt to do it
         for attempt in range(CONFLICT_ATTEMPTS):
             mark = writemark.read(binding, rebalancer_uid)
             if mark is not None:
@@ -404,7 +403,7 @@ class WorkloadRebalancerReconciler:
             answers = await self.preserve.estimate(clusters, resource, self.preserve.threshold) if clusters else {}
         except Exception as exc:  # an estimator that cannot answer judges nothing: retried, never guessed
             return Refusal(preserve.ESTIMATOR_UNAVAILABLE, f"the estimator failed: {exc}", transient=True)
-        unjudged = [name for name in clusters if name not in answers]
+        unjudged = preserve.unjudged(binding, answers)
         starting = self.preserve.still_starting
         return preserve.lower(binding, answers, starting(unjudged, resource) if unjudged and starting else ())
 

@@ -199,12 +199,14 @@ async def test_a_retry_never_lowers_a_binding_twice(manager: Manager, estimator:
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
 
 
+@pytest.mark.parametrize("fresh_read_fails", [False, True])
 async def test_a_lost_answer_is_reported_as_the_lowering_it_was_even_from_a_cache_behind(
-        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession) -> None:
+        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession,
+        fresh_read_fails: bool) -> None:
     """The lowering lands but its answer is lost (504), the bindings' watch is down so the informer's copy still
     shows the binding as before, and the released replicas are gone from member1 by the retry (the estimator
     answers 0). Deciding on that copy would write nothing and report "nothing had to move"; the retry reads the
-    binding from the API server and reports the lowering it made."""
+    binding from the API server (again on the next retry, if that read fails too) and reports the lowering."""
     await scheduled_binding(http, "web")
     estimator.answers["web"] = {"member1": 2, "member2": 0}
 
@@ -217,6 +219,8 @@ async def test_a_lost_answer_is_reported_as_the_lowering_it_was_even_from_a_cach
     server.inject_fault("GET", "v1alpha2/resourcebindings", code=500, times=1_000_000)
     server.store.close_watchers()
     server.inject_fault("PUT", "/resourcebindings/web-deployment", code=504, reason="Timeout", after_dispatch=True)
+    if fresh_read_fails:
+        server.inject_fault("GET", "/resourcebindings/web-deployment", code=503, reason="ServiceUnavailable")
     wr = await create(http, "lost", ["web"])
     assert observed(await finished(http, "lost")) == [("web", "Successful", "")]
     assert assigned(await binding(http, "web")) == {"member1": 4, "member2": 4}
