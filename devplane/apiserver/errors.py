@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kube_api.validation import aggregate_messages
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -109,7 +111,7 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> StatusErro
     """422 Invalid with kube's message: ``Kind.group "name" is invalid: a, b``."""
     qualified = f"{kind}.{group}" if group else kind
     parts = [f"{c.field}: {c.message}" if c.field else c.message for c in causes]
-    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    joined = aggregate_messages(parts)  # kube's ToAggregate: a message repeated is shown once, its causes kept
     return StatusError(
         422,
         "Invalid",

@@ -27,7 +27,7 @@ from .auth import RequestGuard
 from .bodies import check_kind, decode_json_body, decode_object, read_body
 from .errors import StatusError
 from .listing import list_objects, list_response
-from .params import dry_run, field_checks, matches, query_selectors, resource_version_param, truthy
+from .params import dry_run, dry_run_values, field_checks, matches, query_selectors, resource_version_param, truthy
 from .patch import NON_STRATEGIC_MEDIA_TYPES, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .resources import ResourceType
 from .responses import encoder, error_response, json_response, raw_response, respond_object, warn
@@ -286,9 +286,8 @@ class Api:
         dry = dry_run(request)  # kube validates the options before it reads the body
         obj = await decode_object(request, self.registry, target.rtype)
         checks = field_checks(request)
-        if objects.resource_version(obj) and not dry:  # etcd3's storage refuses it with a plain error
-            raise errors.plain_error("resourceVersion should not be set on objects to be created")
-        stored = self.store.create(target.rtype, target.namespace, obj, dry_run=dry, checks=checks)
+        stored = self.store.create(target.rtype, target.namespace, obj, dry_run=dry, checks=checks,
+                                   refuse_resource_version=True)
         return warn(await respond_object(self.store, request, target.rtype, stored, 201), checks)
 
     async def update(self, request: web.Request, target: Target) -> web.Response:
@@ -308,7 +307,7 @@ class Api:
         dry = dry_run(request)
         body = await read_body(request)
         if ctype == "application/apply-patch+yaml":
-            return await self._apply(request, target, body)
+            return await self._apply(request, target, body, dry)
         patch = decode_json_body(body)
         rtype = target.rtype
         if ctype == "application/json-patch+json":
@@ -334,7 +333,7 @@ class Api:
                                   subresource=target.subresource, dry_run=dry, checks=checks)
         return warn(await respond_object(self.store, request, target.rtype, stored), checks)
 
-    async def _apply(self, request: web.Request, target: Target, body: bytes) -> web.Response:
+    async def _apply(self, request: web.Request, target: Target, body: bytes, dry: bool) -> web.Response:
         """Server-side apply, simplified: create when absent, else merge the applied fields in."""
         try:
             applied = yaml.safe_load(body)
@@ -345,7 +344,6 @@ class Api:
         check_kind(self.registry, target.rtype, applied)
         if target.rtype.builtin:
             builtin_types.check_applied(target.rtype, applied, target.namespace, target.name)
-        dry = dry_run(request)  # `kubectl diff --server-side` sends dryRun=All: nothing may be stored
         if self.store.lookup(target.rtype, target.namespace, target.name) is None:
             applied.setdefault("metadata", {})["name"] = target.name
             stored = self.store.create(target.rtype, target.namespace, applied, dry_run=dry)
@@ -355,7 +353,9 @@ class Api:
                                   dry_run=dry)
         return await respond_object(self.store, request, target.rtype, stored)
 
-    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+    async def _delete_options(self, request: web.Request) -> tuple[DeleteOptions, bool]:
+        """The delete's options and whether it is a dry run: from the body when there is one (kube then reads
+        nothing of the query's options, ``dryRun`` included, as client-go's DeleteOptions body), else the query."""
         body = await read_body(request)
         opts: dict[str, Any] = {}
         if body.strip():
@@ -363,6 +363,10 @@ class Api:
                     else decode_json_body(body))
             if not isinstance(opts, dict):
                 raise errors.bad_request("DeleteOptions must be an object")
+            values = opts.get("dryRun") or []
+            dry = dry_run_values(values if isinstance(values, list) else [values], "DeleteOptions")
+        else:
+            dry = dry_run(request)
         pre = opts.get("preconditions") or {}
         propagation = opts.get("propagationPolicy") or request.query.get("propagationPolicy") or "Background"
         if opts.get("orphanDependents") is True or truthy(request.query.get("orphanDependents")):
@@ -378,11 +382,10 @@ class Api:
                 raise errors.bad_request("gracePeriodSeconds must be an integer") from exc
         rv = pre.get("resourceVersion")
         return DeleteOptions(uid=pre.get("uid"), resource_version=str(rv) if rv is not None else None,
-                             propagation=propagation, grace_period=grace)
+                             propagation=propagation, grace_period=grace), dry
 
     async def delete(self, request: web.Request, target: Target) -> web.Response:
-        dry = dry_run(request)
-        options = await self._delete_options(request)
+        options, dry = await self._delete_options(request)
         rtype = target.rtype
         stored, gone = self.store.delete(rtype, target.namespace, target.name, options, dry_run=dry)
         await self.store.wait_durable(stored.rv)
@@ -397,12 +400,12 @@ class Api:
                               "details": details})
 
     async def delete_collection(self, request: web.Request, target: Target) -> web.Response:
-        options = await self._delete_options(request)
+        options, dry = await self._delete_options(request)
         labels, fields = query_selectors(request, target.rtype)
         deleted: list[Stored] = []
         for stored in self.store.items(target.rtype.storage_key, target.namespace):
             if matches(stored, labels, fields):
-                final, _ = self.store.delete(target.rtype, stored.namespace, stored.name, options)
+                final, _ = self.store.delete(target.rtype, stored.namespace, stored.name, options, dry_run=dry)
                 deleted.append(final)
         rv = self.store.rv
         await self.store.wait_durable(rv)

@@ -144,10 +144,12 @@ def _decode_continue(token: str) -> tuple[int, str]:
         raise refused(f"json: cannot unmarshal {go_json_type_name(data)} into Go value of type etcd3.continueToken")
     if data.get("v") != "meta.k8s.io/v1":
         raise refused(f'server does not recognize this encoded version "{data.get("v", "")}"')
-    try:
-        return int(data["rv"]), str(data["start"])
-    except (KeyError, TypeError, ValueError):
-        raise refused("continue key is empty") from None
+    rv, start = data.get("rv"), data.get("start")
+    if not isinstance(rv, int) or isinstance(rv, bool) or rv <= 0:
+        raise refused("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start:
+        raise refused("encoded start key empty (version meta.k8s.io/v1)")
+    return rv, start
 
 
 def _json_syntax_error(raw: bytes) -> str:

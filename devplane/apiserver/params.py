@@ -7,6 +7,7 @@ selectors of list, watch and deletecollection (with the test a stored object pas
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from aiohttp import web
 
@@ -42,7 +43,7 @@ def resource_version_param(text: str | None) -> int:
     if text in (None, "", "0"):
         return 0
     assert text is not None
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit() and int(text) < 2**64):
         raise errors.plain_error(f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing '
                                  f'"{text}": invalid syntax')
     return int(text)
@@ -53,37 +54,39 @@ OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "Patc
 
 def dry_run(request: web.Request) -> bool:
     """``dryRun=All``; any other value is refused, as kube validates the verb's options (nothing is done)."""
-    values = request.query.getall("dryRun", [])
+    return dry_run_values(request.query.getall("dryRun", []), OPTIONS_KINDS.get(request.method, "CreateOptions"))
+
+
+def dry_run_values(values: list[Any], options_kind: str) -> bool:
+    """Whether ``values`` (a query's or a DeleteOptions body's ``dryRun``) ask for a dry run; 422 unless each is
+    ``All``."""
     if any(value != "All" for value in values):
-        shown = "[]string{" + ", ".join(go_quote(value) for value in values) + "}"
-        raise errors.options_invalid(OPTIONS_KINDS.get(request.method, "CreateOptions"), errors.Cause(
+        shown = "[]string{" + ", ".join(go_quote(str(value)) for value in values) + "}"
+        raise errors.options_invalid(options_kind, errors.Cause(
             "FieldValueNotSupported", f'Unsupported value: {shown}: supported values: "All"', "dryRun"))
     return bool(values)
 
 
 def check_list_options(query: Mapping[str, str], *, watch: bool) -> None:
-    """kube's ``ValidateListOptions`` on ``resourceVersionMatch`` (1.20, observed)."""
+    """kube's ``ValidateListOptions`` on ``resourceVersionMatch`` (1.20, observed): every cause, in its order."""
     match = query.get("resourceVersionMatch", "")
     if not match:
         return
-
-    def forbidden(why: str) -> errors.StatusError:
-        return errors.options_invalid("ListOptions", errors.Cause("FieldValueForbidden", f"Forbidden: {why}",
-                                                                  "resourceVersionMatch"))
-
-    if watch:
-        raise forbidden("resourceVersionMatch is forbidden for watch")
     version = query.get("resourceVersion", "")
-    if not version:
-        raise forbidden("resourceVersionMatch is forbidden unless resourceVersion is provided")
-    if query.get("continue"):
-        raise forbidden("resourceVersionMatch is forbidden when continue is provided")
+    forbidden = [why for why, applies in (
+        ("resourceVersionMatch is forbidden for watch", watch),
+        ("resourceVersionMatch is forbidden unless resourceVersion is provided", not version),
+        ("resourceVersionMatch is forbidden when continue is provided", bool(query.get("continue")))) if applies]
+    causes = [errors.Cause("FieldValueForbidden", f"Forbidden: {why}", "resourceVersionMatch") for why in forbidden]
     if match not in ("Exact", "NotOlderThan"):
-        raise errors.options_invalid("ListOptions", errors.Cause(
-            "FieldValueNotSupported", f'Unsupported value: {go_quote(match)}: supported values: "Exact", '
-                                      '"NotOlderThan", ""', "resourceVersionMatch"))
+        causes.append(errors.Cause("FieldValueNotSupported", f'Unsupported value: {go_quote(match)}: supported '
+                                                             'values: "Exact", "NotOlderThan", ""',
+                                   "resourceVersionMatch"))
     if match == "Exact" and version == "0":
-        raise forbidden('resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        causes.append(errors.Cause("FieldValueForbidden", 'Forbidden: resourceVersionMatch "exact" is forbidden for '
+                                                          'resourceVersion "0"', "resourceVersionMatch"))
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
 
 
 def field_checks(request: web.Request) -> FieldChecks:

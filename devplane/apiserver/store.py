@@ -121,6 +121,12 @@ def unknown_fields(before: Any, after: Any, path: str = "") -> list[str]:
     return found
 
 
+def _nonzero_version(value: Any) -> bool:
+    """etcd3's test: a resourceVersion that parses as an unsigned number other than 0 (anything else is ignored)."""
+    text = str(value) if isinstance(value, str | int) else ""
+    return text.isascii() and text.isdigit() and 0 < int(text) < 2**64
+
+
 class Store:
     """Objects by storage key, one resourceVersion counter, watch histories, snapshots for paging."""
 
@@ -336,7 +342,10 @@ class Store:
     # ----------------------------------------------------------------- create
 
     def create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any], *,
-               dry_run: bool = False, checks: FieldChecks | None = None) -> Stored:
+               dry_run: bool = False, checks: FieldChecks | None = None, refuse_resource_version: bool = False
+               ) -> Stored:
+        """Create, in kube's order: the namespace (admission), validation (422), then storage: a resourceVersion
+        the client set (``refuse_resource_version``: etcd3's plain 500, not on a dry run), the name taken (409)."""
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -356,11 +365,10 @@ class Store:
                     meta["name"] = candidate
                     break
         name = meta.get("name") or ""
-        self._validate_meta(rtype, obj)
         if rtype.namespaced:
             self._check_namespace_open(rtype, namespace, name)
-        if self.lookup(rtype, namespace, name) is not None:
-            raise errors.already_exists(rtype.plural, rtype.group, name)
+        self._validate_meta(rtype, obj)
+        given_version = meta.get("resourceVersion")
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink",
                     "managedFields"):
             meta.pop(key, None)
@@ -380,6 +388,10 @@ class Store:
         for mutate in self.mutators.get(rtype.storage_key, ()):
             mutate(rtype, None, obj)
         self._apply_schema(rtype, obj, checks)
+        if refuse_resource_version and not dry_run and _nonzero_version(given_version):
+            raise errors.plain_error("resourceVersion should not be set on objects to be created")
+        if self.lookup(rtype, namespace, name) is not None:
+            raise errors.already_exists(rtype.plural, rtype.group, name)
         self._set_storage_version(rtype, obj)
         if dry_run:
             return Stored(obj, encode_json(obj), self.rv)
@@ -406,9 +418,9 @@ class Store:
             raise errors.forbidden(f'{qualified} "{name}" is forbidden: unable to create new content in '
                                    f"namespace {namespace} because it is being terminated", details)
 
-    def _validate_meta(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+    def _validate_meta(self, rtype: ResourceType, obj: dict[str, Any], *, update: bool = False) -> None:
         causes = validate_object_meta(obj, namespaced=rtype.namespaced, name_rule=rtype.name_rule,
-                                      builtin=rtype.builtin)
+                                      builtin=rtype.builtin, update=update)
         if causes:
             raise errors.invalid(rtype.kind, rtype.group, objects.name(obj), causes)
 
@@ -496,7 +508,7 @@ class Store:
                     new.pop("status", None)
             new["apiVersion"] = rtype.api_version
             new["kind"] = rtype.kind
-            self._validate_meta(rtype, new)
+            self._validate_meta(rtype, new, update=True)
             if objects.is_deleting(old):
                 added = [f for f in new_meta.get("finalizers") or [] if f not in objects.finalizers(old)]
                 if added:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller_manager import objects
-from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
+from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name, is_valid_label_value
 
 from . import errors
 from .errors import Cause
@@ -79,8 +79,8 @@ def go_label_selector(selector: Mapping[str, Any]) -> str:
     expressions = selector.get("matchExpressions")
     if isinstance(expressions, list):
         shown = "[]v1.LabelSelectorRequirement{" + ", ".join(
-            f"v1.LabelSelectorRequirement{{Key:{go_quote(str(e.get('key', '')))}, "
-            f"Operator:{go_quote(str(e.get('operator', '')))}, Values:{_go_strings(e.get('values'))}}}"
+            f"v1.LabelSelectorRequirement{{Key:{go_quote(str(e.get('key') or ''))}, "
+            f"Operator:{go_quote(str(e.get('operator') or ''))}, Values:{_go_strings(e.get('values'))}}}"
             for e in expressions if isinstance(e, Mapping)) + "}"
     else:
         shown = "[]v1.LabelSelectorRequirement(nil)"
@@ -103,10 +103,18 @@ def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
                 causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when `operator` is "
                                                            "'Exists' or 'DoesNotExist'", f"{at}.values"))
         else:
-            causes.append(_invalid(f"{at}.operator", go_quote(str(operator)), "not a valid selector operator"))
-        key = str(expression.get("key", ""))
+            causes.append(_invalid(f"{at}.operator", go_quote(str(operator or "")), "not a valid selector operator"))
+        key = str(expression.get("key") or "")
         causes.extend(_invalid(f"{at}.key", go_quote(key), msg) for msg in is_qualified_name(key))
     return causes
+
+
+def _values_valid(selector: Mapping[str, Any]) -> bool:
+    """Whether ``LabelSelectorAsSelector`` takes the expressions' values (each a valid label value), which
+    ``ValidateLabelSelector`` does not check."""
+    return all(isinstance(value, str) and not is_valid_label_value(value)
+               for expression in selector.get("matchExpressions") or [] if isinstance(expression, Mapping)
+               for value in expression.get("values") or [])
 
 
 def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
@@ -213,9 +221,13 @@ def _strategy(spec: Mapping[str, Any]) -> list[Cause]:
                                    "'1%',  or '93%', regex used for validation is '[0-9]+%')"))
         elif isinstance(value, int) and value < 0:
             causes.append(_invalid(f"spec.strategy.rollingUpdate.{key}", str(value), NOT_NEGATIVE))
-    if _is_zero(rolling.get("maxUnavailable")) and _is_zero(rolling.get("maxSurge")):
-        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable",
-                               _int_or_percent(rolling.get("maxUnavailable")), "may not be 0 when `maxSurge` is 0"))
+    unavailable = rolling.get("maxUnavailable")
+    if _is_zero(unavailable) and _is_zero(rolling.get("maxSurge")):
+        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
+                               "may not be 0 when `maxSurge` is 0"))
+    if isinstance(unavailable, str) and PERCENT.fullmatch(unavailable) and int(unavailable[:-1]) > 100:
+        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
+                               "must not be greater than 100%"))
     return causes
 
 
@@ -234,16 +246,26 @@ def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool
     causes = list(refused)
     if not raw.get("matchLabels") and not raw.get("matchExpressions"):
         causes.append(_invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
-    if refused:
+    if refused or not _values_valid(raw):
         causes.append(_invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
     else:
         causes.extend(_template(spec, raw, pod_spec=pod_spec))
     return causes
 
 
+def _semantic(value: Any) -> Any:
+    """A value as ``equality.Semantic.DeepEqual`` compares it: an empty list or map is the same as none."""
+    if isinstance(value, Mapping):
+        return {k: _semantic(v) for k, v in value.items() if v not in (None, [], {})}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def _selector_immutable(old: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -> list[Cause]:
     selector = new_spec.get("selector")
-    if old is None or not isinstance(selector, Mapping) or _mapping(old, SPEC).get("selector") == selector:
+    if old is None or not isinstance(selector, Mapping) or \
+            _semantic(_mapping(old, SPEC).get("selector") or {}) == _semantic(selector):
         return []
     return [_invalid("spec.selector", go_label_selector(selector), "field is immutable")]
 
@@ -327,6 +349,8 @@ CHECKS: dict[str, Check] = {
 def mutator(check: Check) -> Callable[[ResourceType, dict[str, Any] | None, dict[str, Any]], None]:
     """``check`` as a store mutator: 422 Invalid with every cause, nothing stored."""
     def validate(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if old is not None and old.get(SPEC) == new.get(SPEC):
+            return  # a status or metadata write: the spec was judged when it was written
         causes = check(old, new)
         if causes:
             raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)

@@ -1324,6 +1324,21 @@ _RV_NOT_A_NUMBER = 'resourceVersion: Invalid value: "abc": strconv.ParseUint: pa
                            'encoded version "x"', None)),
     ("POST", cm_path(), {}, {**cm("withrv"), "metadata": {"name": "withrv", "resourceVersion": "12"}},
      (500, None, "resourceVersion should not be set on objects to be created", None)),
+    ("GET", cm_path(), {"resourceVersionMatch": "Bogus"}, None, (
+        422, "Invalid", 'ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch '
+                        'is forbidden unless resourceVersion is provided, resourceVersionMatch: Unsupported value: '
+                        '"Bogus": supported values: "Exact", "NotOlderThan", ""]',
+        {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [
+            {"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+             "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"},
+            {"reason": "FieldValueNotSupported", "field": "resourceVersionMatch",
+             "message": 'Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""'}]})),
+    ("GET", cm_path(), {"limit": "1", "continue": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MCwic3RhcnQiOiJhIn0"}, None, (
+        400, "BadRequest", "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion "
+                           "(version meta.k8s.io/v1)", None)),
+    ("DELETE", cm_path(name="existing"), {}, {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["x"]},
+     _invalid_options("DeleteOptions", "dryRun", "FieldValueNotSupported",
+                      'Unsupported value: []string{"x"}: supported values: "All"')),
     ("POST", deploy_path(), {}, {**deployment("v2"), "apiVersion": "apps/v2"}, (
         400, "BadRequest", 'Deployment in version "v2" cannot be handled as a Deployment: no kind "Deployment" is '
                            'registered for version "apps/v2" in scheme "pkg/api/legacyscheme/scheme.go:30"', None)),
@@ -1366,6 +1381,32 @@ async def test_finalizer_names_are_validated_as_kube_does(http: aiohttp.ClientSe
     assert reply.status == 422, reply.body
     assert [(c["field"], c["message"]) for c in reply.body["details"]["causes"]] == causes
     assert await gone(http, f"{path}/fin")
+
+
+async def test_a_delete_takes_its_dry_run_from_its_body(http: aiohttp.ClientSession,
+                                                         existing: dict[str, Any]) -> None:
+    """With a DeleteOptions body (client-go's way) kube reads dryRun there and ignores the query (refplane)."""
+    reply = await call(http, "DELETE", cm_path(name="existing"),
+                       {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}, params={"dryRun": "bogus"})
+    assert reply.status == 200, reply.body
+    await assert_configmaps_untouched(http, existing)
+
+
+async def test_a_create_may_carry_resource_version_0(http: aiohttp.ClientSession) -> None:
+    """etcd3 refuses only a resourceVersion that parses to a number other than 0 (refplane: 201)."""
+    reply = await call(http, "POST", cm_path(), {**cm("zero"), "metadata": {"name": "zero", "resourceVersion": "0"}})
+    assert reply.status == 201, reply.body
+
+
+async def test_an_update_lists_a_built_in_objects_finalizer_causes_twice(http: aiohttp.ClientSession,
+                                                                         existing: dict[str, Any]) -> None:
+    """kube validates them twice on update and keeps both lists of causes; its message shows each once (refplane)."""
+    reply = await call(http, "PATCH", cm_path(name="existing"), {"metadata": {"finalizers": ["nodomain"]}},
+                       ctype="application/merge-patch+json")
+    cause = f'Invalid value: "nodomain": {_NOT_STANDARD}'
+    details = status_of(reply, 422, "Invalid", f'ConfigMap "existing" is invalid: metadata.finalizers[0]: {cause}')
+    assert [(c["field"], c["message"]) for c in details["causes"]] == [("metadata.finalizers[0]", cause)] * 2
+    await assert_configmaps_untouched(http, existing)
 
 
 async def test_a_dry_run_create_may_carry_a_resource_version(http: aiohttp.ClientSession) -> None:

@@ -84,6 +84,19 @@ CASES = [
         "spec.strategy.rollingUpdate.maxSurge",
         'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"x"}: a valid percent string must be a numeric '
         "string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")]),
+    (deployment(strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "150%"}}), [(
+        "spec.strategy.rollingUpdate.maxUnavailable",
+        'Invalid value: intstr.IntOrString{Type:1, IntVal:0, StrVal:"150%"}: must not be greater than 100%')]),
+    (deployment(selector={"matchLabels": {"app": "web"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["bad value!"]}]}), [(
+            "spec.selector", 'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"web"}, '
+                             'MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"tier", '
+                             'Operator:"In", Values:[]string{"bad value!"}}}}: invalid label selector')]),
+    (deployment(selector={"matchExpressions": [{"key": "app", "values": ["a"]}]}), [
+        ("spec.selector.matchExpressions[0].operator", 'Invalid value: "": not a valid selector operator'),
+        ("spec.selector", 'Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), '
+                          'MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"app", '
+                          'Operator:"", Values:[]string{"a"}}}}: invalid label selector')]),
     (deployment(minReadySeconds=10, progressDeadlineSeconds=5), [
         ("spec.progressDeadlineSeconds", "Invalid value: 5: must be greater than minReadySeconds")]),
 ]
@@ -116,6 +129,25 @@ async def test_a_deployments_selector_is_immutable(http: aiohttp.ClientSession) 
                          "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable")]
     async with http.get(f"{DEPLOYMENTS}/web") as r:
         assert (await r.json())["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_the_same_selector_with_empty_expressions_is_not_a_change(http: aiohttp.ClientSession) -> None:
+    """kube compares selectors semantically: an empty list is none (refplane: 200)."""
+    async with http.post(DEPLOYMENTS, json=deployment()) as r:
+        assert r.status == 201
+    patch = {"spec": {"selector": {"matchLabels": {"app": "web"}, "matchExpressions": []}}}
+    async with http.patch(f"{DEPLOYMENTS}/web", json=patch,
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200, await r.text()
+
+
+async def test_an_invalid_deployment_under_a_taken_name_is_invalid_before_it_is_taken(
+        http: aiohttp.ClientSession) -> None:
+    """Validation comes before storage, so 422 before 409 (refplane)."""
+    async with http.post(DEPLOYMENTS, json=deployment()) as r:
+        assert r.status == 201
+    async with http.post(DEPLOYMENTS, json=deployment(replicas=-1)) as r:
+        assert r.status == 422, await r.text()
 
 
 async def test_a_valid_deployment_with_expressions_and_defaults_is_stored(http: aiohttp.ClientSession) -> None:
