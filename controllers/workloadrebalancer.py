@@ -37,7 +37,7 @@ from prometheus_client import Counter
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, may_have_landed, retry_on_conflict
+from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -182,16 +182,10 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
-        self._unsure: set[tuple[str, str, str]] = set()
-        """(rebalancer uid, binding namespace, name) of lowerings whose answer was lost: the next attempt reads the
-        binding from the API server. The informer's copy may not show the write yet, and a decision of nothing to
-        move, which writes nothing, would not meet the 409 that corrects every other decision. Memory is enough:
-        after a restart the caches are listed afresh."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
         if rebalancer is None or objects.is_deleting(rebalancer):
-            self._forget_unsure_of_absent_rebalancers()
             return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
@@ -210,12 +204,6 @@ class WorkloadRebalancerReconciler:
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
-
-    def _forget_unsure_of_absent_rebalancers(self) -> None:
-        """Drop the lost-answer records of rebalancers gone or being deleted: none of them will be retried."""
-        if self._unsure:
-            live = {objects.uid(r) for r in self.rebalancers.list() if not objects.is_deleting(r)}
-            self._unsure = {entry for entry in self._unsure if entry[0] in live}
 
     async def _trigger(self, rebalancer: Obj, status: RebalancerStatus,
                        events: list[tuple[str, str, str]]) -> tuple[int, float]:
@@ -345,8 +333,10 @@ class WorkloadRebalancerReconciler:
                             fresh: bool = False) -> Lowering | Refusal | None:
         """Preserve mode for one workload: the binding lowered (conditional on its resourceVersion), or why not.
 
-        A permanent refusal judged on the cached binding is confirmed on a fresh read (the cache may be behind);
-        a write that meets a newer binding (409) decides again on a fresh read. ``fresh``: read the binding from
+        A final answer that writes nothing (a permanent refusal, nothing to move) judged on the cached binding is
+        confirmed on a fresh read: the cache may be behind a user's edit, or behind this rebalancer's own lowering
+        whose answer was lost (its mark then says so); a write that meets a newer binding (409) decides again on a
+        fresh read. ``fresh``: read the binding from
         the API server from the start. A binding that carries the mark of a write for this rebalancer (its
         answer lost, the status write failed, or a restart since) is done: never lowered twice; a trigger it wrote
         before preserve mode was asked for (None) is the workload's result, whatever the mode's state now (an
@@ -359,15 +349,12 @@ class WorkloadRebalancerReconciler:
             refused = mode
         elif self.preserve.estimate is None:
             refused = preserve.disabled()
-        unsure = (rebalancer_uid, *_binding_of(workload))
-        fresh = fresh or unsure in self._unsure
         try:
             resource, binding = await self._binding(workload, fresh=fresh)
         except ApiError as exc:
             if refused is not None and exc.is_not_found:  # no binding to hold a mark: the refusal is the answer
                 return refused
             raise
-        self._unsure.discard(unsure)  # only once read afresh: a failed read leaves the next attempt to do it
         for attempt in range(CONFLICT_ATTEMPTS):
             mark = writemark.read(binding, rebalancer_uid)
             if mark is not None:
@@ -380,16 +367,18 @@ class WorkloadRebalancerReconciler:
                                                                                        lowered=outcome.moved))
                 try:
                     await self.client.update_unread(resource, update)
-                except Exception as exc:
-                    if not (isinstance(exc, ApiError) and exc.met_newer_object) or attempt == CONFLICT_ATTEMPTS - 1:
-                        if may_have_landed(exc):
-                            self._unsure.add(unsure)
+                except ApiError as exc:
+                    if not exc.met_newer_object or attempt == CONFLICT_ATTEMPTS - 1:
                         raise
                 else:
                     return outcome
-            elif attempt or fresh or not isinstance(outcome, Refusal) or outcome.transient:
+            elif attempt or fresh or (isinstance(outcome, Refusal) and outcome.transient):
                 return outcome
-            binding = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
+            read = await self.client.get(resource, objects.name(binding), objects.namespace(binding))
+            wrote = isinstance(outcome, Lowering) and outcome.moved
+            if not wrote and objects.resource_version(read) == objects.resource_version(binding):
+                return outcome  # a final answer judged on the cache, and the cache was current
+            binding = read
         raise AssertionError("unreachable")
 
     async def _decide(self, binding: Obj) -> Lowering | Refusal:

@@ -464,6 +464,22 @@ async def test_a_permanent_cause_fails_at_once_and_leaves_the_binding(
     assert len(await events_about(http, wr, reason.split(":", maxsplit=1)[0])) == 1
 
 
+async def test_nothing_to_move_judged_on_a_cache_behind_an_edit_is_judged_again_on_a_fresh_read(
+        manager: Manager, estimator: Estimator, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The applied placement is edited just before the rebalancer, and the informer has not seen the edit (the
+    bindings' watch is down here): on its copy nothing is stuck, a final answer that writes nothing, so it is
+    judged again on a fresh read, which refuses."""
+    before = await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 0, "member2": 0}
+    server.inject_fault("GET", "v1alpha2/resourcebindings", code=500, times=1_000_000)  # LIST and WATCH only
+    server.store.close_watchers()
+    await send(http, "PATCH", f"{RB}/{before['metadata']['name']}",
+               {"metadata": {"annotations": {APPLIED_PLACEMENT_ANNOTATION: json.dumps(STATIC)}}})
+    await create(http, "edited", ["web"])
+    assert observed(await finished(http, "edited")) == [
+        ("web", "Failed", "AppliedPlacementDiffers: the placement of the last schedule is not spec.placement")]
+
+
 @pytest.mark.parametrize("kwargs", [{"observed_generation": None}, {"evicting": "member3"}])
 async def test_a_transient_cause_is_retried_without_a_result(
         manager: Manager, estimator: Estimator, http: aiohttp.ClientSession, kwargs: dict[str, Any]) -> None:
