@@ -154,18 +154,10 @@ class MemberCluster:
         A member still unsynced ``sync_timeout`` after its start counts as failed, so that a
         member that never answers costs callers nothing once it is known to be silent.
         """
-        if self.closed or self.error:
-            return "failed"
-        if not self._started.is_set():
+        progress = self._progress(need)
+        if progress == "listing":
             return "failed" if self._overdue() else "pending"
-        if any(key not in self._informers for key in need):
-            return "failed"  # a kind this member was not started with: never answerable
-        informers = [self._informers[key] for key in need]
-        if any(informer.last_error for informer in informers):
-            return "failed"
-        if all(informer.has_synced() for informer in informers):
-            return "ready"
-        return "failed" if self._overdue() else "pending"
+        return progress
 
     def starting(self, need: Iterable[str] = tuple(_RESOURCES)) -> bool:
         """The ``need`` caches are still on their first list and nothing has failed yet: an answer is coming.
@@ -174,16 +166,24 @@ class MemberCluster:
         page by page, each page within the client timeout. A retry bound (preserve mode's) does not run out on
         such a member; one that fails (an error, a page timing out) stops being "starting" at once.
         """
-        if self.closed or self.error:
+        if self._progress(need) != "listing":
             return False
-        if not self._started.is_set():  # its client being built (a failure sets the error), unless that task died
-            return self._task is not None and not self._task.done()
+        # before its informers start, its client is being built (a failure sets the error), unless that task died
+        return self._started.is_set() or (self._task is not None and not self._task.done())
+
+    def _progress(self, need: Iterable[str]) -> str:
+        """``ready``, ``failed`` or ``listing`` (client or first lists under way, nothing failed) for ``need``."""
+        if self.closed or self.error:
+            return "failed"
+        if not self._started.is_set():
+            return "listing"
         need = tuple(need)
         if any(key not in self._informers for key in need):
-            return False
+            return "failed"  # a kind this member was not started with: never answerable
         informers = [self._informers[key] for key in need]
-        return not any(informer.last_error for informer in informers) and not all(
-            informer.has_synced() for informer in informers)
+        if any(informer.last_error for informer in informers):
+            return "failed"
+        return "ready" if all(informer.has_synced() for informer in informers) else "listing"
 
     def _overdue(self) -> bool:
         return time.monotonic() - self._created > self._sync_timeout
