@@ -154,6 +154,14 @@ def parse_int64(s: str) -> int | None:
     return n if _INT64_MIN <= n <= _INT64_MAX else None
 
 
+def parse_uint64(s: str) -> int | None:
+    """strconv.ParseUint(s, 10, 64): ASCII digits, no sign, within uint64 (kube's resourceVersions)."""
+    if not s or not s.isascii() or not s.isdigit():
+        return None
+    n = int(s)
+    return n if n < 2**64 else None
+
+
 # --- how apimachinery prints errors ------------------------------------------------------------
 
 _GO_ESCAPES: Final = {

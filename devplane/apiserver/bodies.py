@@ -17,7 +17,7 @@ from aiohttp import web
 from controller_manager import objects
 
 from . import builtin_types, errors, protobuf
-from .codec import decode_json, go_json_type_name
+from .codec import decode_json, go_json_syntax_error, go_json_type_name
 from .resources import Registry, ResourceType
 from .responses import JSON
 
@@ -52,7 +52,7 @@ def decode_json_body(body: bytes) -> Any:
     try:
         return decode_json(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise errors.bad_request(_json_error(exc)) from exc
+        raise errors.bad_request(go_json_syntax_error(exc)) from exc
 
 
 async def decode_object(request: web.Request, registry: Registry, rtype: ResourceType) -> dict[str, Any]:
@@ -70,7 +70,7 @@ async def decode_object(request: web.Request, registry: Registry, rtype: Resourc
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {rtype.kind}): couldn't get "
-                f"version/kind; json parse error: {_json_error(exc)} ({_excerpt(body)})") from exc
+                f"version/kind; json parse error: {go_json_syntax_error(exc)} ({_excerpt(body)})") from exc
     elif ctype == protobuf.MEDIA_TYPE:
         obj = protobuf.decode_body(body, rtype)
     else:
@@ -135,52 +135,6 @@ def check_kind(registry: Registry, rtype: ResourceType, obj: dict[str, Any]) -> 
                 "FieldValueInvalid", f'Invalid value: "{kind}": must be {rtype.kind}', "kind")])
     obj["apiVersion"], obj["kind"] = rtype.api_version, rtype.kind
 
-
-
-_GO_JSON_CONTEXT = {
-    "Expecting value": "looking for beginning of value",
-    "Expecting property name enclosed in double quotes": "looking for beginning of object key string",
-    "Expecting ':' delimiter": "after object key",
-    "Extra data": "after top-level value",
-    "Invalid control character at": "in string literal",
-}
-
-
-def _innermost_container(doc: str, pos: int) -> str:
-    """'{' or '[': the container open at ``pos`` (strings skipped)."""
-    stack: list[str] = []
-    in_string = escaped = False
-    for char in doc[:pos]:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            stack.append(char)
-        elif char in "}]" and stack:
-            stack.pop()
-    return stack[-1] if stack else ""
-
-
-def _json_error(exc: Exception) -> str:
-    """Go encoding/json's wording for a parse error (kube clients and tests match on it)."""
-    if not isinstance(exc, json.JSONDecodeError):
-        return str(exc)
-    doc, pos, msg = exc.doc, exc.pos, exc.msg
-    if pos >= len(doc) or msg.startswith("Unterminated string") or not doc[pos:].strip():
-        return "unexpected end of JSON input"
-    char = doc[pos]
-    shown = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "'": "\\'"}.get(char, char)
-    if msg == "Expecting ',' delimiter":
-        context = "after array element" if _innermost_container(doc, pos) == "[" else "after object key:value pair"
-    else:
-        context = _GO_JSON_CONTEXT.get(msg, msg.lower())
-    return f"invalid character '{shown}' {context}"
 
 
 def _excerpt(body: bytes) -> str:

@@ -26,6 +26,7 @@ from kube_api.validation import go_quote
 from . import errors
 from .codec import encode_json, go_json_type_name
 from .openapi_builtin import builtin_schemas
+from .patch import JSON_PATCH, STRATEGIC_MERGE_PATCH, parse_pointer
 from .patch.govalues import go_format, go_type
 from .resources import ResourceType
 
@@ -189,25 +190,24 @@ def check_types(rtype: ResourceType, obj: dict[str, Any]) -> None:
                                  f"{_decode_error(mismatch)}")
 
 
-def check_patched(rtype: ResourceType, patched: dict[str, Any], patch: Any, *, strategic: bool,
-                  reached: list[list[str]] | None = None) -> None:
+def check_patched(rtype: ResourceType, patched: dict[str, Any], patch: Any, media_type: str) -> None:
     """Refuse, as kube does, a patch of a built-in object whose result has a value of the wrong JSON type.
 
     kube decodes the patched object into its Go struct; a failure is ``422 Invalid`` on the field ``patch``,
     with no kind or name (``"" is invalid: patch: Invalid value: ...``; refplane kube 1.20, observed), and
     nothing is stored. A JSON merge or JSON patch shows the patched object as JSON and the decoder's error;
     a strategic merge patch shows the patch (Go's ``%v``) and the unstructured converter's error
-    (:func:`_converter_error`). ``reached``: the JSON patch's operation paths (:func:`_as_reencoded`).
+    (:func:`_converter_error`). ``media_type``: the patch's content type.
     Approximations: the first wrong value is found in the object's key order, not Go's field order, and the
     decoder's message is kube >= 1.21's, as for creates.
     """
     mismatch = _first_mismatch(rtype, patched)
     if mismatch is None:
         return
-    if strategic:
+    if media_type == STRATEGIC_MERGE_PATCH:
         shown, error = go_format(patch), _converter_error(mismatch)
     else:
-        shown, error = _as_reencoded(patched, patch, reached), _decode_error(mismatch)
+        shown, error = _as_reencoded(patched, patch, json_patch=media_type == JSON_PATCH), _decode_error(mismatch)
     raise errors.invalid("", "", "", [errors.Cause("FieldValueInvalid", f"Invalid value: {go_quote(shown)}: {error}",
                                                    "patch")])
 
@@ -273,9 +273,10 @@ def _converter_error(mismatch: _Mismatch) -> str:
     return f"cannot convert {source} to {target}" if convertible else f"unrecognized type: {target}"
 
 
-def _as_reencoded(patched: Any, patch: Any, reached: list[list[str]] | None) -> str:
+def _as_reencoded(patched: Any, patch: Any, *, json_patch: bool) -> str:
     """The patched object as evanphx/json-patch hands it to the decoder: Go's ``json.Marshal`` (HTML characters
-    escaped) with the keys sorted in each object the patch reached, the others as they were stored."""
+    escaped) with the keys sorted in each object the patch reached (a merge patch's objects, or the containers on a
+    JSON patch's operation paths), the others as they were stored."""
     def sort_merge(doc: Any, part: Any) -> Any:
         if isinstance(doc, dict) and isinstance(part, dict):
             return {key: sort_merge(doc[key], part.get(key)) for key in sorted(doc)}
@@ -290,14 +291,13 @@ def _as_reencoded(patched: Any, patch: Any, reached: list[list[str]] | None) -> 
             return [sort_path(item, tokens[1:]) if i == index else item for i, item in enumerate(doc)]
         return doc
 
-    if reached is None:
-        ordered = sort_merge(patched, patch)
-    else:
+    if json_patch:  # the patch applied, so each operation's pointers parse
         ordered = patched
-        for tokens in reached:
-            ordered = sort_path(ordered, tokens[:-1])
-        if not reached:
-            ordered = sort_path(ordered, [])
+        for pointer in (op.get(key) for op in patch for key in ("path", "from")):
+            if isinstance(pointer, str):
+                ordered = sort_path(ordered, parse_pointer(pointer)[:-1])
+    else:
+        ordered = sort_merge(patched, patch)
     text = encode_json(ordered).decode("utf-8")
     for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
                           ("\u2029", "\\u2029")):

@@ -59,3 +59,63 @@ def go_json_type_name(value: Any) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+_GO_JSON_CONTEXT = {
+    "Expecting value": "looking for beginning of value",
+    "Expecting property name enclosed in double quotes": "looking for beginning of object key string",
+    "Expecting ':' delimiter": "after object key",
+    "Extra data": "after top-level value",
+    "Invalid control character at": "in string literal",
+}
+
+
+def _innermost_container(doc: str, pos: int) -> str:
+    """'{' or '[': the container open at ``pos`` (strings skipped)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in doc[:pos]:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append(char)
+        elif char in "}]" and stack:
+            stack.pop()
+    return stack[-1] if stack else ""
+
+
+def go_json_syntax_error(exc: Exception) -> str:
+    """Go encoding/json's wording for a parse error (kube clients and tests match on it). A document decoded from
+    bytes with ``surrogateescape`` has its invalid bytes named as Go names them."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    doc, pos, msg = exc.doc, exc.pos, exc.msg
+    if pos >= len(doc) or msg.startswith("Unterminated string") or not doc[pos:].strip():
+        return "unexpected end of JSON input"
+    shown = _quote_byte(doc[pos].encode("utf-8", "surrogateescape")[0])  # Go names the byte, not the character
+    if msg == "Expecting ',' delimiter":
+        context = "after array element" if _innermost_container(doc, pos) == "[" else "after object key:value pair"
+    else:
+        context = _GO_JSON_CONTEXT.get(msg, msg.lower())
+    return f"invalid character {shown} {context}"
+
+
+def _quote_byte(byte: int) -> str:
+    """encoding/json's ``quoteChar``: a byte in single quotes (``'b'``, ``'\\n'``, ``'\\u0081'``, ``'\\x01'``)."""
+    if byte == ord("'"):
+        return "'\\''"
+    if byte == ord('"'):
+        return "'\"'"
+    if 0x20 <= byte < 0x7F:
+        return f"'{chr(byte)}'" if byte != ord("\\") else "'\\\\'"
+    escapes = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
+    if byte in escapes:
+        return f"'{escapes[byte]}'"
+    return f"'\\x{byte:02x}'" if byte < 0x80 else f"'\\u{byte:04x}'"

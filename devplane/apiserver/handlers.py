@@ -28,7 +28,16 @@ from .bodies import check_kind, decode_json_body, decode_object, read_body
 from .errors import StatusError
 from .listing import list_objects, list_response
 from .params import dry_run, dry_run_values, field_checks, matches, query_selectors, resource_version_param, truthy
-from .patch import NON_STRATEGIC_MEDIA_TYPES, apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from .patch import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
+    NON_STRATEGIC_MEDIA_TYPES,
+    PATCH_MEDIA_TYPES,
+    apply_json_patch,
+    apply_merge_patch,
+    apply_strategic_merge_patch,
+)
 from .resources import ResourceType
 from .responses import encoder, error_response, json_response, raw_response, respond_object, warn
 from .routing import Target, parse_target
@@ -40,9 +49,6 @@ from .watchstream import watch
 
 log = structlog.get_logger(__name__)
 
-STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
-PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", STRATEGIC_MERGE_PATCH,
-               "application/apply-patch+yaml")
 
 
 @dataclass
@@ -78,23 +84,13 @@ def _type_checked(apply: Callable[[dict[str, Any]], Any], rtype: ResourceType, p
                   ctype: str) -> Callable[[dict[str, Any]], Any]:
     """``apply`` followed by kube's decoding of the patched built-in object into its Go type (a 422 on a value
     of the wrong type: :func:`builtin_types.check_patched`)."""
-    reached = None
-    if ctype == "application/json-patch+json" and isinstance(patch, list):
-        pointers = [op.get(key) for op in patch if isinstance(op, dict) for key in ("path", "from")]
-        reached = [_pointer_tokens(pointer) for pointer in pointers if isinstance(pointer, str)]
-
     def checked(doc: dict[str, Any]) -> Any:
         patched = apply(doc)
         if isinstance(patched, dict):
-            builtin_types.check_patched(rtype, patched, patch, strategic=ctype == STRATEGIC_MERGE_PATCH,
-                                        reached=reached)
+            builtin_types.check_patched(rtype, patched, patch, ctype)
         return patched
 
     return checked
-
-
-def _pointer_tokens(pointer: str) -> list[str]:
-    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]] if pointer else []
 
 
 class Api:
@@ -300,20 +296,20 @@ class Api:
 
     async def patch(self, request: web.Request, target: Target) -> web.Response:
         ctype = request.content_type
-        if ctype not in PATCH_TYPES:
+        if ctype not in PATCH_MEDIA_TYPES:
             if target.rtype.builtin:  # go-restful's own answer: the route does not consume that type
                 raise StatusError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
             raise errors.unsupported_media_type(NON_STRATEGIC_MEDIA_TYPES)
         dry = dry_run(request)
         body = await read_body(request)
-        if ctype == "application/apply-patch+yaml":
+        if ctype == APPLY_PATCH:
             return await self._apply(request, target, body, dry)
         patch = decode_json_body(body)
         rtype = target.rtype
-        if ctype == "application/json-patch+json":
+        if ctype == JSON_PATCH:
             def apply(doc: dict[str, Any]) -> Any:
                 return apply_json_patch(doc, patch)
-        elif ctype == "application/merge-patch+json":
+        elif ctype == MERGE_PATCH:
             if not isinstance(patch, dict):
                 raise errors.bad_request("the patch must be a JSON object")
 

@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from . import errors
-from .codec import encode_json, go_json_type_name
+from .codec import encode_json, go_json_syntax_error, go_json_type_name
 from .errors import StatusError
 from .params import check_list_options, int_param, matches, query_selectors, resource_version_param
 from .resources import ResourceType
@@ -137,9 +137,9 @@ def _decode_continue(token: str) -> tuple[int, str]:
     except (binascii.Error, ValueError):  # Go's RawURLEncoding names the first byte it cannot take
         raise refused(f"illegal base64 data at input byte {len(token) - 1 if bad is None else bad}") from None
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise refused(_json_syntax_error(raw)) from None
+        data = json.loads(raw.decode("utf-8", "surrogateescape"))
+    except json.JSONDecodeError as exc:
+        raise refused(go_json_syntax_error(exc)) from None
     if not isinstance(data, dict):
         raise refused(f"json: cannot unmarshal {go_json_type_name(data)} into Go value of type etcd3.continueToken")
     if data.get("v") != "meta.k8s.io/v1":
@@ -150,27 +150,3 @@ def _decode_continue(token: str) -> tuple[int, str]:
     if not isinstance(start, str) or not start:
         raise refused("encoded start key empty (version meta.k8s.io/v1)")
     return rv, start
-
-
-def _json_syntax_error(raw: bytes) -> str:
-    """encoding/json's syntax error for a document that does not parse, naming the first bad byte as Go does."""
-    try:
-        json.loads(raw.decode("latin-1"))  # one character per byte: the error's position is the byte's
-    except json.JSONDecodeError as exc:
-        if exc.pos < len(raw):
-            return f"invalid character {go_byte(raw[exc.pos])} looking for beginning of value"
-    return "unexpected end of JSON input"
-
-
-def go_byte(byte: int) -> str:
-    """encoding/json's ``quoteChar``: a byte quoted in single quotes (``'b'``, ``'\\u0081'``, ``'\\x01'``)."""
-    if byte == ord("'"):
-        return "'\\''"
-    if byte == ord('"'):
-        return "'\"'"
-    if 0x20 <= byte < 0x7F:
-        return f"'{chr(byte)}'" if byte != ord("\\") else "'\\\\'"
-    escapes = {0x07: "\\a", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x0B: "\\v"}
-    if byte in escapes:
-        return f"'{escapes[byte]}'"
-    return f"'\\x{byte:02x}'" if byte < 0x80 else f"'\\u{byte:04x}'"

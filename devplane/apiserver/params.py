@@ -13,7 +13,7 @@ from aiohttp import web
 
 from controller_manager import objects
 from kube_api.selectors import LabelSelector
-from kube_api.validation import go_quote
+from kube_api.validation import go_quote, parse_uint64
 
 from . import errors
 from .resources import ResourceType
@@ -40,13 +40,13 @@ def int_param(text: str | None) -> int:
 def resource_version_param(text: str | None) -> int:
     """The ``resourceVersion`` of a get, list or watch (0 when absent or "0"); one that is not a number is a 500 in
     kube (storage parses it)."""
-    if text in (None, "", "0"):
+    if not text:
         return 0
-    assert text is not None
-    if not (text.isascii() and text.isdigit() and int(text) < 2**64):
+    version = parse_uint64(text)
+    if version is None:
         raise errors.plain_error(f'resourceVersion: Invalid value: "{text}": strconv.ParseUint: parsing '
                                  f'"{text}": invalid syntax')
-    return int(text)
+    return version
 
 
 OPTIONS_KINDS = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions", "DELETE": "DeleteOptions"}

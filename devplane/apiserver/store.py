@@ -22,6 +22,7 @@ import structlog
 
 from controller_manager import objects
 from kube_api.pods import is_pod_terminated
+from kube_api.validation import parse_uint64
 
 from . import errors
 from .codec import decode_json, encode_json, now_rfc3339
@@ -119,12 +120,6 @@ def unknown_fields(before: Any, after: Any, path: str = "") -> list[str]:
         for i, (b, a) in enumerate(zip(before, after, strict=True)):
             found.extend(unknown_fields(b, a, f"{path}[{i}]"))
     return found
-
-
-def _nonzero_version(value: Any) -> bool:
-    """etcd3's test: a resourceVersion that parses as an unsigned number other than 0 (anything else is ignored)."""
-    text = str(value) if isinstance(value, str | int) else ""
-    return text.isascii() and text.isdigit() and 0 < int(text) < 2**64
 
 
 class Store:
@@ -388,7 +383,8 @@ class Store:
         for mutate in self.mutators.get(rtype.storage_key, ()):
             mutate(rtype, None, obj)
         self._apply_schema(rtype, obj, checks)
-        if refuse_resource_version and not dry_run and _nonzero_version(given_version):
+        # etcd3 refuses a version that parses as a number other than 0, and ignores anything else
+        if refuse_resource_version and not dry_run and parse_uint64(str(given_version or "")):
             raise errors.plain_error("resourceVersion should not be set on objects to be created")
         if self.lookup(rtype, namespace, name) is not None:
             raise errors.already_exists(rtype.plural, rtype.group, name)

@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller_manager import objects
-from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name, is_valid_label_value
+from kube_api.selectors import LabelPredicate, compile_label_selector
+from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
 
 from . import errors
 from .errors import Cause
@@ -109,30 +110,6 @@ def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
     return causes
 
 
-def _values_valid(selector: Mapping[str, Any]) -> bool:
-    """Whether ``LabelSelectorAsSelector`` takes the expressions' values (each a valid label value), which
-    ``ValidateLabelSelector`` does not check."""
-    return all(isinstance(value, str) and not is_valid_label_value(value)
-               for expression in selector.get("matchExpressions") or [] if isinstance(expression, Mapping)
-               for value in expression.get("values") or [])
-
-
-def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
-    """Whether the labels satisfy every term of the selector (``LabelSelectorAsSelector`` then ``Matches``)."""
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions") or []:
-        key, operator = expression.get("key"), expression.get("operator")
-        values = expression.get("values") or []
-        present = key in labels
-        if (operator == "In" and labels.get(key) not in values) or (
-                operator == "NotIn" and present and labels.get(key) in values) or (
-                operator == "Exists" and not present) or (operator == "DoesNotExist" and present):
-            return False
-    return True
-
-
 def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
@@ -165,15 +142,14 @@ def _pod_spec(pod: Mapping[str, Any], field: str) -> list[Cause]:
     return causes
 
 
-def _template(spec: Mapping[str, Any], selector: Mapping[str, Any] | None, *, pod_spec: bool = True) -> list[Cause]:
+def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bool = True) -> list[Cause]:
     """``ValidatePodTemplateSpecForReplicaSet`` (``pod_spec``) or ``...ForStatefulSet``: the labels against the
-    selector (a nil one matches nothing), the template's labels, and for the former its Pod spec; then the restart
-    policy, which must be Always."""
+    selector (:func:`compile_label_selector`'s: a nil one matches nothing, an empty one everything), the template's
+    labels, and for the former its Pod spec; then the restart policy, which must be Always."""
     template = _mapping(spec, "template")
     meta = _mapping(template, "metadata")
     causes: list[Cause] = []
-    empty = selector is not None and not selector.get("matchLabels") and not selector.get("matchExpressions")
-    if not empty and (selector is None or not selector_matches(selector, _mapping(meta, "labels"))):
+    if not selector(_mapping(meta, "labels")):
         causes.append(_invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
                                "`selector` does not match template `labels`"))
     causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
@@ -241,15 +217,16 @@ def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool
     turned into one (``LabelSelectorAsSelector`` fails on what ``ValidateLabelSelector`` refused)."""
     raw = spec.get("selector")
     if not isinstance(raw, Mapping):
-        return [_required("spec.selector"), *_template(spec, None, pod_spec=pod_spec)]
-    refused = _selector_causes(raw, "spec.selector")
-    causes = list(refused)
+        return [_required("spec.selector"), *_template(spec, compile_label_selector(None), pod_spec=pod_spec)]
+    causes = _selector_causes(raw, "spec.selector")
     if not raw.get("matchLabels") and not raw.get("matchExpressions"):
         causes.append(_invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
-    if refused or not _values_valid(raw):
+    try:
+        selector = compile_label_selector(raw)
+    except ValueError:
         causes.append(_invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
     else:
-        causes.extend(_template(spec, raw, pod_spec=pod_spec))
+        causes.extend(_template(spec, selector, pod_spec=pod_spec))
     return causes
 
 
@@ -359,4 +336,4 @@ def mutator(check: Check) -> Callable[[ResourceType, dict[str, Any] | None, dict
 
 
 __all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "mutator", "pod_causes",
-           "replica_set_causes", "selector_matches", "stateful_set_causes"]
+           "replica_set_causes", "stateful_set_causes"]

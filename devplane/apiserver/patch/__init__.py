@@ -13,20 +13,31 @@ the server uses.
 
 from __future__ import annotations
 
-from devplane.apiserver.patch.jsonpatch import apply_json_patch
+from devplane.apiserver.patch.jsonpatch import apply_json_patch, parse_pointer
 from devplane.apiserver.patch.mergepatch import apply_merge_patch
 from devplane.apiserver.patch.strategic import apply_strategic_merge_patch
 from devplane.apiserver.patch.tags import (
+    APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
     NON_STRATEGIC_MEDIA_TYPES,
+    PATCH_MEDIA_TYPES,
     STRATEGIC_MERGE_KINDS,
+    STRATEGIC_MERGE_PATCH,
     supports_strategic_merge_patch,
 )
 
 __all__ = [
+    "APPLY_PATCH",
+    "JSON_PATCH",
+    "MERGE_PATCH",
     "NON_STRATEGIC_MEDIA_TYPES",
+    "PATCH_MEDIA_TYPES",
     "STRATEGIC_MERGE_KINDS",
+    "STRATEGIC_MERGE_PATCH",
     "apply_json_patch",
     "apply_merge_patch",
     "apply_strategic_merge_patch",
+    "parse_pointer",
     "supports_strategic_merge_patch",
 ]

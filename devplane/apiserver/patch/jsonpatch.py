@@ -55,7 +55,7 @@ def _decode_operations(operations: Any) -> list[dict[str, Any]]:
     return ops
 
 
-def _parse_pointer(pointer: Any) -> list[str]:
+def parse_pointer(pointer: Any) -> list[str]:
     """RFC 6901 pointer to reference tokens (``~1`` is ``/``, ``~0`` is ``~``)."""
     if not isinstance(pointer, str):
         raise patch_rejected()
@@ -168,7 +168,7 @@ def _operand(op: dict[str, Any]) -> Any:
 
 def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
     kind = op["op"]
-    path = _parse_pointer(op["path"])
+    path = parse_pointer(op["path"])
     if kind == "add":
         return _add(doc, path, _operand(op))
     if kind == "remove":
@@ -182,7 +182,7 @@ def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
         return doc
     if "from" not in op:
         raise patch_rejected()
-    source = _parse_pointer(op["from"])
+    source = parse_pointer(op["from"])
     if kind == "copy":
         return _add(doc, path, copy_json(_get(doc, source)))
     # move: a value cannot be moved into one of its own children

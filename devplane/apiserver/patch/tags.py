@@ -149,6 +149,13 @@ STRATEGIC_MERGE_KINDS: Final[dict[str, str]] = {
 
 
 # What kube lists in its 415 answer to a strategic merge patch on a custom resource.
+JSON_PATCH: Final = "application/json-patch+json"
+MERGE_PATCH: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+PATCH_MEDIA_TYPES: Final = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+"""What a PATCH may be sent as."""
+
 NON_STRATEGIC_MEDIA_TYPES: Final = (
     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
 )
