@@ -211,14 +211,19 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str,
     """:class:`OneAtATime` led by a fail-back controller-manager of its own (``lease``, ``flags``), evicted from
     member1 by a NoExecute taint, the eviction over (member2's replicas healthy). ``settled`` False: the taint comes
     with the readiness faker paused (until :meth:`OneAtATime.resume_faker`), so member2's new replicas are not ready
-    and Karmada's graceful-eviction tasks stay. The watches run until the block leaves; then everything is taken
-    away (the taint too); on failure the controller-manager's log is shown."""
+    and Karmada's graceful-eviction tasks stay. It is paused before the workloads exist: member2's first replicas,
+    had they become healthy, would leave that health on the binding when the eviction's schedule lands, and
+    Karmada's graceful-eviction controller would take it for the new replicas' and end the task at once. The
+    watches run until the block leaves; then everything is taken away (the taint too); on failure the
+    controller-manager's log is shown."""
     program = ours.launch("controller_manager", f"{lease}-controller-manager", *ONE_AT_A_TIME,
                           f"--leader-elect-resource-name={lease}", *flags)
     scene = OneAtATime(ours, karmada, program)
     try:
         await eventually(lambda: anyio.to_thread.run_sync(program.leads, lease), timeout=30, interval=0.25)
         scene.ns = await fresh_namespace(karmada, lease)
+        if not settled:  # before the replicas exist, see the docstring
+            await scene.paused.enter_async_context(faker_paused(ours.plane))
         await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), scene.ns)
         for name in TWO:
             await karmada.create(DEPLOYMENTS, deployment(name, 2), scene.ns)
@@ -229,8 +234,6 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str,
         async with watching(karmada, RESOURCE_BINDINGS, scene.flights.see), \
                 watching(karmada, WORKLOAD_REBALANCERS, scene.batches.see,
                          label_selector=f"{CLUSTER_LABEL}={CLUSTER}"):
-            if not settled:
-                await scene.paused.enter_async_context(faker_paused(ours.plane))
             await set_taint(karmada, CLUSTER, [{"key": lease, "effect": "NoExecute"}])
             for name in TWO:
                 await eventually(lambda n=name: _evicted(karmada, scene.ns, n, settled=settled), timeout=60,

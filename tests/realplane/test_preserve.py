@@ -287,10 +287,12 @@ async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(our
                                                                               scene: Scene) -> None:
     """A NoExecute taint on member1: Karmada's taint manager moves the workload to member2 through a graceful
     eviction task, which stays until the new replicas are healthy (the readiness faker paused keeps them not
-    ready); while it lasts the workload is not judged: retried, then Failed."""
+    ready); while it lasts the workload is not judged: retried, then Failed.
+
+    The faker is paused before the workload exists. Had member2's first replicas become healthy, that status would
+    still be on the binding when the eviction's schedule lands, and Karmada's graceful-eviction controller would
+    take it for the new replicas' health and end the task at once (seen in a CI run)."""
     ns = scene.ns
-    await propagate(karmada, ns, ["web"], 4)
-    await wait_assigned(karmada, ns, "web", lambda a: a.get("member1", 0) > 0 and sum(a.values()) == 4)
 
     async def evicting() -> dict[str, Any]:
         binding = await binding_of(karmada, ns, "web")
@@ -304,6 +306,8 @@ async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(our
         return binding
 
     async with faker_paused(ours.plane):
+        await propagate(karmada, ns, ["web"], 4)
+        await wait_assigned(karmada, ns, "web", lambda a: a.get("member1", 0) > 0 and sum(a.values()) == 4)
         await set_taint(karmada, "member1", [{"key": "rp-preserve", "effect": "NoExecute"}])
         try:
             # the taint evicts every binding on member1 that does not tolerate it, as in test_failback.py
