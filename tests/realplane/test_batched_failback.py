@@ -213,9 +213,9 @@ async def evicted_two(ours: Ours, karmada: KubeClient, lease: str, *flags: str,
     with the readiness faker paused (until :meth:`OneAtATime.resume_faker`), so member2's new replicas are not ready
     and Karmada's graceful-eviction tasks stay. It is paused before the workloads exist: member2's first replicas,
     had they become healthy, would leave that health on the binding when the eviction's schedule lands, and
-    Karmada's graceful-eviction controller would take it for the new replicas' and end the task at once. The
-    watches run until the block leaves; then everything is taken away (the taint too); on failure the
-    controller-manager's log is shown."""
+    Karmada's graceful-eviction controller would take it for the new replicas' and end the task at once (an
+    upstream race, karmada-io/karmada#7129). The watches run until the block leaves; then everything is taken
+    away (the taint too); on failure the controller-manager's log is shown."""
     program = ours.launch("controller_manager", f"{lease}-controller-manager", *ONE_AT_A_TIME,
                           f"--leader-elect-resource-name={lease}", *flags)
     scene = OneAtATime(ours, karmada, program)

@@ -291,7 +291,7 @@ async def test_a_graceful_eviction_in_progress_fails_after_the_retry_timeout(our
 
     The faker is paused before the workload exists. Had member2's first replicas become healthy, that status would
     still be on the binding when the eviction's schedule lands, and Karmada's graceful-eviction controller would
-    take it for the new replicas' health and end the task at once (seen in a CI run)."""
+    take it for the new replicas' health and end the task at once (seen in a CI run; karmada-io/karmada#7129)."""
     ns = scene.ns
 
     async def evicting() -> dict[str, Any]:
