@@ -18,6 +18,7 @@ import structlog
 from . import errors
 from .authn import ANONYMOUS_USER, TokenAuthenticator, UserInfo
 from .errors import StatusError, qualified_resource
+from .params import truthy
 from .rbac import RBACAuthorizer, RequestAttributes
 
 log = structlog.get_logger(__name__)
@@ -94,10 +95,6 @@ def forbidden(attrs: RequestAttributes, reason: str) -> StatusError:
     return errors.forbidden(message, details)
 
 
-def _watch_requested(query: Mapping[str, str]) -> bool:
-    """ListOptions.watch as kube decodes it: present and neither "false" nor "0"."""
-    value = query.get("watch")
-    return value is not None and value.lower() not in ("false", "0")
 
 
 def _valid_path_segment(name: str) -> bool:
@@ -139,7 +136,7 @@ def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[st
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
     if not name and verb == "get":
-        verb = "watch" if _watch_requested(query) else "list"
+        verb = "watch" if truthy(query.get("watch")) else "list"
         name = _name_from_field_selector(query.get("fieldSelector", ""))
     if not name and verb == "delete":
         verb = "deletecollection"

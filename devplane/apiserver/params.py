@@ -23,7 +23,9 @@ from .watch import Stored
 
 
 def truthy(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1")
+    """A boolean query parameter as kube's converter reads it (``Convert_Slice_string_To_bool``): absent, ``0``
+    or ``false`` (any case) is false; anything else, an empty value included, is true (``?watch=`` watches)."""
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def int_param(text: str | None) -> int:

@@ -43,6 +43,11 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
             query.get("fieldSelector", "") + f",metadata.name={target.name}", rtype.field_selectors,
             builtin=rtype.builtin)
     from_rv = resource_version_param(query.get("resourceVersion")) or None
+    if timeout_param < 0:  # kube's timer has fired before the first event: an empty stream, at once (observed)
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+        await response.prepare(request)
+        await response.write_eof()
+        return response
     timeout = float(timeout_param) if timeout_param else \
         min_request_timeout * (1 + random.random())
     bookmarks = truthy(query.get("allowWatchBookmarks"))

@@ -278,6 +278,29 @@ async def test_timeout_seconds_ends_the_client_iteration(http: aiohttp.ClientSes
     assert types == ["ADDED"]
 
 
+async def test_a_negative_timeout_ends_the_stream_at_once_with_nothing_in_it(http: aiohttp.ClientSession) -> None:
+    """kube's timer has already fired: 200 and an empty stream, not even the initial ADDED events (observed on
+    kube-apiserver 1.20, tests/realplane/test_apiserver_parity.py)."""
+    ns = await new_namespace(http)
+    await create_cm(http, ns, "a")
+    resp = await open_watch(http, f"/api/v1/namespaces/{ns}/configmaps", timeoutSeconds="-1")
+    async with resp:
+        assert await read_to_end(resp, timeout=2) == []
+
+
+@pytest.mark.parametrize(("value", "watches"), [("yes", True), ("", True), ("00", True), ("TRUE", True),
+                                                ("FALSE", False), ("0", False), ("false", False)])
+async def test_the_watch_parameter_is_read_as_kube_reads_a_boolean(http: aiohttp.ClientSession, value: str,
+                                                                   watches: bool) -> None:
+    """Only ``0`` and ``false`` (any case) are false; anything else, an empty value too, asks for a watch."""
+    ns = await new_namespace(http)
+    await create_cm(http, ns, "a")
+    async with http.get(f"/api/v1/namespaces/{ns}/configmaps", params={"watch": value, "timeoutSeconds": "1"}) as resp:
+        assert resp.status == 200, await resp.text()
+        first = json.loads(await resp.content.readline())
+    assert (first.get("type"), first.get("kind")) == (("ADDED", None) if watches else (None, "ConfigMapList"))
+
+
 # ---------------------------------------------------------------------------- bookmarks
 
 
