@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from controller_manager.objects import MutableObj
+from kube_api import jobs
 
 _DROPPED_METADATA = ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation",
                      "managedFields", "resourceVersion", "selfLink", "uid", "ownerReferences", "finalizers")
 _DEPLOYMENT_ANNOTATIONS = ("deployment.kubernetes.io/revision", "deployment.kubernetes.io/revision-history")
-_JOB_GENERATED_LABELS = ("controller-uid", "batch.kubernetes.io/controller-uid")
-_JOB_TEMPLATE_LABELS = ("controller-uid", "job-name", "batch.kubernetes.io/controller-uid",
-                        "batch.kubernetes.io/job-name")
 _SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
 _SELECTED_NODE_ANNOTATION = "volume.kubernetes.io/selected-node"
 
@@ -35,11 +33,11 @@ def _prune_kind(workload: MutableObj) -> None:
     elif kind == "Job" and not spec.get("manualSelector"):
         match_labels = (spec.get("selector") or {}).get("matchLabels")
         if isinstance(match_labels, dict):
-            for key in _JOB_GENERATED_LABELS:
+            for key in jobs.SELECTOR_LABELS:
                 match_labels.pop(key, None)
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
         if isinstance(template_labels, dict):
-            for key in _JOB_TEMPLATE_LABELS:
+            for key in jobs.TEMPLATE_LABELS:
                 template_labels.pop(key, None)
     elif kind == "Service":
         if "clusterIP" in spec and spec["clusterIP"] != "None":

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controller_manager.objects import MutableObj
+from kube_api import jobs
 
 from .resources import ResourceType
 
@@ -153,6 +154,23 @@ def job(obj: MutableObj) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     _template(spec)
+
+
+def generate_job_selector(_rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
+    """A new Job's selector and Pod labels, as kube's ``PrepareForCreate`` makes them unless
+    ``spec.manualSelector`` is true: each label of :data:`kube_api.jobs.TEMPLATE_LABELS` the template lacks (the
+    Job's name or uid), and the uid label merged into whatever selector was given. A given selector that then
+    selects something else is refused by validation (```selector` not auto-generated``), not here."""
+    spec = _dict(new, "spec")
+    if old is not None or spec.get("manualSelector") is True:
+        return
+    meta = new.get("metadata") or {}
+    values = {jobs.LEGACY_JOB_NAME_LABEL: meta.get("name", ""), jobs.JOB_NAME_LABEL: meta.get("name", ""),
+              jobs.LEGACY_CONTROLLER_UID_LABEL: meta.get("uid", ""), jobs.CONTROLLER_UID_LABEL: meta.get("uid", "")}
+    labels = _dict(_dict(_dict(spec, "template"), "metadata"), "labels")
+    for key in jobs.TEMPLATE_LABELS:
+        labels.setdefault(key, str(values[key]))
+    _dict(_dict(spec, "selector"), "matchLabels").setdefault(jobs.CONTROLLER_UID_LABEL, str(meta.get("uid", "")))
 
 
 def cron_job(obj: MutableObj) -> None:

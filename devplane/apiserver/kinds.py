@@ -152,6 +152,7 @@ def install_core(store: Store) -> None:
     store.mutators.setdefault(CRD_KEY, []).append(store.crd_create_status)
     for storage_key, defaulter in defaults.DEFAULTERS.items():
         store.mutators.setdefault(storage_key, []).append(defaults.mutator(defaulter))
+    store.mutators["batch/jobs"].append(defaults.generate_job_selector)  # kube's PrepareForCreate
     for storage_key, check in workload_validation.CHECKS.items():  # after the defaults
         store.mutators.setdefault(storage_key, []).append(workload_validation.mutator(check))
     services.install(store)  # after the Service defaulter: allocation needs spec.type

@@ -1,4 +1,5 @@
-"""kube's validation of workload specs, run after their defaults: Deployments, ReplicaSets, StatefulSets, Pods.
+"""kube's validation of workload specs, run after their defaults: Deployments, ReplicaSets, StatefulSets, Pods,
+Jobs.
 
 A real kube-apiserver refuses a Deployment whose selector does not match its Pod template, a Pod with no
 containers, a StatefulSet whose update strategy is unknown; the dev server stored them, and a controller tested
@@ -14,7 +15,10 @@ on the refplane):
 - StatefulSet (``ValidateStatefulSetSpec``): ``podManagementPolicy``, ``updateStrategy`` (and its partition),
   replicas, the selector, the template's labels (1.20 does not validate a StatefulSet's containers), restart
   policy;
-- Pod (``ValidatePodSpec``, on create): containers and restart policy.
+- Pod (``ValidatePodSpec``, on create): containers and restart policy;
+- Job (``ValidateJob``, ``ValidateJobSpecUpdate``): the generated selector (it must select the Job's uid label,
+  :func:`defaults.generate_job_selector`), the counts, the selector and template as above, a restart policy of
+  OnFailure or Never, and on update ``completions``, ``selector`` and ``template`` immutable (1.20's rules).
 
 The rest of a Pod spec (volumes, ports, probes, resources...) is not validated. Bad values are printed as Go's
 ``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``, ``v1.LabelSelector{...}``).
@@ -27,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller_manager import objects
+from kube_api import jobs
 from kube_api.selectors import LabelPredicate, compile_label_selector
 from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
 
@@ -37,6 +42,7 @@ from .validation import validate_labels
 
 SPEC = "spec"
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 STRATEGIES: Final = ("Recreate", "RollingUpdate")
 PERCENT = re.compile(r"[0-9]+%")
 NOT_NEGATIVE: Final = "must be greater than or equal to 0"
@@ -142,10 +148,11 @@ def _pod_spec(pod: Mapping[str, Any], field: str) -> list[Cause]:
     return causes
 
 
-def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bool = True) -> list[Cause]:
+def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bool = True,
+              always: bool = True) -> list[Cause]:
     """``ValidatePodTemplateSpecForReplicaSet`` (``pod_spec``) or ``...ForStatefulSet``: the labels against the
     selector (:func:`compile_label_selector`'s: a nil one matches nothing, an empty one everything), the template's
-    labels, and for the former its Pod spec; then the restart policy, which must be Always."""
+    labels, and for the former its Pod spec; then (``always``) the restart policy, which must be Always."""
     template = _mapping(spec, "template")
     meta = _mapping(template, "metadata")
     causes: list[Cause] = []
@@ -157,7 +164,7 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
     if pod_spec:
         causes.extend(_pod_spec(pod, "spec.template.spec"))
     policy = pod.get("restartPolicy", "Always")
-    if policy != "Always":
+    if always and policy != "Always":
         causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
     return causes
 
@@ -307,6 +314,70 @@ def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) 
     return causes
 
 
+def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateGeneratedSelector``: unless the selector is manual, it must select the Job's own uid label (the one
+    it was generated with: :data:`kube_api.jobs.SELECTOR_LABELS`)."""
+    spec = _mapping(job, SPEC)
+    raw = spec.get("selector")
+    if spec.get("manualSelector") is True or not isinstance(raw, Mapping):
+        return []
+    uid = str(objects.metadata(job).get("uid") or "")
+    try:
+        selector = compile_label_selector(raw)
+    except ValueError:
+        return []  # ValidateLabelSelector says why
+    if any(selector({label: uid}) for label in jobs.SELECTOR_LABELS):
+        return []
+    return [_invalid("spec.selector", go_label_selector(raw), "`selector` not auto-generated")]
+
+
+def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateJobSpec``: the counts, the selector (required, valid), the template against it and its Pod spec,
+    and a restart policy of OnFailure or Never."""
+    causes: list[Cause] = []
+    for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
+        causes.extend(_non_negative(spec, key))
+    raw = spec.get("selector")
+    if isinstance(raw, Mapping):
+        causes.extend(_selector_causes(raw, "spec.selector"))
+        try:
+            selector = compile_label_selector(raw)
+        except ValueError:
+            selector = None
+    else:
+        causes.append(_required("spec.selector"))
+        selector = compile_label_selector(None)
+    if selector is not None:
+        causes.extend(_template(spec, selector, always=False))
+    if _mapping(_mapping(spec, "template"), SPEC).get("restartPolicy") not in JOB_RESTART_POLICIES:
+        causes.append(_required("spec.template.spec.restartPolicy",
+                                "valid values: " + ", ".join(go_quote(p) for p in JOB_RESTART_POLICIES)))
+    return causes
+
+
+def _immutable(old_spec: Mapping[str, Any], spec: Mapping[str, Any], key: str, shown: str) -> list[Cause]:
+    same = _semantic(old_spec.get(key)) == _semantic(spec.get(key))
+    return [] if same else [_invalid(f"spec.{key}", shown, "field is immutable")]
+
+
+def job_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateJob`` (the generated selector, the spec), and on update ``ValidateJobSpecUpdate`` after it: the
+    spec again (kube lists those causes twice), then ``completions``, ``selector`` and ``template`` immutable, as
+    in 1.20 (later versions let some of them change). The template's value is not printed whole."""
+    spec = _mapping(new, SPEC)
+    causes = _generated_selector(new) + _job_spec(spec)
+    if old is None:
+        return causes
+    old_spec = _mapping(old, SPEC)
+    causes.extend(_job_spec(spec))
+    causes.extend(_immutable(old_spec, spec, "completions", str(spec.get("completions"))))
+    selector = spec.get("selector")
+    causes.extend(_immutable(old_spec, spec, "selector",
+                             go_label_selector(selector) if isinstance(selector, Mapping) else "nil"))
+    causes.extend(_immutable(old_spec, spec, "template", "core.PodTemplateSpec{...}"))
+    return causes
+
+
 def pod_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """A new Pod's spec (an update's rules, which fields may change, are not covered)."""
     return [] if old is not None else _pod_spec(_mapping(new, SPEC), "spec")
@@ -319,6 +390,7 @@ CHECKS: dict[str, Check] = {
     "apps/replicasets": replica_set_causes,
     "apps/statefulsets": stateful_set_causes,
     "/pods": pod_causes,
+    "batch/jobs": job_causes,
 }
 """Per storage key, the causes of an object (old: None on create); the store runs them after the defaults."""
 
@@ -335,5 +407,5 @@ def mutator(check: Check) -> Callable[[ResourceType, dict[str, Any] | None, dict
     return validate
 
 
-__all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "mutator", "pod_causes",
-           "replica_set_causes", "stateful_set_causes"]
+__all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "job_causes", "mutator",
+           "pod_causes", "replica_set_causes", "stateful_set_causes"]

@@ -114,6 +114,12 @@ def deployment(name: str, **spec: Any) -> dict[str, Any]:
     return body
 
 
+def job(name: str, pod: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": pod or {"restartPolicy": "Never",
+                                                  "containers": [{"name": "c", "image": "busybox"}]}}, **spec}}
+
+
 def rebalancer(name: str, workloads: list[dict[str, str]] | None = None) -> dict[str, Any]:
     return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer", "metadata": {"name": name},
             "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
@@ -123,7 +129,7 @@ def rebalancer(name: str, workloads: list[dict[str, str]] | None = None) -> dict
 def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
     """(what, method, path, body, content type), sent in this order to both servers."""
     cm, dep = f"/api/v1/namespaces/{ns}/configmaps", f"/apis/apps/v1/namespaces/{ns}/deployments"
-    wr = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers"
+    wr, jobs = "/apis/apps.karmada.io/v1alpha1/workloadrebalancers", f"/apis/batch/v1/namespaces/{ns}/jobs"
     mine = f"{wr}/parity-{tag}"
     return [
         ("get missing", "GET", f"{cm}/nope", None, J),
@@ -217,6 +223,17 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
         ("scale, negative", "PUT", f"{dep}/web/scale",
          {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web", "namespace": ns},
           "spec": {"replicas": -1}}, J),
+        ("job, restart policy Always", "POST", jobs,
+         job("j1", {"restartPolicy": "Always", "containers": [{"name": "c", "image": "b"}]}), J),
+        ("job, no restart policy", "POST", jobs, job("j2", {"containers": [{"name": "c", "image": "b"}]}), J),
+        ("job, negative counts", "POST", jobs,
+         job("j3", parallelism=-1, completions=-1, backoffLimit=-1, activeDeadlineSeconds=0), J),
+        ("job, manual without a selector", "POST", jobs, job("j4", manualSelector=True), J),
+        ("job, manual selector not matching", "POST", jobs,
+         job("j5", manualSelector=True, selector={"matchLabels": {"a": "b"}}), J),
+        ("job, no containers", "POST", jobs, job("j6", {"restartPolicy": "Never", "containers": []}), J),
+        ("job, completions changed", "PATCH", f"{jobs}/batch", {"spec": {"completions": 3}}, MERGE),
+        ("job, parallelism changed", "PATCH", f"{jobs}/batch", {"spec": {"parallelism": 3}}, MERGE),
         ("rebalancer, no workloads", "POST", wr, rebalancer(f"parity-{tag}-empty", []), J),
         ("rebalancer, no spec", "POST", wr, {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
                                              "metadata": {"name": f"parity-{tag}-nospec"}}, J),
@@ -240,6 +257,7 @@ async def test_the_dev_api_server_answers_each_request_as_kube_apiserver_does(
     setup = [("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
              ("POST", f"/api/v1/namespaces/{ns}/configmaps", configmap("existing", a="1")),
              ("POST", f"/apis/apps/v1/namespaces/{ns}/deployments", deployment("web")),
+             ("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", job("batch")),
              ("POST", wr, rebalancer(f"parity-{tag}"))]
     for method, path, body in setup:
         for target in (real, dev):

@@ -1,4 +1,4 @@
-"""Workloads (Deployments, ReplicaSets, StatefulSets, Pods) are validated as kube-apiserver validates them.
+"""Workloads (Deployments, ReplicaSets, StatefulSets, Pods, Jobs) are validated as kube-apiserver validates them.
 
 Each expected cause (field and message) is what the refplane's kube-apiserver 1.20 answered to the same body;
 nothing refused is stored.
@@ -240,3 +240,95 @@ async def test_an_invalid_pod_is_refused_with_kubes_causes(http: aiohttp.ClientS
         reply = await r.json()
         assert r.status == 422, reply
     assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
+
+
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+JOB_RESTART = 'Required value: valid values: "OnFailure", "Never"'
+
+
+def job(name: str = "batch", *, pod: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"template": {"spec": pod or {"restartPolicy": "Never",
+                                                  "containers": [{"name": "c", "image": "busybox"}]}}, **spec}}
+
+
+async def test_a_jobs_selector_and_pod_labels_are_generated_from_its_uid(http: aiohttp.ClientSession) -> None:
+    """As kube-apiserver does unless ``manualSelector`` is true: both spellings of each label since Kubernetes
+    1.27, the selector on the new one."""
+    async with http.post(JOBS, json=job()) as r:
+        created = await r.json()
+        assert r.status == 201, created
+    uid = created["metadata"]["uid"]
+    assert created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert created["spec"]["template"]["metadata"]["labels"] == {
+        "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "batch",
+        "controller-uid": uid, "job-name": "batch"}
+    manual = job("manual", manualSelector=True, selector={"matchLabels": {"app": "m"}})
+    manual["spec"]["template"]["metadata"] = {"labels": {"app": "m"}}
+    async with http.post(JOBS, json=manual) as r:
+        stored = await r.json()
+        assert r.status == 201, stored
+    assert stored["spec"]["selector"] == {"matchLabels": {"app": "m"}}
+    assert stored["spec"]["template"]["metadata"]["labels"] == {"app": "m"}
+
+
+JOB_CASES = [
+    (job(pod={"restartPolicy": "Always", "containers": [{"name": "c", "image": "b"}]}),
+     [("spec.template.spec.restartPolicy", JOB_RESTART)]),
+    (job(pod={"containers": [{"name": "c", "image": "b"}]}), [("spec.template.spec.restartPolicy", JOB_RESTART)]),
+    (job(parallelism=-1, completions=-1, backoffLimit=-1, activeDeadlineSeconds=0), [
+        ("spec.parallelism", "Invalid value: -1: must be greater than or equal to 0"),
+        ("spec.completions", "Invalid value: -1: must be greater than or equal to 0"),
+        ("spec.backoffLimit", "Invalid value: -1: must be greater than or equal to 0")]),
+    (job(manualSelector=True), [
+        ("spec.selector", "Required value"),
+        ("spec.template.metadata.labels",
+         "Invalid value: map[string]string(nil): `selector` does not match template `labels`")]),
+    (job(manualSelector=True, selector={"matchLabels": {"a": "b"}}), [
+        ("spec.template.metadata.labels",
+         "Invalid value: map[string]string(nil): `selector` does not match template `labels`")]),
+    (job(pod={"restartPolicy": "Never", "containers": []}), [("spec.template.spec.containers", "Required value")]),
+]
+
+
+@pytest.mark.parametrize(("body", "causes"), JOB_CASES)
+async def test_an_invalid_job_is_refused_with_kubes_causes(http: aiohttp.ClientSession, body: dict[str, Any],
+                                                           causes: list[tuple[str, str]]) -> None:
+    """The causes kube-apiserver 1.20 gave for each (tests/realplane/test_apiserver_parity.py sends them to both)."""
+    async with http.post(JOBS, json=body) as r:
+        reply = await r.json()
+        assert r.status == 422, reply
+    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
+    async with http.get(f"{JOBS}/batch") as r:
+        assert r.status == 404
+
+
+async def test_a_selector_given_without_manual_selector_is_refused(http: aiohttp.ClientSession) -> None:
+    """kube merges its uid label into the given selector, which then selects Pods the Job's template does not
+    make: ```selector` not auto-generated``."""
+    async with http.post(JOBS, json=job(selector={"matchLabels": {"a": "b"}})) as r:
+        reply = await r.json()
+        assert r.status == 422, reply
+    assert [(c["field"], c["message"].rpartition(": ")[2]) for c in reply["details"]["causes"]] == [
+        ("spec.selector", "`selector` not auto-generated"),
+        ("spec.template.metadata.labels", "`selector` does not match template `labels`")]
+
+
+async def test_a_jobs_completions_selector_and_template_are_immutable(http: aiohttp.ClientSession) -> None:
+    """As in kube 1.20 (later versions let a suspended Job's template and an indexed Job's completions change);
+    parallelism may change."""
+    async with http.post(JOBS, json=job()) as r:
+        created = await r.json()
+        assert r.status == 201, created
+    merge = {"Content-Type": "application/merge-patch+json"}
+    for patch, field in [({"spec": {"completions": 3}}, "spec.completions"),
+                         ({"spec": {"selector": {"matchLabels": {"a": "b"}}}}, "spec.selector"),
+                         ({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "other"}]}}}},
+                          "spec.template")]:
+        async with http.patch(f"{JOBS}/batch", json=patch, headers=merge) as r:
+            reply = await r.json()
+            assert r.status == 422, reply
+        assert (field, "field is immutable") in [(c["field"], c["message"].rpartition(": ")[2])
+                                                 for c in reply["details"]["causes"]], reply
+    async with http.patch(f"{JOBS}/batch", json={"spec": {"parallelism": 3}}, headers=merge) as r:
+        assert r.status == 200, await r.text()

@@ -30,7 +30,8 @@ from karmada_api.labels import EXECUTION_CONTROLLER_FINALIZER as EXECUTION_FINAL
 from karmada_api.names import execution_space, work_name
 from karmada_api.resources import CLUSTERS, WORKS
 from kube_api.conditions import find_condition
-from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS, SERVICES
+from kube_api.jobs import CONTROLLER_UID_LABEL
+from kube_api.resources import CONFIGMAPS, DEPLOYMENTS, JOBS, NAMESPACES, SECRETS, SERVICES
 from tests.conftest import eventually
 
 SECRET_NAMESPACE = "karmada-cluster"
@@ -262,6 +263,43 @@ async def test_work_update_reaches_the_member_and_keeps_its_status(plane: Plane)
         return (item.get("status") or {}).get("resourceTemplateGeneration") == 2 and item.get("health") == "Unhealthy"
 
     await eventually(reflected, timeout=10)
+
+
+def job_manifest(parallelism: int, generation: str) -> Obj:
+    """A Job's manifest as the binding controller renders it: the host's generated selector and labels pruned."""
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "batch", "namespace": "default",
+                         "labels": {"karmada.io/managed": "true", PERMANENT_ID: "id-1"},
+                         "annotations": {"resourcetemplate.karmada.io/generation": generation}},
+            "spec": {"parallelism": parallelism, "completions": 4, "selector": {"matchLabels": {}},
+                     "template": {"metadata": {"labels": {"app": "batch"}},
+                                  "spec": {"restartPolicy": "Never",
+                                           "containers": [{"name": "main", "image": "busybox"}]}}}}
+
+
+async def test_a_job_keeps_the_selector_its_member_generated_when_its_work_changes(plane: Plane) -> None:
+    """The member's API server generates the Job's selector and Pod labels from its own uid, as kube-apiserver does,
+    and refuses a change to either: the execution controller's update keeps them (Karmada's retain), so a new
+    parallelism reaches the member."""
+    name = await create_work(plane, "member1", job_manifest(2, "1"))
+    await wait_applied(plane, "member1", name)
+    job = await plane.member_object("member1", JOBS, "batch")
+    assert job is not None
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {CONTROLLER_UID_LABEL: uid}}
+    assert job["spec"]["template"]["metadata"]["labels"][CONTROLLER_UID_LABEL] == uid
+
+    work = await plane.work("member1", name)
+    assert work is not None
+    work["spec"]["workload"]["manifests"] = [job_manifest(3, "2")]
+    await plane.host.update(WORKS, work)
+
+    async def updated() -> bool:
+        job = await plane.member_object("member1", JOBS, "batch")
+        return bool(job and job["spec"]["parallelism"] == 3)
+
+    await eventually(updated, timeout=10)
+    assert (applied(await plane.work("member1", name)) or {}).get("status") == "True"
 
 
 async def test_deleting_a_work_deletes_the_member_object(plane: Plane) -> None:
