@@ -182,10 +182,14 @@ class WorkloadRebalancerReconciler:
         self.cluster_bindings = cluster_bindings
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
+        self._first_retry: dict[str, tuple[str, int, datetime]] = {}
+        """Per rebalancer name: (uid, generation, this process's clock) when it first had a bounded refusal to
+        retry."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
         if rebalancer is None or objects.is_deleting(rebalancer):
+            self._first_retry.pop(request.name, None)
             return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
@@ -399,18 +403,26 @@ class WorkloadRebalancerReconciler:
     async def _retries_expired(self, rebalancer: Obj, outcomes: Sequence[Outcome]) -> bool:
         """Whether transient refusals have been retried for longer than the retry timeout (False: none to judge).
 
-        Measured from :func:`preserve.retry_started`, or from this process's start when later (its member caches
-        start empty); a later generation without a mark gets one now, so the bound survives a restart.
+        Measured from the latest of :func:`preserve.retry_started`, this process's start (its member caches start
+        empty) and the moment this process first saw the refusal: ``creationTimestamp`` is the API server's clock,
+        and a controller whose clock runs ahead would otherwise find the bound spent at its first look. A later
+        generation without a mark gets one now, so the bound survives a restart.
         """
+        name = objects.name(rebalancer)
         if not any(_bounded_transient(o) for o in outcomes):
+            self._first_retry.pop(name, None)
             return False
+        seen = (objects.uid(rebalancer), objects.generation(rebalancer))
+        first = self._first_retry.get(name)
+        if first is None or first[:2] != seen:
+            first = self._first_retry[name] = (*seen, now())
         started = preserve.retry_started(rebalancer)
         if started is None:
             mark = {preserve.RETRY_SINCE_ANNOTATION: preserve.retry_since_value(rebalancer, now())}
             self.rebalancers.mutated(await self.client.patch(WORKLOAD_REBALANCERS, objects.name(rebalancer),
                                                              {"metadata": {"annotations": mark}}))
             return False
-        return now() - max(started, self.preserve.started) >= self.preserve.retry_timeout
+        return now() - max(started, self.preserve.started, first[2]) >= self.preserve.retry_timeout
 
     async def _write_status(self, name: str, status: RebalancerStatus) -> None:
         async def patch() -> None:

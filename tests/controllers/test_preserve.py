@@ -493,6 +493,24 @@ async def test_a_transient_cause_is_retried_without_a_result(
     assert estimator.calls == []
 
 
+async def test_a_controller_clock_ahead_of_the_api_servers_does_not_spend_the_bound_at_once(
+        kube: KubeClient, estimator: Estimator, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller's clock 70 s ahead of the API server's, a 60 s bound, a controller up for an hour: its first
+    look at a new rebalancer would find ``now - creationTimestamp`` past the bound and fail a transient cause at
+    once. The bound starts no earlier than this process's first sight of the refusal: retried, no result."""
+    monkeypatch.setattr(workloadrebalancer, "now", lambda: datetime.now(UTC) + timedelta(seconds=70))
+    options = PreserveOptions(estimator, timedelta(minutes=5), timedelta(seconds=60),
+                              started=datetime.now(UTC) - timedelta(hours=1))
+    async with start(kube, options):
+        before = await scheduled_binding(http, "web", observed_generation=None)
+        start_count = retries()
+        await create(http, "skewed", ["web"])
+        await eventually(lambda: retries() >= start_count + 3)
+        wr = await send(http, "GET", f"{WR}/skewed")
+    assert [i.get("result") for i in wr["status"]["observedWorkloads"]] == [None]
+    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
 @pytest.mark.parametrize(("kwargs", "reason"), [
     ({"observed_generation": None}, "SchedulingNotComplete: no schedulerObservedGeneration != generation 1"),
     ({"evicting": "member3"}, "GracefulEvictionInProgress: evicting from member3"),
