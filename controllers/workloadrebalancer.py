@@ -193,7 +193,8 @@ class WorkloadRebalancerReconciler:
             return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
-        retries, due_in = await self._trigger(rebalancer, status, events)
+        finals: list[str] = []
+        retries, due_in = await self._trigger(rebalancer, status, events, finals)
         old = _status_view(rebalancer_status(rebalancer))
         if old["finishTime"]:
             status["finishTime"] = old["finishTime"]
@@ -202,20 +203,23 @@ class WorkloadRebalancerReconciler:
                 status["finishTime"] = format_time(now())
             await self._write_status(request.name, status)
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
-        # same results again; recording them before would write each Event twice.
+        # same results again; recording them before would write each Event, and count each result, twice.
         for event_type, reason, message in events:
             self.events.event(rebalancer, event_type, reason, message)
+        for result in finals:
+            WORKLOADS_TOTAL.labels(result).inc()
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
 
-    async def _trigger(self, rebalancer: Obj, status: RebalancerStatus,
-                       events: list[tuple[str, str, str]]) -> tuple[int, float]:
+    async def _trigger(self, rebalancer: Obj, status: RebalancerStatus, events: list[tuple[str, str, str]],
+                       finals: list[str]) -> tuple[int, float]:
         """Act on every item without a result: (items to retry, seconds until a not-yet-due trigger).
 
         A fresh reschedule is triggered, or, when the rebalancer asks for preserve mode, the binding lowered.
         ``events`` gets the Events (type, reason, message) to record once the results are stored: a Warning for
-        each workload that failed, then one for all the workloads triggered (or lowered, or left as they were).
+        each workload that failed, then one for all the workloads triggered (or lowered, or left as they were);
+        ``finals`` each final result, to count once they are stored.
 
         The bindings are written concurrently (``_run_all``): each item is independent. The results,
         Events and metrics are then taken in the items' (sorted) order, as if written one after the other.
@@ -239,7 +243,8 @@ class WorkloadRebalancerReconciler:
             if isinstance(outcome, TriggerNotDue):
                 due_in = max(due_in, outcome.delay)
             elif isinstance(outcome, ApiError) and outcome.is_not_found:
-                self._fail(item, Refusal(BINDING_NOT_FOUND, _missing_binding(workload)), events, reason_only=True)
+                self._fail(item, Refusal(BINDING_NOT_FOUND, _missing_binding(workload)), events, finals,
+                           reason_only=True)
             elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient
                                                    and (not expired or not outcome.bounded)):
                 retries += 1
@@ -248,10 +253,10 @@ class WorkloadRebalancerReconciler:
             elif isinstance(outcome, Exception):
                 raise outcome
             elif isinstance(outcome, Refusal):
-                self._fail(item, self._final(outcome), events)
+                self._fail(item, self._final(outcome), events, finals)
             else:
                 item["result"] = SUCCESSFUL
-                WORKLOADS_TOTAL.labels(SUCCESSFUL).inc()
+                finals.append(SUCCESSFUL)
                 done[_success_kind(outcome)].append(_describe(workload) + _moved_text(outcome))
         threshold = format_duration(self.preserve.threshold.total_seconds())
         for reason, what in ((RESCHEDULE_TRIGGERED, "rescheduling triggered"),
@@ -269,11 +274,11 @@ class WorkloadRebalancerReconciler:
         bound = format_duration(self.preserve.retry_timeout.total_seconds())
         return Refusal(refusal.reason, f"{refusal.detail} (for longer than the retry timeout, {bound})")
 
-    def _fail(self, item: ObservedWorkload, refusal: Refusal, events: list[tuple[str, str, str]], *,
-              reason_only: bool = False) -> None:
+    def _fail(self, item: ObservedWorkload, refusal: Refusal, events: list[tuple[str, str, str]],
+              finals: list[str], *, reason_only: bool = False) -> None:
         """Mark the item Failed (final) with the refusal as its reason, and a Warning Event saying why."""
         item["result"], item["reason"] = FAILED, refusal.reason if reason_only else str(refusal)
-        WORKLOADS_TOTAL.labels(FAILED).inc()
+        finals.append(FAILED)
         events.append((WARNING, refusal.reason, f"{_describe(item['workload'])}: {refusal.detail}"))
 
     async def _binding(self, workload: Workload, *, fresh: bool = False) -> tuple[Resource, Obj]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client import REGISTRY
 
 from controller_manager import objects
 from controller_manager.client import KubeClient, Resource
@@ -239,13 +240,18 @@ def test_a_triggered_event_names_the_first_ten_workloads() -> None:
 
 async def test_a_failed_status_write_records_each_event_once(manager: Manager, server: ApiServer,
                                                              http: aiohttp.ClientSession) -> None:
-    """Events follow the stored result: the retry after a failed status write does not write them again."""
+    """Events and the results metric follow the stored result: the retry after a failed status write does not
+    write or count them again."""
     await make_binding(http, "Deployment", "once")
+    counted = {result: REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0
+               for result in ("Successful", "Failed")}
     fault = server.inject_fault("PATCH", "/workloadrebalancers/once/status", code=500, times=2)
     wr = await create_rebalancer(http, "once", [deploy_ref("once"), deploy_ref("missing")])
     done = await finished(http, "once")
     assert fault.times == 0
     assert observed(done) == [("missing", "Failed", "ReferencedBindingNotFound"), ("once", "Successful", "")]
+    assert {result: (REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0)
+            - before for result, before in counted.items()} == {"Successful": 1.0, "Failed": 1.0}
 
     async def recorded() -> list[dict[str, Any]]:
         events = (await events_about(http, wr, "RescheduleTriggered")
