@@ -67,6 +67,7 @@ TEMPLATES_FILLING = 1.0
 """Seconds before looking again at a cluster whose in-flight workloads' template cache is still filling."""
 EVENT_RESUME_INVALID = "FailbackResumeInvalid"
 EVENT_WAITING = "FailbackWaiting"
+EVENT_NOT_PLACED = "FailbackNotPlaced"
 RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
 FLIGHT_INDEX = "failback.failingBack"
@@ -282,7 +283,9 @@ class ClusterFailback:
         given_up = set(plan.given_up)
         over = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
                 if seen.not_healthy is None or seen.workload in given_up]
-        await self._write_all([(kind, b, progress.finished_change(name, started)) for kind, b, started in over])
+        finished = await self._write_all([(kind, b, progress.finished_change(name, started))
+                                          for kind, b, started in over])
+        self._report_not_placed(name, [b for b in finished if b is not None and _display(b) not in given_up])
         self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o, _ in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
@@ -290,6 +293,20 @@ class ClusterFailback:
         IN_FLIGHT.labels(name).set(len(self.flights.get(name, ())))
         waits = [w for w in (requeue, plan.next_deadline) if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
+
+    def _report_not_placed(self, cluster: str, finished: list[Obj]) -> None:
+        """A Warning on each binding whose fail-back to the cluster ended healthy with no replica there: the fresh
+        schedule placed it elsewhere (the cluster excluded for a moment the recovery check did not see, its
+        estimator still starting, a policy changed meanwhile). Its record is gone, so it is not tried again; the
+        Event says so rather than letting the move look done."""
+        for binding in finished:
+            placed = binding_cluster_names(binding_spec(binding))
+            if cluster in progress.current(binding).record or cluster in placed:
+                continue  # not over after all (an eviction made it pending again), or back as it should be
+            self.events.event(binding, WARNING, EVENT_NOT_PLACED,
+                              f"fail-back to cluster {cluster} is over without a replica there: Karmada's scheduler "
+                              f"placed the workload on {', '.join(placed) or 'no cluster'}; it is not failed back "
+                              "again (a WorkloadRebalancer asks for another fresh schedule)")
 
     async def _undo_relapsed(self, cluster: str, flights: list[Flight], health_now: list[progress.InFlight]
                              ) -> tuple[list[Flight], list[progress.InFlight]]:

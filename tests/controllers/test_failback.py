@@ -192,8 +192,33 @@ async def test_eviction_is_recorded_and_fails_back_after_the_window(kube: KubeCl
         assert in_flight_of(await get_or_none(http, f"{RB}/foo-deployment")) == []
         triggered = await eventually(lambda: events_about(http, sick, "FailbackTriggered"))
         assert made[0]["metadata"]["name"] in triggered[0]["message"]
+        assert await events_about(http, foo, "FailbackNotPlaced") == []  # back where it was evicted from
     assert counter("failback_rebalancers_created_total", "member1") == created_before + 1
     assert counter("failback_workloads_total", "member1") == workloads_before + 1
+
+
+async def test_a_fail_back_the_scheduler_placed_elsewhere_ends_with_a_warning(kube: KubeClient,
+                                                                             http: aiohttp.ClientSession) -> None:
+    """The fresh schedule leaves member1 out (excluded for a moment the recovery check did not see): the workload
+    is healthy, on member2 only, so its fail-back is over and its record goes, not tried again; a
+    FailbackNotPlaced Warning on the binding says so instead of letting the move look done."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member1", "member2"])
+    async with controller(kube):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, foo, "member1", ["member2"])
+        await eventually(recorded(http, "foo", "member1"))
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "foo"), timeout=10)
+        await make_healthy(http, "foo", ["member2"])
+        await eventually(recorded(http, "foo", None))
+        binding = await get_or_none(http, f"{RB}/foo-deployment")
+        warned = await eventually(lambda: events_about(http, binding, "FailbackNotPlaced"))
+    assert [(e["type"], e["message"]) for e in warned] == [(
+        "Warning", "fail-back to cluster member1 is over without a replica there: Karmada's scheduler placed the "
+                   "workload on member2; it is not failed back again (a WorkloadRebalancer asks for another fresh "
+                   "schedule)")]
 
 
 async def eviction_event(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: str, at: str) -> None:
