@@ -18,7 +18,8 @@ Deliberate departures from Karmada (all documented where they happen):
 * Estimator answers are kept per cluster: a cluster that failed to answer is "unknown"
   (treated as 0 unschedulable) instead of discarding every answer (Karmada #6815).
 * A per-binding, per-cluster cool-down stops the same cluster of the same binding from being
-  descheduled again right after it was, so replicas cannot ping-pong every cycle.
+  descheduled again right after it was, so replicas cannot ping-pong every cycle. It is written on the
+  binding with the lowering itself (:data:`COOL_DOWN_ANNOTATION`), so a restart or a new leader keeps it.
 * Optional budgets (:mod:`descheduler.budget`) bound how many replicas a plan takes: what they hold back is
   taken in the next cycles, which the cool-down lets through (see :meth:`CoolDown.allowance`).
 """
@@ -26,9 +27,11 @@ Deliberate departures from Karmada (all documented where they happen):
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
@@ -37,6 +40,7 @@ from controller_manager import objects
 from controller_manager.objects import MutableObj, Obj
 from estimator.merge import UNAUTHENTIC, combine_unschedulable_replicas
 from karmada_api.bindings import ready_replicas, spec_update
+from kube_api.timeutil import format_time, now, parse_time
 
 from .budget import Budget
 
@@ -55,6 +59,11 @@ EVENT_REASON_DESCHEDULE_FAILED = "DescheduleBindingFailed"
 DEFAULT_DESCHEDULING_INTERVAL = 120.0
 #: The cool-down defaults to this many descheduling intervals; see ``default_cool_down``.
 COOL_DOWN_INTERVALS = 2
+COOL_DOWN_ANNOTATION = "rebalance.karmada-rebalance.io/descheduled"
+"""On a binding: ``{"<cluster>": "<RFC 3339 time>/<replicas held back>"}`` (JSON), when the descheduler last
+lowered each of its clusters still cooling down, written in the same update as the lowering. A descheduler that
+did not make that write itself (restarted, or a new leader) keeps the cool-down from it: its first cycle comes at
+once, when the member data may still count the replicas just released."""
 
 @dataclass
 class Row:
@@ -134,33 +143,61 @@ class CoolDown:
     not the data, stopped them), but no more, so stale member data cannot take anything twice.
     """
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], datetime] = now) -> None:
         self.seconds = seconds
         self._clock = clock
+        self._wall = wall
         self._last: dict[tuple[str, str], tuple[float, int]] = {}  # -> (when, replicas held back)
         self._last_prune = clock()
 
-    def allowance(self, binding_key: str, cluster: str) -> int | None:
+    def allowance(self, binding_key: str, cluster: str, binding: Obj | None = None) -> int | None:
         """How many replicas ``cluster`` of ``binding_key`` may lose now: None when it is not cooling
-        down (no limit), else the replicas a budget held back at its last deschedule (0: none)."""
+        down (no limit), else the replicas a budget held back at its last deschedule (0: none). Without an
+        entry of its own, the ``binding``'s :data:`COOL_DOWN_ANNOTATION` says (another process's write)."""
         if self.seconds <= 0:
             return None
         entry = self._last.get((binding_key, cluster))
         if entry is None:
-            return None
+            written = persisted(binding, cluster) if binding is not None else None
+            if written is None or self._wall() - written[0] >= timedelta(seconds=self.seconds):
+                return None
+            return written[1]
         at, held = entry
         if self._clock() - at >= self.seconds:
             del self._last[(binding_key, cluster)]
             return None
         return held
 
-    def remaining(self, binding_key: str, cluster: str) -> float:
+    def remaining(self, binding_key: str, cluster: str, binding: Obj | None = None) -> float:
         """Seconds until the cool-down of ``cluster`` of ``binding_key`` ends (0 when it is not cooling down);
         for log lines."""
         entry = self._last.get((binding_key, cluster))
-        if self.seconds <= 0 or entry is None:
+        if self.seconds <= 0:
             return 0.0
+        if entry is None:
+            written = persisted(binding, cluster) if binding is not None else None
+            if written is None:
+                return 0.0
+            return max(0.0, self.seconds - (self._wall() - written[0]).total_seconds())
         return max(0.0, entry[0] + self.seconds - self._clock())
+
+    def stamp(self, update: MutableObj, plan: Plan) -> None:
+        """Write into ``update`` (the binding about to be PUT with ``plan``) the :data:`COOL_DOWN_ANNOTATION`: the
+        plan's clusters now, with what the budget held back there, and the entries still cooling down."""
+        if self.seconds <= 0 or not plan.descheduled:
+            return
+        moment = self._wall()
+        kept = {cluster: value for cluster, value in _persisted_entries(update).items()
+                if (parsed := _parse_entry(value)) is not None
+                and moment - parsed[0] < timedelta(seconds=self.seconds)}
+        for cluster in plan.descheduled:
+            kept[cluster] = f"{format_time(moment)}/{plan.held_by_cluster.get(cluster, 0)}"
+        # new dicts: the update shares its metadata with the cached binding (spec_update is shallow)
+        metadata = dict(update.get("metadata") or {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}),
+                                   COOL_DOWN_ANNOTATION: json.dumps(kept, sort_keys=True, separators=(",", ":"))}
+        update["metadata"] = metadata
 
     def record(self, binding_key: str, cluster: str, held_back: int = 0) -> None:
         """Note that ``cluster`` of ``binding_key`` was just descheduled (call after the write succeeded),
@@ -184,6 +221,28 @@ class CoolDown:
 
     def __len__(self) -> int:
         return len(self._last)
+
+
+def _persisted_entries(binding: Obj) -> dict[str, Any]:
+    try:
+        entries = json.loads(objects.annotations(binding).get(COOL_DOWN_ANNOTATION) or "{}")
+    except ValueError:
+        return {}  # not ours to trust: no cool-down from it
+    return entries if isinstance(entries, dict) else {}
+
+
+def _parse_entry(value: Any) -> tuple[datetime, int] | None:
+    moment, _, held = str(value).partition("/")
+    try:
+        return parse_time(moment), max(0, int(held or 0))
+    except ValueError:
+        return None
+
+
+def persisted(binding: Obj, cluster: str) -> tuple[datetime, int] | None:
+    """When the binding's :data:`COOL_DOWN_ANNOTATION` says ``cluster`` was last lowered, and what a budget held
+    back there then; None without a readable entry."""
+    return _parse_entry(_persisted_entries(binding).get(cluster))
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,10 +301,11 @@ def plan(binding: Obj, rows: list[Row], cool_down: CoolDown | None = None,
             raise ValueError(f"row {row.name!r} does not match spec.clusters entry {entry.get('name')!r}")
         if not (row.unschedulable > 0 and row.spec >= row.unschedulable):
             continue
-        allowance = cool_down.allowance(key, row.name) if cool_down is not None else None
+        allowance = cool_down.allowance(key, row.name, binding) if cool_down is not None else None
         if cool_down is not None and allowance == 0:
             log.info("Skip descheduling cluster in cool-down", binding=key, cluster=row.name,
-                     unschedulable=row.unschedulable, remaining_seconds=round(cool_down.remaining(key, row.name), 1))
+                     unschedulable=row.unschedulable,
+                     remaining_seconds=round(cool_down.remaining(key, row.name, binding), 1))
             continue
         unschedulable = row.unschedulable if allowance is None else min(row.unschedulable, allowance)
         target = row.spec - unschedulable

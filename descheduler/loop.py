@@ -207,7 +207,10 @@ class Descheduler:
             log.info("would deschedule (dry run)", binding=key, message=new.message)
             return Outcome(key, new, written=False)
         try:
-            await self.client.update(RESOURCE_BINDINGS, new.apply(binding))
+            update = new.apply(binding)
+            if self.cool_down is not None:
+                self.cool_down.stamp(update, new)
+            await self.client.update(RESOURCE_BINDINGS, update)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if may_have_landed(exc):
                 self._unknown_result(binding, new, _describe_error(exc))

@@ -24,7 +24,7 @@ from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.events import EVENTS, EventRecorder
 from controller_manager.informer import SharedInformer
 from descheduler.budget import CYCLE_BUDGET, CycleBudget
-from descheduler.core import CoolDown
+from descheduler.core import COOL_DOWN_ANNOTATION, CoolDown
 from descheduler.loop import Descheduler
 from devplane.kubeconfig import write_kubeconfig
 from estimator.client import EstimatorClient
@@ -258,6 +258,32 @@ async def test_a_write_that_may_have_landed_counts_as_made_and_the_cycle_goes_on
         assert warning.startswith("result unknown, the update may have been stored")
         assert await descheduler.cycle() == []  # member1 cools down: the write may have landed
         assert await binding_clusters(plane) == unchanged
+
+
+async def test_a_new_descheduler_keeps_the_cool_down_its_predecessor_wrote_on_the_binding() -> None:
+    """A lowers member1; then the scheduler puts the replica back on member1, whose pod is still stuck (or not yet
+    gone from the member data). B, a restart or a new leader with no memory of A's write, runs its first cycle at
+    once: the cool-down A wrote on the binding with its lowering keeps B from taking the replica again."""
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        first, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        assert [o.binding for o in await cycle_until_synced(first, bindings, plane)] == ["default/nginx-deployment"]
+        lowered = await plane.host_client.get(RESOURCE_BINDINGS, "nginx-deployment", "default")
+        assert set(json.loads(lowered["metadata"]["annotations"][COOL_DOWN_ANNOTATION])) == {"member1"}
+        back = [{"name": name, "replicas": 1} for name in ("member1", "member2", "member3")]
+        await plane.host_client.patch(RESOURCE_BINDINGS, "nginx-deployment", {"spec": {"clusters": back}},
+                                      namespace="default")
+        second, fresh = await descheduler_for(plane, cool_down=CoolDown(240))
+
+        def cached() -> bool:
+            binding = fresh.store.get("default/nginx-deployment")
+            return binding is not None and binding["spec"]["clusters"][0]["replicas"] == 1
+
+        await eventually(cached)
+        assert await second.cycle() == []
+        assert await binding_clusters(plane) == {"member1": 1, "member2": 1, "member3": 1}
+        unbounded, _ = await descheduler_for(plane)  # without a cool-down, the same data takes it at once
+        assert [o.binding for o in await unbounded.cycle()] == ["default/nginx-deployment"]
 
 
 async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_conflict() -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from descheduler.core import (
+    COOL_DOWN_ANNOTATION,
     CoolDown,
     Plan,
     Row,
@@ -435,3 +437,31 @@ def test_the_floor_is_the_same_for_every_kind(ready: dict[str, int], unschedulab
         rows[0].unschedulable = unschedulable
         new = plan(binding, rows)
         assert (new.clusters[0]["replicas"] if new else 5) == expected
+
+
+def _with_cool_down(entries: dict[str, str] | str) -> dict[str, Any]:
+    text = entries if isinstance(entries, str) else json.dumps(entries)
+    return {"metadata": {"name": "b", "namespace": "ns", "annotations": {COOL_DOWN_ANNOTATION: text}}}
+
+
+def test_a_cool_down_written_on_the_binding_holds_a_descheduler_that_did_not_write_it() -> None:
+    moment = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    cool_down = CoolDown(240, wall=lambda: moment)
+    binding = _with_cool_down({"m1": "2026-11-28T11:59:50Z/0", "m2": "2026-11-28T11:59:50Z/2",
+                               "m3": "2026-11-28T11:55:00Z/0", "m4": "not a time"})
+    assert [cool_down.allowance("ns/b", c, binding) for c in ("m1", "m2", "m3", "m4", "m5")] == [
+        0, 2, None, None, None]  # cooling; cooling with 2 held back; over; unreadable; none written
+    assert cool_down.remaining("ns/b", "m1", binding) == 230.0
+    assert CoolDown(240, wall=lambda: moment).allowance("ns/b", "m1", _with_cool_down("[not json")) is None
+
+
+def test_a_lowering_stamps_its_clusters_and_keeps_those_still_cooling() -> None:
+    moment = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    cached = _with_cool_down({"m1": "2026-11-28T11:59:00Z/0", "m3": "2026-11-28T11:50:00Z/0"})
+    before = json.dumps(cached)
+    update = dict(cached)  # as spec_update makes it: shallow, sharing the cached binding's metadata
+    plan = Plan(clusters=[], message="", descheduled={"m2": 1}, total=1, held_by_cluster={"m2": 3})
+    CoolDown(240, wall=lambda: moment).stamp(update, plan)
+    assert json.loads(update["metadata"]["annotations"][COOL_DOWN_ANNOTATION]) == {
+        "m1": "2026-11-28T11:59:00Z/0", "m2": "2026-11-28T12:00:00Z/3"}
+    assert json.dumps(cached) == before  # the informer's copy is not touched
