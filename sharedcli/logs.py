@@ -6,6 +6,7 @@ the flags Karmada's components take for it: ``--logging-format`` (component-base
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 
@@ -14,13 +15,21 @@ import structlog
 
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is now: a logger cached with the stream of the moment would
-    keep writing to it after it was replaced and closed (pytest's capture, a redirected CLI run)."""
+    keep writing to it after it was replaced and closed (pytest's capture, a redirected CLI run).
+
+    A write that fails is dropped, as klog drops it: a log line must never stop the program. With stderr
+    a pipe whose reader went away (``... 2>&1 | head``, a log collector that died), every line raises
+    ``BrokenPipeError``; the signal handler's line would then stop the shutdown it announces."""
 
     def write(self, text: str) -> int:
-        return sys.stderr.write(text)
+        try:
+            return sys.stderr.write(text)
+        except (OSError, ValueError):  # a broken pipe, a full disk; a closed stream
+            return 0
 
     def flush(self) -> None:
-        sys.stderr.flush()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
 
 
 def configure_logging(fmt: str = "text", verbosity: int = 0) -> None:

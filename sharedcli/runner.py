@@ -113,5 +113,5 @@ def _shutdown(manager: Manager, signum: int) -> None:
     if manager.shutdown_requested:
         log.warning("second signal, exiting now", signal=signal.Signals(signum).name)
         os._exit(EXIT_FAILED)
+    manager.request_shutdown()  # before the log line: nothing may stand between a signal and the shutdown
     log.info("shutdown requested", signal=signal.Signals(signum).name)
-    manager.request_shutdown()

@@ -71,12 +71,13 @@ async def replicas() -> AsyncIterator[list[Replica]]:
             await replica.process.wait()
 
 
-async def launch(replicas: list[Replica], kubeconfig: Path, *extra: str) -> Replica:
+async def launch(replicas: list[Replica], kubeconfig: Path, *extra: str, stderr: int = asyncio.subprocess.DEVNULL
+                 ) -> Replica:
     metrics, health = free_port(), free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(EXAMPLE), "--kubeconfig", str(kubeconfig),
         "--metrics-bind-address", f"127.0.0.1:{metrics}", "--health-probe-bind-address", f"127.0.0.1:{health}",
-        *extra, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        *extra, stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
         env={**os.environ, "PYTHONPATH": str(EXAMPLE.parents[1])})
     replica = Replica(process, metrics, health)
     replicas.append(replica)
@@ -132,6 +133,18 @@ async def test_exactly_one_leader_and_sigterm_hands_over_within_3s(
                          json={"metadata": {"name": "two"}, "data": {"a": "1"}}) as r:
         assert r.status == 201
     await eventually(lambda: _stamped(http, "two", "1"), timeout=10)
+
+
+async def test_sigterm_stops_a_component_whose_stderr_reader_went_away(
+        replicas: list[Replica], kubeconfig: Path) -> None:
+    """``... 2>&1 | head`` or a log collector that died: every log line now fails (a broken pipe). The signal
+    handler's own line must not stop the shutdown it announces: exit 0, as with a working stderr."""
+    replica = await launch(replicas, kubeconfig, stderr=asyncio.subprocess.PIPE)
+    await eventually(lambda: _ready(replica), timeout=20)
+    assert replica.process.stderr is not None
+    replica.process._transport.get_pipe_transport(2).close()  # type: ignore[attr-defined]  # the reader goes
+    replica.process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(replica.process.wait(), 15) == 0
 
 
 @pytest.mark.slow
