@@ -47,11 +47,20 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
     ``lease_name`` (default: the component) in ``--leader-elect-resource-namespace``.
     Raises ConfigError (exit code 2) for an unusable kubeconfig or election timings.
     """
+    if options.kubeconfig and not await anyio.Path(options.kubeconfig).is_file():
+        raise ConfigError(f"--kubeconfig {options.kubeconfig}: no such file")
     try:
         client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
                                                   burst=options.kube_api_burst)
     except Exception as exc:
-        raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
+        if options.kubeconfig:
+            raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
+        default = await anyio.Path(os.environ.get("KUBECONFIG") or "~/.kube/config").expanduser()
+        if not await anyio.Path(default).is_file():
+            raise ConfigError(f"no --kubeconfig given, not running in a cluster (no service account), and no "
+                              f"kubeconfig at {default}") from exc
+        raise ConfigError(f"no --kubeconfig given and not running in a cluster (no service account); the "
+                          f"kubeconfig at {default} cannot be used: {exc}") from exc
     if master:
         client.api_client.configuration.host = master
     election = None

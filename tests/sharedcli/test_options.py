@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +119,21 @@ def test_bad_lease_name_is_an_argparse_error(name: str, capsys: pytest.CaptureFi
         build_parser().parse_args([f"--leader-elect-resource-name={name}"])
     assert exit_info.value.code == 2
     assert f'invalid name "{name}"' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("program", ["karmada-controller-manager", "karmada-descheduler"])
+def test_a_kubeconfig_that_is_not_there_is_named_and_exits_2(program: str, tmp_path: Path) -> None:
+    """Not kubernetes_asyncio's "Invalid kube-config file. Expected key current-context" for a file that does
+    not exist, nor for a default kubeconfig that does not exist either."""
+    exe = Path(sys.executable).parent / program
+    missing = subprocess.run([str(exe), "--kubeconfig", str(tmp_path / "nope")], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert missing.returncode == 2
+    assert f"--kubeconfig {tmp_path / 'nope'}: no such file" in missing.stderr
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")}
+    default = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=False,
+                             env={**env, "HOME": str(tmp_path)})
+    assert default.returncode == 2
+    assert f"no --kubeconfig given, not running in a cluster (no service account), and no kubeconfig at " \
+           f"{tmp_path}/.kube/config" in default.stderr
