@@ -92,7 +92,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="print the created rebalancers as name|yaml|json")
 
     show = sub.add_parser("status", parents=[connection], help="the result of each workload of a rebalancer")
-    show.add_argument("name", type=object_name)
+    show.add_argument("name", type=object_name, help="the rebalancer's name (as create printed it)")
     return parser
 
 

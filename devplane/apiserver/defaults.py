@@ -190,8 +190,8 @@ def service(obj: MutableObj) -> None:
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
-            if "port" in port:
-                port.setdefault("targetPort", port["port"])
+            if "port" in port and port.get("targetPort") in (None, 0, ""):  # Go's zero IntOrString is unset
+                port["targetPort"] = port["port"]
     # Newer SetDefaults_Service; cluster IPs and node ports are allocated in services.py.
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")

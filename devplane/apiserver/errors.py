@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kube_api.validation import aggregate_messages
+from kube_api.validation import aggregate_messages, go_quote
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,21 @@ class Cause:
 
     def to_dict(self) -> dict[str, str]:
         return {"reason": self.reason, "message": self.message, "field": self.field}
+
+    # kube's field.Invalid, field.Required and field.NotSupported, the value already printed as Go prints it
+
+    @classmethod
+    def invalid(cls, field: str, shown: str, detail: str) -> Cause:
+        return cls("FieldValueInvalid", f"Invalid value: {shown}: {detail}", field)
+
+    @classmethod
+    def required(cls, field: str, detail: str = "") -> Cause:
+        return cls("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
+
+    @classmethod
+    def not_supported(cls, field: str, shown: str, supported: tuple[str, ...]) -> Cause:
+        quoted = ", ".join(go_quote(value) for value in supported)
+        return cls("FieldValueNotSupported", f"Unsupported value: {shown}: supported values: {quoted}", field)
 
 
 @dataclass

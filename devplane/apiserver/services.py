@@ -18,10 +18,12 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import MutableObj
+from kube_api.validation import go_quote
 
-from . import errors
+from . import errors, workload_validation
 from .errors import Cause
 from .resources import ResourceType
+from .service_validation import service_causes
 from .store import Store
 
 SERVICES_KEY = "/services"
@@ -88,15 +90,22 @@ class ServiceAllocator:
 
     # ----------------------------------------------------------------- the mutator
 
+    def prepare(self, _rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
+        """Before validation, as kube's ``PrepareForUpdate``: an update keeps what it omits of the allocation,
+        and drops the node ports a change of type no longer needs (:meth:`_keep_allocated`)."""
+        spec, old_spec = new.get("spec"), (old or {}).get("spec")
+        if isinstance(spec, dict) and isinstance(old_spec, dict):
+            self._keep_allocated(old_spec, spec)
+
     def mutate(self, rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
-        """Fill in (or keep) what kube allocates; 422 with kube's messages when a request cannot be honoured."""
+        """Fill in (or keep) what kube allocates; 422 with kube's messages when a request cannot be honoured.
+        Runs after :meth:`prepare` and the validation."""
         spec = new.get("spec")
         if not isinstance(spec, dict):
             return
         own = (objects.namespace(new), objects.name(new))
         old_spec = (old or {}).get("spec") if old is not None else None
         if isinstance(old_spec, dict):
-            self._keep_allocated(old_spec, spec)
             self._check_immutable(rtype, own[1], old_spec, spec)
         self._normalize_cluster_ips(spec)
         if not _needs_cluster_ip(spec):
@@ -144,9 +153,11 @@ class ServiceAllocator:
         """ValidateServiceUpdate: a set clusterIP never changes while the Service keeps needing one."""
         if (_needs_cluster_ip(new) and _needs_cluster_ip(old) and old.get("clusterIP")
                 and new.get("clusterIP") != old.get("clusterIP")):
+            ips = new.get("clusterIPs") if new.get("clusterIPs") != old.get("clusterIPs") else None
+            shown = ", ".join(go_quote(str(ip)) for ip in (ips or [new.get("clusterIP") or ""]))
             raise errors.invalid(rtype.kind, rtype.group, name, [Cause(
-                "FieldValueInvalid", f"Invalid value: {_go_json(new.get('clusterIP') or '')}: field is immutable",
-                "spec.clusterIP")])
+                "FieldValueInvalid", f"Invalid value: []string{{{shown}}}: may not change once set",
+                "spec.clusterIPs[0]")])
 
     @staticmethod
     def _normalize_cluster_ips(spec: MutableObj) -> None:
@@ -268,5 +279,8 @@ class ServiceAllocator:
 def install(store: Store) -> ServiceAllocator:
     """Allocate on every Service write; registered after the Service defaulter (type must be set)."""
     allocator = ServiceAllocator(store)
-    store.mutators.setdefault(SERVICES_KEY, []).append(allocator.mutate)
+    # kube prepares an update, validates, then allocates: a refused spec takes nothing
+    store.mutators.setdefault(SERVICES_KEY, []).append(allocator.prepare)
+    store.mutators[SERVICES_KEY].append(workload_validation.mutator(service_causes))
+    store.mutators[SERVICES_KEY].append(allocator.mutate)
     return allocator

@@ -43,7 +43,7 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
             query.get("fieldSelector", "") + f",metadata.name={target.name}", rtype.field_selectors,
             builtin=rtype.builtin)
     from_rv = resource_version_param(query.get("resourceVersion")) or None
-    if timeout_param < 0:  # kube's timer has fired before the first event: an empty stream, at once (observed)
+    if timeout_param < 0:  # kube's timer has fired already: its stream ends at once, mostly before any event
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
         await response.prepare(request)
         await response.write_eof()

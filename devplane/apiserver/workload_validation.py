@@ -54,19 +54,6 @@ def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _invalid(field: str, shown: str, detail: str) -> Cause:
-    return Cause("FieldValueInvalid", f"Invalid value: {shown}: {detail}", field)
-
-
-def _required(field: str, detail: str = "") -> Cause:
-    return Cause("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
-
-
-def _not_supported(field: str, shown: str, supported: tuple[str, ...]) -> Cause:
-    return Cause("FieldValueNotSupported", f"Unsupported value: {shown}: supported values: "
-                                           + ", ".join(go_quote(value) for value in supported), field)
-
-
 def go_string_map(value: Any) -> str:
     """``%#v`` of a ``map[string]string`` (keys sorted, as fmt prints maps); nil when absent."""
     if not isinstance(value, Mapping):
@@ -104,22 +91,23 @@ def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
         operator, values = expression.get("operator"), expression.get("values") or []
         if operator in ("In", "NotIn"):
             if not values:
-                causes.append(_required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+                causes.append(Cause.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
         elif operator in ("Exists", "DoesNotExist"):
             if values:
                 causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when `operator` is "
                                                            "'Exists' or 'DoesNotExist'", f"{at}.values"))
         else:
-            causes.append(_invalid(f"{at}.operator", go_quote(str(operator or "")), "not a valid selector operator"))
+            causes.append(Cause.invalid(f"{at}.operator", go_quote(str(operator or "")),
+                                        "not a valid selector operator"))
         key = str(expression.get("key") or "")
-        causes.extend(_invalid(f"{at}.key", go_quote(key), msg) for msg in is_qualified_name(key))
+        causes.extend(Cause.invalid(f"{at}.key", go_quote(key), msg) for msg in is_qualified_name(key))
     return causes
 
 
 def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
     containers = spec.get("containers")
     if not isinstance(containers, list) or not containers:
-        return [_required(f"{field}.containers")]
+        return [Cause.required(f"{field}.containers")]
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, container in enumerate(containers):
@@ -128,14 +116,14 @@ def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
         at = f"{field}.containers[{i}]"
         name = container.get("name")
         if not name:
-            causes.append(_required(f"{at}.name"))
+            causes.append(Cause.required(f"{at}.name"))
         else:
-            causes.extend(_invalid(f"{at}.name", go_quote(str(name)), msg) for msg in is_dns1123_label(str(name)))
+            causes.extend(Cause.invalid(f"{at}.name", go_quote(str(name)), msg) for msg in is_dns1123_label(str(name)))
             if name in seen:
                 causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(str(name))}", f"{at}.name"))
             seen.add(str(name))
         if not container.get("image"):
-            causes.append(_required(f"{at}.image"))
+            causes.append(Cause.required(f"{at}.image"))
     return causes
 
 
@@ -144,7 +132,7 @@ def _pod_spec(pod: Mapping[str, Any], field: str) -> list[Cause]:
     causes = _containers(pod, field)
     policy = pod.get("restartPolicy", "Always")
     if policy not in RESTART_POLICIES:
-        causes.append(_not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
+        causes.append(Cause.not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
     return causes
 
 
@@ -157,7 +145,7 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
     meta = _mapping(template, "metadata")
     causes: list[Cause] = []
     if not selector(_mapping(meta, "labels")):
-        causes.append(_invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
+        causes.append(Cause.invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
                                "`selector` does not match template `labels`"))
     causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
     pod = _mapping(template, "spec")
@@ -165,7 +153,7 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
         causes.extend(_pod_spec(pod, "spec.template.spec"))
     policy = pod.get("restartPolicy", "Always")
     if always and policy != "Always":
-        causes.append(_not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
+        causes.append(Cause.not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
     return causes
 
 
@@ -192,31 +180,31 @@ def _strategy(spec: Mapping[str, Any]) -> list[Cause]:
     if kind != "RollingUpdate":
         pointer = "(*apps.RollingUpdateDeployment)(nil)" if rolling is None else "&apps.RollingUpdateDeployment{...}"
         shown = f"apps.DeploymentStrategy{{Type:{go_quote(str(kind))}, RollingUpdate:{pointer}}}"
-        return [_not_supported("spec.strategy", shown, STRATEGIES)]
+        return [Cause.not_supported("spec.strategy", shown, STRATEGIES)]
     if not isinstance(rolling, Mapping):
         return []
     causes: list[Cause] = []
     for key in ("maxUnavailable", "maxSurge"):
         value = rolling.get(key)
         if isinstance(value, str) and not PERCENT.fullmatch(value):
-            causes.append(_invalid(f"spec.strategy.rollingUpdate.{key}", _int_or_percent(value),
+            causes.append(Cause.invalid(f"spec.strategy.rollingUpdate.{key}", _int_or_percent(value),
                                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. "
                                    "'1%',  or '93%', regex used for validation is '[0-9]+%')"))
         elif isinstance(value, int) and value < 0:
-            causes.append(_invalid(f"spec.strategy.rollingUpdate.{key}", str(value), NOT_NEGATIVE))
+            causes.append(Cause.invalid(f"spec.strategy.rollingUpdate.{key}", str(value), NOT_NEGATIVE))
     unavailable = rolling.get("maxUnavailable")
     if _is_zero(unavailable) and _is_zero(rolling.get("maxSurge")):
-        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
+        causes.append(Cause.invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
                                "may not be 0 when `maxSurge` is 0"))
     if isinstance(unavailable, str) and PERCENT.fullmatch(unavailable) and int(unavailable[:-1]) > 100:
-        causes.append(_invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
+        causes.append(Cause.invalid("spec.strategy.rollingUpdate.maxUnavailable", _int_or_percent(unavailable),
                                "must not be greater than 100%"))
     return causes
 
 
 def _non_negative(spec: Mapping[str, Any], key: str) -> list[Cause]:
     value = spec.get(key)
-    return [_invalid(f"spec.{key}", str(value), NOT_NEGATIVE)] if isinstance(value, int) and value < 0 else []
+    return [Cause.invalid(f"spec.{key}", str(value), NOT_NEGATIVE)] if isinstance(value, int) and value < 0 else []
 
 
 def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool = True) -> list[Cause]:
@@ -224,14 +212,14 @@ def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool
     turned into one (``LabelSelectorAsSelector`` fails on what ``ValidateLabelSelector`` refused)."""
     raw = spec.get("selector")
     if not isinstance(raw, Mapping):
-        return [_required("spec.selector"), *_template(spec, compile_label_selector(None), pod_spec=pod_spec)]
+        return [Cause.required("spec.selector"), *_template(spec, compile_label_selector(None), pod_spec=pod_spec)]
     causes = _selector_causes(raw, "spec.selector")
     if not raw.get("matchLabels") and not raw.get("matchExpressions"):
-        causes.append(_invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
+        causes.append(Cause.invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
     try:
         selector = compile_label_selector(raw)
     except ValueError:
-        causes.append(_invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
+        causes.append(Cause.invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
     else:
         causes.extend(_template(spec, selector, pod_spec=pod_spec))
     return causes
@@ -251,7 +239,7 @@ def _selector_immutable(old: Mapping[str, Any] | None, new_spec: Mapping[str, An
     if old is None or not isinstance(selector, Mapping) or \
             _semantic(_mapping(old, SPEC).get("selector") or {}) == _semantic(selector):
         return []
-    return [_invalid("spec.selector", go_label_selector(selector), "field is immutable")]
+    return [Cause.invalid("spec.selector", go_label_selector(selector), "field is immutable")]
 
 
 def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
@@ -267,7 +255,7 @@ def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
     if isinstance(deadline, int):
         causes.extend(_non_negative(spec, "progressDeadlineSeconds"))
         if deadline <= int(spec.get("minReadySeconds") or 0):
-            causes.append(_invalid("spec.progressDeadlineSeconds", str(deadline),
+            causes.append(Cause.invalid("spec.progressDeadlineSeconds", str(deadline),
                                    "must be greater than minReadySeconds"))
     return causes + _selector_immutable(old, spec)
 
@@ -284,18 +272,18 @@ def _update_strategy(spec: Mapping[str, Any]) -> list[Cause]:
     strategy = _mapping(spec, "updateStrategy")
     kind, rolling = strategy.get("type", ""), strategy.get("rollingUpdate")
     if not kind:
-        return [_required("spec.updateStrategy")]
+        return [Cause.required("spec.updateStrategy")]
     if kind == "RollingUpdate":
         partition = rolling.get("partition") if isinstance(rolling, Mapping) else None
         if isinstance(partition, int) and partition < 0:
-            return [_invalid("spec.updateStrategy.rollingUpdate.partition", str(partition), NOT_NEGATIVE)]
+            return [Cause.invalid("spec.updateStrategy.rollingUpdate.partition", str(partition), NOT_NEGATIVE)]
         return []
     if kind == "OnDelete":
         return []
     pointer = "(nil)" if rolling is None else "{...}"
     shown = (f"apps.StatefulSetUpdateStrategy{{Type:{go_quote(str(kind))}, "
              f"RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy){pointer}}}")
-    return [_invalid("spec.updateStrategy", shown, "must be 'RollingUpdate' or 'OnDelete'")]
+    return [Cause.invalid("spec.updateStrategy", shown, "must be 'RollingUpdate' or 'OnDelete'")]
 
 
 def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
@@ -304,9 +292,9 @@ def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) 
     causes: list[Cause] = []
     policy = spec.get("podManagementPolicy", "")
     if not policy:
-        causes.append(_required("spec.podManagementPolicy"))
+        causes.append(Cause.required("spec.podManagementPolicy"))
     elif policy not in ("OrderedReady", "Parallel"):
-        causes.append(_invalid("spec.podManagementPolicy", go_quote(str(policy)),
+        causes.append(Cause.invalid("spec.podManagementPolicy", go_quote(str(policy)),
                                "must be 'OrderedReady' or 'Parallel'"))
     causes.extend(_update_strategy(spec))
     causes.extend(_non_negative(spec, "replicas"))
@@ -328,7 +316,7 @@ def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
         return []  # ValidateLabelSelector says why
     if any(selector({label: uid}) for label in jobs.SELECTOR_LABELS):
         return []
-    return [_invalid("spec.selector", go_label_selector(raw), "`selector` not auto-generated")]
+    return [Cause.invalid("spec.selector", go_label_selector(raw), "`selector` not auto-generated")]
 
 
 def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:
@@ -345,19 +333,19 @@ def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:
         except ValueError:
             selector = None
     else:
-        causes.append(_required("spec.selector"))
+        causes.append(Cause.required("spec.selector"))
         selector = compile_label_selector(None)
     if selector is not None:
         causes.extend(_template(spec, selector, always=False))
     if _mapping(_mapping(spec, "template"), SPEC).get("restartPolicy") not in JOB_RESTART_POLICIES:
-        causes.append(_required("spec.template.spec.restartPolicy",
+        causes.append(Cause.required("spec.template.spec.restartPolicy",
                                 "valid values: " + ", ".join(go_quote(p) for p in JOB_RESTART_POLICIES)))
     return causes
 
 
 def _immutable(old_spec: Mapping[str, Any], spec: Mapping[str, Any], key: str, shown: str) -> list[Cause]:
     same = _semantic(old_spec.get(key)) == _semantic(spec.get(key))
-    return [] if same else [_invalid(f"spec.{key}", shown, "field is immutable")]
+    return [] if same else [Cause.invalid(f"spec.{key}", shown, "field is immutable")]
 
 
 def job_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
