@@ -300,7 +300,10 @@ class ClusterFailback:
         estimator still starting, a policy changed meanwhile). Its record is gone, so it is not tried again; the
         Event says so rather than letting the move look done."""
         for binding in finished:
-            placed = binding_cluster_names(binding_spec(binding))
+            spec = binding_spec(binding)
+            replicated = bool(spec.get("replicas"))  # else (a ConfigMap, a ClusterRole) no target carries replicas
+            placed = [str(t.get("name")) for t in spec.get("clusters") or []
+                      if t.get("name") and (not replicated or int(t.get("replicas") or 0) > 0)]
             if cluster in progress.current(binding).record or cluster in placed:
                 continue  # not over after all (an eviction made it pending again), or back as it should be
             self.events.event(binding, WARNING, EVENT_NOT_PLACED,

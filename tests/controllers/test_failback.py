@@ -90,15 +90,18 @@ async def make_template(http: aiohttp.ClientSession, name: str) -> None:
                 {"status": {"replicas": 3, "readyReplicas": 3, "observedGeneration": 1}})
 
 
-async def make_healthy(http: aiohttp.ClientSession, name: str, clusters: list[str]) -> None:
+async def make_healthy(http: aiohttp.ClientSession, name: str, clusters: list[str] | dict[str, int]) -> None:
     """What Karmada does after a fail-back rebalancer: the reschedule (triggered at the rebalancer's
-    creationTimestamp) puts the workload on ``clusters``, whose members report its replicas ready."""
+    creationTimestamp) puts the workload on ``clusters`` (one replica each, or as many as given), whose members
+    report its replicas ready."""
     listing = [r for r in await rebalancers(http) if any(w["name"] == name for w in r["spec"]["workloads"])]
     trigger = max(r["metadata"]["creationTimestamp"] for r in listing)
+    assigned = clusters if isinstance(clusters, dict) else dict.fromkeys(clusters, 1)
     binding = await send(http, "PATCH", f"{RB}/{name}-deployment",
                          {"spec": {"rescheduleTriggeredAt": trigger,
-                                   "clusters": [{"name": c, "replicas": 1} for c in clusters]}})
-    items = [{"clusterName": c, "applied": True, "status": {"replicas": 1, "readyReplicas": 1}} for c in clusters]
+                                   "clusters": [{"name": c, "replicas": n} for c, n in assigned.items()]}})
+    items = [{"clusterName": c, "applied": True, "status": {"replicas": n, "readyReplicas": n}}
+             for c, n in assigned.items()]
     await send(http, "PATCH", f"{RB}/{name}-deployment/status",
                {"status": {"schedulerObservedGeneration": binding["metadata"]["generation"],
                            "lastScheduledTime": trigger, "aggregatedStatus": items}})
@@ -197,11 +200,12 @@ async def test_eviction_is_recorded_and_fails_back_after_the_window(kube: KubeCl
     assert counter("failback_workloads_total", "member1") == workloads_before + 1
 
 
-async def test_a_fail_back_the_scheduler_placed_elsewhere_ends_with_a_warning(kube: KubeClient,
-                                                                             http: aiohttp.ClientSession) -> None:
-    """The fresh schedule leaves member1 out (excluded for a moment the recovery check did not see): the workload
-    is healthy, on member2 only, so its fail-back is over and its record goes, not tried again; a
-    FailbackNotPlaced Warning on the binding says so instead of letting the move look done."""
+@pytest.mark.parametrize("placed", [{"member2": 1}, {"member1": 0, "member2": 1}])
+async def test_a_fail_back_the_scheduler_placed_elsewhere_ends_with_a_warning(
+        kube: KubeClient, http: aiohttp.ClientSession, placed: dict[str, int]) -> None:
+    """The fresh schedule leaves member1 out (excluded for a moment the recovery check did not see), or lists it
+    with no replica: the workload is healthy on member2 only, so its fail-back is over and its record goes, not
+    tried again; a FailbackNotPlaced Warning on the binding says so instead of letting the move look done."""
     await make_cluster(http, "member1")
     await make_cluster(http, "member2")
     foo = await make_binding(http, "foo", ["member1", "member2"])
@@ -211,7 +215,7 @@ async def test_a_fail_back_the_scheduler_placed_elsewhere_ends_with_a_warning(ku
         await eventually(recorded(http, "foo", "member1"))
         await set_health(http, "member1", taints=[])
         await eventually(failing_back(http, "foo"), timeout=10)
-        await make_healthy(http, "foo", ["member2"])
+        await make_healthy(http, "foo", placed)
         await eventually(recorded(http, "foo", None))
         binding = await get_or_none(http, f"{RB}/foo-deployment")
         warned = await eventually(lambda: events_about(http, binding, "FailbackNotPlaced"))
