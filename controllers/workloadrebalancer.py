@@ -208,6 +208,8 @@ class WorkloadRebalancerReconciler:
             self.events.event(rebalancer, event_type, reason, message)
         for result in finals:
             WORKLOADS_TOTAL.labels(result).inc()
+        if retries == 0 and due_in == 0:
+            self._first_retry.pop(request.name, None)  # nothing left to retry: no later reconcile may come
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
@@ -414,13 +416,12 @@ class WorkloadRebalancerReconciler:
         generation without a mark gets one now, so the bound survives a restart.
         """
         name = objects.name(rebalancer)
-        if not any(_bounded_transient(o) for o in outcomes):
-            self._first_retry.pop(name, None)
-            return False
         seen = (objects.uid(rebalancer), objects.generation(rebalancer))
         first = self._first_retry.get(name)
-        if first is None or first[:2] != seen:
+        if first is None or first[:2] != seen:  # kept across reconciles without one: the bound is never put off
             first = self._first_retry[name] = (*seen, now())
+        if not any(_bounded_transient(o) for o in outcomes):
+            return False
         started = preserve.retry_started(rebalancer)
         if started is None:
             mark = {preserve.RETRY_SINCE_ANNOTATION: preserve.retry_since_value(rebalancer, now())}

@@ -47,7 +47,7 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
     ``lease_name`` (default: the component) in ``--leader-elect-resource-namespace``.
     Raises ConfigError (exit code 2) for an unusable kubeconfig or election timings.
     """
-    if options.kubeconfig and not await anyio.Path(options.kubeconfig).is_file():
+    if options.kubeconfig and not await anyio.Path(options.kubeconfig).exists():
         raise ConfigError(f"--kubeconfig {options.kubeconfig}: no such file")
     try:
         client = await KubeClient.from_kubeconfig(options.kubeconfig or None, qps=options.kube_api_qps,
@@ -55,8 +55,10 @@ async def new_manager(component: str, options: CommonOptions, *, lease_name: str
     except Exception as exc:
         if options.kubeconfig:
             raise ConfigError(f"cannot load kubeconfig {options.kubeconfig!r}: {exc}") from exc
-        default = await anyio.Path(os.environ.get("KUBECONFIG") or "~/.kube/config").expanduser()
-        if not await anyio.Path(default).is_file():
+        paths = [await anyio.Path(p).expanduser()
+                 for p in (os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep) if p]
+        default = os.pathsep.join(str(p) for p in paths)
+        if not [p for p in paths if await p.exists()]:
             raise ConfigError(f"no --kubeconfig given, not running in a cluster (no service account), and no "
                               f"kubeconfig at {default}") from exc
         raise ConfigError(f"no --kubeconfig given and not running in a cluster (no service account); the "

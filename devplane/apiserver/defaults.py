@@ -185,11 +185,13 @@ def cron_job(obj: MutableObj) -> None:
 
 def service(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("type", "ClusterIP")
-    spec.setdefault("sessionAffinity", "None")
+    for key, value in (("type", "ClusterIP"), ("sessionAffinity", "None")):
+        if not spec.get(key):  # Go's defaulting: an empty string is unset
+            spec[key] = value
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+            if not port.get("protocol"):
+                port["protocol"] = "TCP"
             if "port" in port and port.get("targetPort") in (None, 0, ""):  # Go's zero IntOrString is unset
                 port["targetPort"] = port["port"]
     # Newer SetDefaults_Service; cluster IPs and node ports are allocated in services.py.

@@ -96,6 +96,8 @@ class ServiceAllocator:
         spec, old_spec = new.get("spec"), (old or {}).get("spec")
         if isinstance(spec, dict) and isinstance(old_spec, dict):
             self._keep_allocated(old_spec, spec)
+        if isinstance(spec, dict):
+            self._normalize_cluster_ips(spec)  # a headless Service named by clusterIPs alone is headless
 
     def mutate(self, rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
         """Fill in (or keep) what kube allocates; 422 with kube's messages when a request cannot be honoured.

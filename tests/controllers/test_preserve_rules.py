@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from controllers import preserve
-from controllers.preserve import Lowering, Refusal, lower, refusal, requested, retry_since_value, retry_started
+from controllers import preserve, workloadrebalancer
+from controllers.preserve import (
+    Lowering,
+    PreserveOptions,
+    Refusal,
+    lower,
+    refusal,
+    requested,
+    retry_since_value,
+    retry_started,
+)
 from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION
@@ -241,3 +250,24 @@ def test_a_binding_without_an_applied_placement_is_refused() -> None:
     del unscheduled["metadata"]["annotations"][APPLIED_PLACEMENT_ANNOTATION]
     refused = refusal(unscheduled)
     assert refused is not None and refused.reason == preserve.PLACEMENT_DIFFERS and not refused.transient
+
+
+async def test_the_retry_bound_is_not_put_off_by_cycles_without_a_bounded_refusal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A workload alternates between a bounded refusal and one the bound does not count (a member still on its
+    first list), 40 s apart, with a 1 minute bound: the bound still ends about a minute after the first look, not
+    never (the first sighting is kept across the cycles in between). Nothing is written: generation 1 counts from
+    its creationTimestamp."""
+    clock = [datetime(2026, 11, 28, 12, 0, tzinfo=UTC)]
+    monkeypatch.setattr(workloadrebalancer, "now", lambda: clock[0])
+    reconciler = workloadrebalancer.WorkloadRebalancerReconciler(
+        None, None, None, None, None,  # type: ignore[arg-type]  # this path makes no request
+        preserve_options=PreserveOptions(started=clock[0] - timedelta(hours=1), retry_timeout=timedelta(minutes=1)))
+    rebalancer = {"metadata": {"name": "r", "uid": "u", "generation": 1, "creationTimestamp": "2026-11-28T11:59:00Z"}}
+    bounded = Refusal("ReadyReplicasUnknown", "x", transient=True)
+    unbounded = Refusal("EstimatorUnavailable", "y", transient=True, bounded=False)
+    expired = []
+    for step in range(5):
+        expired.append(await reconciler._retries_expired(rebalancer, [bounded if step % 2 == 0 else unbounded]))
+        clock[0] += timedelta(seconds=40)
+    assert expired == [False, False, True, False, True]  # 0 s, 40 s (not counted), 80 s: past the bound

@@ -195,6 +195,9 @@ async def test_an_invalid_service_is_refused_with_kubes_causes_before_anything_i
 
 async def test_valid_services_of_each_shape_are_stored(http: aiohttp.ClientSession) -> None:
     await create(http, "headless", ports=[], clusterIP="None")
+    await create(http, "headless-ips", ports=[], clusterIPs=["None"])  # named by clusterIPs alone
+    empty = await create(http, "empty", type="", sessionAffinity="", ports=[{"port": 80, "protocol": ""}])
+    assert (empty["type"], empty["sessionAffinity"], empty["ports"][0]["protocol"]) == ("ClusterIP", "None", "TCP")
     await create(http, "two", ports=[{"port": 80, "name": "a"}, {"port": 80, "name": "b", "protocol": "UDP"}])
     await create(http, "named", ports=[{"port": 80, "targetPort": "http"}])
     await send(http, "POST", SVCS, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ext"},
