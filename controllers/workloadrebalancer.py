@@ -411,9 +411,9 @@ class WorkloadRebalancerReconciler:
         """Whether transient refusals have been retried for longer than the retry timeout (False: none to judge).
 
         Measured from the latest of :func:`preserve.retry_started`, this process's start (its member caches start
-        empty) and the moment this process first saw the refusal: ``creationTimestamp`` is the API server's clock,
-        and a controller whose clock runs ahead would otherwise find the bound spent at its first look. A later
-        generation without a mark gets one now, so the bound survives a restart.
+        empty) and the moment this process first looked at this generation: ``creationTimestamp`` is the API
+        server's clock, and a controller whose clock runs ahead would otherwise find the bound spent at its first
+        look. A later generation without a mark gets one now, so the bound survives a restart.
         """
         name = objects.name(rebalancer)
         seen = (objects.uid(rebalancer), objects.generation(rebalancer))
