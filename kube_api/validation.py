@@ -138,6 +138,25 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs
 
 
+_PORT_NAME_RE: Final = re.compile(r"[-a-z0-9]+")
+
+
+def is_valid_port_name(value: str) -> list[str]:
+    """``IsValidPortName``: an IANA service name (a Service's or container's named port)."""
+    errs: list[str] = []
+    if len(value) > 15:
+        errs.append("must be no more than 15 characters")
+    if _PORT_NAME_RE.fullmatch(value) is None:
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if re.search(r"[a-z]", value) is None:
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        errs.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 

@@ -95,8 +95,6 @@ def forbidden(attrs: RequestAttributes, reason: str) -> StatusError:
     return errors.forbidden(message, details)
 
 
-
-
 def _valid_path_segment(name: str) -> bool:
     return name not in (".", "..") and "/" not in name and "%" not in name
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from controller_manager import objects
 
-from . import defaults, errors, services, workload_validation
+from . import defaults, errors, services, validation, workload_validation
 from .codec import now_rfc3339
 from .resources import ResourceType
 from .schema import StructuralSchema
@@ -154,7 +154,7 @@ def install_core(store: Store) -> None:
         store.mutators.setdefault(storage_key, []).append(defaults.mutator(defaulter))
     store.mutators["batch/jobs"].append(defaults.generate_job_selector)  # kube's PrepareForCreate
     for storage_key, check in workload_validation.CHECKS.items():  # after the defaults
-        store.mutators.setdefault(storage_key, []).append(workload_validation.mutator(check))
+        store.mutators.setdefault(storage_key, []).append(validation.spec_check_mutator(check))
     services.install(store)  # after the Service defaulter: allocation needs spec.type
 
     def on_removed(rtype: ResourceType, stored: Any) -> None:

@@ -10,11 +10,10 @@ with kube 1.20's messages (each checked on the refplane). Not covered: ``session
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube_api.validation import go_quote, is_dns1123_label, is_dns1123_subdomain
+from kube_api.validation import go_quote, is_dns1123_label, is_dns1123_subdomain, is_valid_port_name
 
 from .errors import Cause
 from .validation import validate_labels
@@ -24,27 +23,10 @@ SESSION_AFFINITIES: Final = ("ClientIP", "None")
 PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 KUBELET_PORT: Final = 10250
 PORT_RANGE: Final = "must be between 1 and 65535, inclusive"
-_PORT_NAME = re.compile(r"[-a-z0-9]+")
 
 
 def _port_number(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def port_name_errors(name: str) -> list[str]:
-    """``IsValidPortName`` (an IANA service name)."""
-    errors: list[str] = []
-    if len(name) > 15:
-        errors.append("must be no more than 15 characters")
-    if not _PORT_NAME.fullmatch(name):
-        errors.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not re.search(r"[a-z]", name):
-        errors.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errors.append("must not contain consecutive hyphens")
-    if name.startswith("-") or name.endswith("-"):
-        errors.append("must not begin or end with a hyphen")
-    return errors
 
 
 def _port_number_errors(field: str, value: int) -> list[Cause]:
@@ -71,7 +53,7 @@ def _service_port(port: Mapping[str, Any], field: str, *, name_required: bool, n
         causes.append(Cause.not_supported(f"{field}.protocol", go_quote(protocol), PROTOCOLS))
     target = port.get("targetPort")
     if isinstance(target, str):
-        causes.extend(Cause.invalid(f"{field}.targetPort", go_quote(target), msg) for msg in port_name_errors(target))
+        causes.extend(Cause.invalid(f"{field}.targetPort", go_quote(target), msg) for msg in is_valid_port_name(target))
     else:
         causes.extend(_port_number_errors(f"{field}.targetPort", _port_number(target)))
     return causes
@@ -134,4 +116,4 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
     return causes
 
 
-__all__ = ["PROTOCOLS", "SERVICE_TYPES", "SESSION_AFFINITIES", "port_name_errors", "service_causes"]
+__all__ = ["PROTOCOLS", "SERVICE_TYPES", "SESSION_AFFINITIES", "service_causes"]

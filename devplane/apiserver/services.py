@@ -20,11 +20,12 @@ from controller_manager import objects
 from controller_manager.objects import MutableObj
 from kube_api.validation import go_quote
 
-from . import errors, workload_validation
+from . import errors
 from .errors import Cause
 from .resources import ResourceType
 from .service_validation import service_causes
 from .store import Store
+from .validation import spec_check_mutator
 
 SERVICES_KEY = "/services"
 SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
@@ -101,7 +102,7 @@ class ServiceAllocator:
 
     def mutate(self, rtype: ResourceType, old: MutableObj | None, new: MutableObj) -> None:
         """Fill in (or keep) what kube allocates; 422 with kube's messages when a request cannot be honoured.
-        Runs after :meth:`prepare` and the validation."""
+        Runs after :meth:`prepare` (the cluster IPs normalized there) and the validation."""
         spec = new.get("spec")
         if not isinstance(spec, dict):
             return
@@ -109,7 +110,6 @@ class ServiceAllocator:
         old_spec = (old or {}).get("spec") if old is not None else None
         if isinstance(old_spec, dict):
             self._check_immutable(rtype, own[1], old_spec, spec)
-        self._normalize_cluster_ips(spec)
         if not _needs_cluster_ip(spec):
             return
         self._ip_families(rtype, own[1], old_spec if isinstance(old_spec, dict) else None, spec)
@@ -283,6 +283,6 @@ def install(store: Store) -> ServiceAllocator:
     allocator = ServiceAllocator(store)
     # kube prepares an update, validates, then allocates: a refused spec takes nothing
     store.mutators.setdefault(SERVICES_KEY, []).append(allocator.prepare)
-    store.mutators[SERVICES_KEY].append(workload_validation.mutator(service_causes))
+    store.mutators[SERVICES_KEY].append(spec_check_mutator(service_causes))
     store.mutators[SERVICES_KEY].append(allocator.mutate)
     return allocator

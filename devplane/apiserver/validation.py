@@ -11,10 +11,13 @@ attach ``Cause.field`` and the server formats ``field: message``.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from controller_manager import objects
+from devplane.apiserver import errors
 from devplane.apiserver.errors import Cause
+from devplane.apiserver.resources import ResourceType
 from kube_api.validation import (
     DNS1123_LABEL_FMT,
     DNS1123_SUBDOMAIN_FMT,
@@ -36,6 +39,7 @@ __all__ = [
     "NAME_RULES",
     "QUALIFIED_NAME_FMT",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
+    "SpecCheck",
     "generate_name",
     "generate_name_suffix",
     "go_quote",
@@ -45,6 +49,7 @@ __all__ = [
     "is_qualified_name",
     "is_valid_label_value",
     "is_valid_path_segment_name",
+    "spec_check_mutator",
     "validate_annotations",
     "validate_labels",
     "validate_name",
@@ -250,3 +255,20 @@ def generate_name_suffix() -> str:
 def generate_name(base: str) -> str:
     """``base`` (cut to 58 chars so the result stays a valid label length) plus a suffix."""
     return base[:_MAX_GENERATED_BASE] + generate_name_suffix()
+
+
+SpecCheck = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], list[Cause]]
+"""kube's validation of a kind's spec: every cause for the object ``new`` (``old``: None on create)."""
+
+
+def spec_check_mutator(check: SpecCheck) -> Callable[[ResourceType, dict[str, Any] | None, dict[str, Any]], None]:
+    """``check`` as a store mutator: 422 Invalid with every cause, nothing stored. A write that leaves the spec as
+    it was (a status or metadata write) is not judged again: the spec was judged when it was written."""
+    def validate(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        if old is not None and old.get("spec") == new.get("spec"):
+            return
+        causes = check(old, new)
+        if causes:
+            raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)
+
+    return validate

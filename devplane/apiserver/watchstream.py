@@ -44,7 +44,7 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
             builtin=rtype.builtin)
     from_rv = resource_version_param(query.get("resourceVersion")) or None
     if timeout_param < 0:  # kube's timer has fired already: its stream ends at once, mostly before any event
-        response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+        response = _stream_response()
         await response.prepare(request)
         await response.write_eof()
         return response
@@ -64,9 +64,7 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
         if send_initial:
             watcher.push_raw(_bookmark(rtype, start_rv, initial_end=True))
     await store.wait_durable(min(start_rv, store.rv))  # a future resourceVersion just stays silent
-    response = web.StreamResponse(status=200, headers={"Content-Type": JSON,
-                                                       "Cache-Control": "no-cache, private"})
-    response.enable_chunked_encoding()
+    response = _stream_response()
     try:
         store.attach_watcher(key, watcher, start_rv)
     except StatusError as exc:
@@ -82,6 +80,13 @@ async def watch(store: Store, request: web.Request, target: Target, *, bookmark_
         pass  # the client went away
     finally:
         store.detach_watcher(key, watcher)
+    return response
+
+
+def _stream_response() -> web.StreamResponse:
+    """A watch's 200: chunked JSON lines, never cached."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache, private"})
+    response.enable_chunked_encoding()
     return response
 
 

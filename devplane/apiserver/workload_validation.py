@@ -27,7 +27,7 @@ The rest of a Pod spec (volumes, ports, probes, resources...) is not validated. 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from controller_manager import objects
@@ -35,10 +35,8 @@ from kube_api import jobs
 from kube_api.selectors import LabelPredicate, compile_label_selector
 from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
 
-from . import errors
 from .errors import Cause
-from .resources import ResourceType
-from .validation import validate_labels
+from .validation import SpecCheck, validate_labels
 
 SPEC = "spec"
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
@@ -207,21 +205,26 @@ def _non_negative(spec: Mapping[str, Any], key: str) -> list[Cause]:
     return [Cause.invalid(f"spec.{key}", str(value), NOT_NEGATIVE)] if isinstance(value, int) and value < 0 else []
 
 
-def _selector_and_template(spec: Mapping[str, Any], kind: str, *, pod_spec: bool = True) -> list[Cause]:
-    """The selector (required, valid, not empty), then the template against it, unless the selector cannot be
-    turned into one (``LabelSelectorAsSelector`` fails on what ``ValidateLabelSelector`` refused)."""
+def _selector_and_template(spec: Mapping[str, Any], kind: str | None, *, pod_spec: bool = True,
+                           always: bool = True) -> list[Cause]:
+    """The selector (required, valid), then the template against it (:func:`_template`), unless the selector
+    cannot be turned into one (``LabelSelectorAsSelector`` fails on what ``ValidateLabelSelector`` refused).
+    ``kind``: the kind whose selector may not be empty, and for which one that cannot be turned into a selector
+    is a cause of its own; None: neither (a Job's ``ValidateJobSpec``)."""
     raw = spec.get("selector")
     if not isinstance(raw, Mapping):
-        return [Cause.required("spec.selector"), *_template(spec, compile_label_selector(None), pod_spec=pod_spec)]
+        return [Cause.required("spec.selector"),
+                *_template(spec, compile_label_selector(None), pod_spec=pod_spec, always=always)]
     causes = _selector_causes(raw, "spec.selector")
-    if not raw.get("matchLabels") and not raw.get("matchExpressions"):
+    if kind is not None and not raw.get("matchLabels") and not raw.get("matchExpressions"):
         causes.append(Cause.invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
     try:
         selector = compile_label_selector(raw)
     except ValueError:
-        causes.append(Cause.invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
+        if kind is not None:
+            causes.append(Cause.invalid("spec.selector", go_label_selector(raw), "invalid label selector"))
     else:
-        causes.extend(_template(spec, selector, pod_spec=pod_spec))
+        causes.extend(_template(spec, selector, pod_spec=pod_spec, always=always))
     return causes
 
 
@@ -325,21 +328,10 @@ def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:
     causes: list[Cause] = []
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
         causes.extend(_non_negative(spec, key))
-    raw = spec.get("selector")
-    if isinstance(raw, Mapping):
-        causes.extend(_selector_causes(raw, "spec.selector"))
-        try:
-            selector = compile_label_selector(raw)
-        except ValueError:
-            selector = None
-    else:
-        causes.append(Cause.required("spec.selector"))
-        selector = compile_label_selector(None)
-    if selector is not None:
-        causes.extend(_template(spec, selector, always=False))
+    causes.extend(_selector_and_template(spec, None, always=False))
     if _mapping(_mapping(spec, "template"), SPEC).get("restartPolicy") not in JOB_RESTART_POLICIES:
         causes.append(Cause.required("spec.template.spec.restartPolicy",
-                                "valid values: " + ", ".join(go_quote(p) for p in JOB_RESTART_POLICIES)))
+                                     "valid values: " + ", ".join(go_quote(p) for p in JOB_RESTART_POLICIES)))
     return causes
 
 
@@ -371,29 +363,16 @@ def pod_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Ca
     return [] if old is not None else _pod_spec(_mapping(new, SPEC), "spec")
 
 
-Check = Callable[[Mapping[str, Any] | None, Mapping[str, Any]], list[Cause]]
-
-CHECKS: dict[str, Check] = {
+CHECKS: dict[str, SpecCheck] = {
     "apps/deployments": deployment_causes,
     "apps/replicasets": replica_set_causes,
     "apps/statefulsets": stateful_set_causes,
     "/pods": pod_causes,
     "batch/jobs": job_causes,
 }
-"""Per storage key, the causes of an object (old: None on create); the store runs them after the defaults."""
+"""Per storage key, the causes of an object (old: None on create); the store runs them after the defaults
+(:func:`.validation.spec_check_mutator`)."""
 
 
-def mutator(check: Check) -> Callable[[ResourceType, dict[str, Any] | None, dict[str, Any]], None]:
-    """``check`` as a store mutator: 422 Invalid with every cause, nothing stored."""
-    def validate(rtype: ResourceType, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
-        if old is not None and old.get(SPEC) == new.get(SPEC):
-            return  # a status or metadata write: the spec was judged when it was written
-        causes = check(old, new)
-        if causes:
-            raise errors.invalid(rtype.kind, rtype.group, objects.name(new), causes)
-
-    return validate
-
-
-__all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "job_causes", "mutator",
-           "pod_causes", "replica_set_causes", "stateful_set_causes"]
+__all__ = ["CHECKS", "deployment_causes", "go_label_selector", "go_string_map", "job_causes", "pod_causes",
+           "replica_set_causes", "stateful_set_causes"]

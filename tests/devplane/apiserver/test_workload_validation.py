@@ -40,6 +40,21 @@ def containers(*entries: dict[str, str]) -> dict[str, Any]:
     return {"containers": list(entries)}
 
 
+async def refused_causes(http: aiohttp.ClientSession, collection: str, body: dict[str, Any], *,
+                         stored: str | None = None) -> list[tuple[str, str]]:
+    """POST ``body`` to ``collection``: the 422's causes (field, message); then, unless ``stored`` is empty,
+    that the object named ``stored`` (default: the body's) was not stored."""
+    async with http.post(collection, json=body) as r:
+        reply = await r.json()
+        assert r.status == 422, reply
+    assert reply["reason"] == "Invalid"
+    name = body["metadata"]["name"] if stored is None else stored
+    if name:
+        async with http.get(f"{collection}/{name}") as r:
+            assert r.status == 404  # nothing stored
+    return [(c["field"], c["message"]) for c in reply["details"]["causes"]]
+
+
 CASES = [
     (deployment(selector=None, labels={"app": "y"}), [
         ("spec.selector", "Required value"),
@@ -105,13 +120,7 @@ CASES = [
 @pytest.mark.parametrize(("body", "causes"), CASES)
 async def test_an_invalid_deployment_is_refused_with_kubes_causes(http: aiohttp.ClientSession, body: dict[str, Any],
                                                                   causes: list[tuple[str, str]]) -> None:
-    async with http.post(DEPLOYMENTS, json=body) as r:
-        reply = await r.json()
-        assert r.status == 422, reply
-    assert reply["reason"] == "Invalid"
-    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
-    async with http.get(f"{DEPLOYMENTS}/web") as r:
-        assert r.status == 404  # nothing stored
+    assert await refused_causes(http, DEPLOYMENTS, body, stored="web") == causes
 
 
 async def test_a_deployments_selector_is_immutable(http: aiohttp.ClientSession) -> None:
@@ -203,13 +212,7 @@ OTHER_CASES = [  # (collection, body, causes), each as kube-apiserver 1.20 answe
 @pytest.mark.parametrize(("collection", "body", "causes"), OTHER_CASES)
 async def test_an_invalid_replica_set_or_stateful_set_is_refused_with_kubes_causes(
         http: aiohttp.ClientSession, collection: str, body: dict[str, Any], causes: list[tuple[str, str]]) -> None:
-    path = f"/apis/apps/v1/namespaces/default/{collection}"
-    async with http.post(path, json=body) as r:
-        reply = await r.json()
-        assert r.status == 422, reply
-    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
-    async with http.get(f"{path}/{body['metadata']['name']}") as r:
-        assert r.status == 404  # nothing stored
+    assert await refused_causes(http, f"/apis/apps/v1/namespaces/default/{collection}", body) == causes
 
 
 async def test_a_stateful_set_without_containers_is_stored_as_kube_1_20_stores_it(
@@ -236,10 +239,7 @@ POD_CASES = [  # (containers and restart policy, causes), as kube-apiserver 1.20
 async def test_an_invalid_pod_is_refused_with_kubes_causes(http: aiohttp.ClientSession, spec: dict[str, Any],
                                                            causes: list[tuple[str, str]]) -> None:
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
-    async with http.post("/api/v1/namespaces/default/pods", json=body) as r:
-        reply = await r.json()
-        assert r.status == 422, reply
-    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
+    assert await refused_causes(http, "/api/v1/namespaces/default/pods", body, stored="") == causes
 
 
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -295,12 +295,7 @@ JOB_CASES = [
 async def test_an_invalid_job_is_refused_with_kubes_causes(http: aiohttp.ClientSession, body: dict[str, Any],
                                                            causes: list[tuple[str, str]]) -> None:
     """The causes kube-apiserver 1.20 gave for each (tests/realplane/test_apiserver_parity.py sends them to both)."""
-    async with http.post(JOBS, json=body) as r:
-        reply = await r.json()
-        assert r.status == 422, reply
-    assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == causes
-    async with http.get(f"{JOBS}/batch") as r:
-        assert r.status == 404
+    assert await refused_causes(http, JOBS, body) == causes
 
 
 async def test_a_selector_given_without_manual_selector_is_refused(http: aiohttp.ClientSession) -> None:
