@@ -183,8 +183,8 @@ class WorkloadRebalancerReconciler:
         self.events = events
         self.preserve = preserve_options or PreserveOptions()
         self._first_retry: dict[str, tuple[str, int, datetime]] = {}
-        """Per rebalancer name: (uid, generation, this process's clock) when it first had a bounded refusal to
-        retry."""
+        """Per rebalancer name: (uid, generation, this process's clock) when it first looked at that generation,
+        the earliest a retry bound may start (:meth:`_retries_expired`); dropped once nothing is left to retry."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
@@ -347,13 +347,12 @@ class WorkloadRebalancerReconciler:
         A final answer that writes nothing (a permanent refusal, nothing to move) judged on the cached binding is
         confirmed on a fresh read: the cache may be behind a user's edit, or behind this rebalancer's own lowering
         whose answer was lost (its mark then says so); a write that meets a newer binding (409) decides again on a
-        fresh read. ``fresh``: read the binding from
-        the API server from the start. A binding that carries the mark of a write for this rebalancer (its
-        answer lost, the status write failed, or a restart since) is done: never lowered twice; a trigger it wrote
-        before preserve mode was asked for (None) is the workload's result, whatever the mode's state now (an
-        annotation edited to a bad value, the mode switched off in this process). The write is conditional on
-        the binding's resourceVersion, so a retry that read a copy from before its own write meets a 409 and reads
-        the binding again, mark included.
+        fresh read. ``fresh``: read the binding from the API server from the start. A binding that carries the mark
+        of a write for this rebalancer (its answer lost, the status write failed, or a restart since) is done: never
+        lowered twice; a trigger it wrote before preserve mode was asked for (None) is the workload's result,
+        whatever the mode's state now (an annotation edited to a bad value, the mode switched off in this process).
+        The write is conditional on the binding's resourceVersion, so a retry that read a copy from before its own
+        write meets a 409 and reads the binding again, mark included.
         """
         refused: Refusal | None = None
         if isinstance(mode, Refusal):

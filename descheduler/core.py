@@ -155,32 +155,32 @@ class CoolDown:
         """How many replicas ``cluster`` of ``binding_key`` may lose now: None when it is not cooling
         down (no limit), else the replicas a budget held back at its last deschedule (0: none). Without an
         entry of its own, the ``binding``'s :data:`COOL_DOWN_ANNOTATION` says (another process's write)."""
-        if self.seconds <= 0:
+        state = self._state(binding_key, cluster, binding)
+        if state is None:
+            self._last.pop((binding_key, cluster), None)
             return None
-        entry = self._last.get((binding_key, cluster))
-        if entry is None:
-            written = persisted(binding, cluster) if binding is not None else None
-            if written is None or self._wall() - written[0] >= timedelta(seconds=self.seconds):
-                return None
-            return written[1]
-        at, held = entry
-        if self._clock() - at >= self.seconds:
-            del self._last[(binding_key, cluster)]
-            return None
-        return held
+        return state[1]
 
     def remaining(self, binding_key: str, cluster: str, binding: Obj | None = None) -> float:
         """Seconds until the cool-down of ``cluster`` of ``binding_key`` ends (0 when it is not cooling down);
         for log lines."""
-        entry = self._last.get((binding_key, cluster))
+        state = self._state(binding_key, cluster, binding)
+        return 0.0 if state is None else state[0]
+
+    def _state(self, binding_key: str, cluster: str, binding: Obj | None) -> tuple[float, int] | None:
+        """(seconds left, replicas held back) while ``cluster`` of ``binding_key`` cools down, else None: from this
+        process's own entry, or without one from the ``binding``'s :data:`COOL_DOWN_ANNOTATION`."""
         if self.seconds <= 0:
-            return 0.0
-        if entry is None:
+            return None
+        entry = self._last.get((binding_key, cluster))
+        if entry is not None:
+            left, held = entry[0] + self.seconds - self._clock(), entry[1]
+        else:
             written = persisted(binding, cluster) if binding is not None else None
             if written is None:
-                return 0.0
-            return max(0.0, self.seconds - (self._wall() - written[0]).total_seconds())
-        return max(0.0, entry[0] + self.seconds - self._clock())
+                return None
+            left, held = self.seconds - (self._wall() - written[0]).total_seconds(), written[1]
+        return (left, held) if left > 0 else None
 
     def stamp(self, update: MutableObj, plan: Plan) -> None:
         """Write into ``update`` (the binding about to be PUT with ``plan``) the :data:`COOL_DOWN_ANNOTATION`: the

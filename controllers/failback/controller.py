@@ -43,10 +43,10 @@ from controller_manager.reconcile import Request, Result
 from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names, workload_reference
 from karmada_api.names import binding_name
-from karmada_api.placement import in_graceful_eviction_tasks
+from karmada_api.placement import assigned_replicas, in_graceful_eviction_tasks, target_contains
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
-from karmada_api.shapes import Workload, binding_spec
+from karmada_api.shapes import BindingSpec, Workload, binding_spec
 from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
 from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int
 
@@ -134,6 +134,12 @@ def options_from_args(args: argparse.Namespace) -> FailbackOptions:
 Entry = tuple[BindingKind, Obj]
 Flight = tuple[BindingKind, Obj, datetime]
 """A binding in flight back to a cluster, and since when."""
+
+
+def _placed(spec: BindingSpec, cluster: str) -> bool:
+    """The schedule gives the cluster replicas; a binding without any (a ConfigMap, a ClusterRole) is placed
+    wherever it is listed."""
+    return target_contains(spec, cluster) and (not spec.get("replicas") or assigned_replicas(spec, cluster) > 0)
 
 
 def _display(binding: Obj) -> str:
@@ -301,14 +307,12 @@ class ClusterFailback:
         Event says so rather than letting the move look done."""
         for binding in finished:
             spec = binding_spec(binding)
-            replicated = bool(spec.get("replicas"))  # else (a ConfigMap, a ClusterRole) no target carries replicas
-            placed = [str(t.get("name")) for t in spec.get("clusters") or []
-                      if t.get("name") and (not replicated or int(t.get("replicas") or 0) > 0)]
-            if cluster in progress.current(binding).record or cluster in placed:
-                continue  # not over after all (an eviction made it pending again), or back as it should be
+            if _placed(spec, cluster) or cluster in progress.current(binding).record:
+                continue  # back as it should be, or not over after all (an eviction made it pending again)
+            elsewhere = [name for name in binding_cluster_names(spec) if _placed(spec, name)]
             self.events.event(binding, WARNING, EVENT_NOT_PLACED,
                               f"fail-back to cluster {cluster} is over without a replica there: Karmada's scheduler "
-                              f"placed the workload on {', '.join(placed) or 'no cluster'}; it is not failed back "
+                              f"placed the workload on {', '.join(elsewhere) or 'no cluster'}; it is not failed back "
                               "again (a WorkloadRebalancer asks for another fresh schedule)")
 
     async def _undo_relapsed(self, cluster: str, flights: list[Flight], health_now: list[progress.InFlight]

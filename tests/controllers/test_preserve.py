@@ -497,7 +497,7 @@ async def test_a_controller_clock_ahead_of_the_api_servers_does_not_spend_the_bo
         kube: KubeClient, estimator: Estimator, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
     """The controller's clock 70 s ahead of the API server's, a 60 s bound, a controller up for an hour: its first
     look at a new rebalancer would find ``now - creationTimestamp`` past the bound and fail a transient cause at
-    once. The bound starts no earlier than this process's first sight of the refusal: retried, no result."""
+    once. The bound starts no earlier than this process's first look at it: retried, no result."""
     monkeypatch.setattr(workloadrebalancer, "now", lambda: datetime.now(UTC) + timedelta(seconds=70))
     options = PreserveOptions(estimator, timedelta(minutes=5), timedelta(seconds=60),
                               started=datetime.now(UTC) - timedelta(hours=1))
