@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -289,9 +289,9 @@ class ClusterFailback:
         given_up = set(plan.given_up)
         over = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
                 if seen.not_healthy is None or seen.workload in given_up]
-        finished = await self._write_all([(kind, b, progress.finished_change(name, started))
-                                          for kind, b, started in over])
-        self._report_not_placed(name, [b for b in finished if b is not None and _display(b) not in given_up])
+        await self._write_all([(kind, b, progress.finished_change(name, started)) for kind, b, started in over],
+                              then=lambda finished: self._report_not_placed(
+                                  name, [b for b in finished if _display(b) not in given_up]))
         self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o, _ in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
@@ -606,9 +606,14 @@ class ClusterFailback:
                 self.marked.setdefault(cluster, set()).add((kind.resource.key, objects.key(written)))
         return written
 
-    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]]) -> list[Obj | None]:
+    async def _write_all(self, writes: list[tuple[BindingKind, Obj, progress.Change]], *,
+                         then: Callable[[list[Obj]], None] | None = None) -> list[Obj | None]:
         """:meth:`_write` each, ``WRITE_CONCURRENCY`` at a time (different bindings: independent writes); the
-        bindings as written, in order."""
+        bindings as written, in order.
+
+        ``then`` is given the bindings written (the gone ones left out) before any failure is raised: what must
+        follow a write that landed (an Event) cannot wait for the retry, which no longer sees that write's
+        binding as one to make."""
         limit = asyncio.Semaphore(WRITE_CONCURRENCY)
 
         async def one(kind: BindingKind, binding: Obj, change: progress.Change) -> Obj | None:
@@ -616,6 +621,8 @@ class ClusterFailback:
                 return await self._write(kind, binding, change)
 
         outcomes = await asyncio.gather(*(one(*write) for write in writes), return_exceptions=True)
+        if then is not None:
+            then([outcome for outcome in outcomes if outcome is not None and not isinstance(outcome, BaseException)])
         written: list[Obj | None] = []
         for outcome in outcomes:  # all ended: the first failure fails the reconcile (retried with backoff)
             if isinstance(outcome, BaseException):

@@ -225,6 +225,49 @@ async def test_a_fail_back_the_scheduler_placed_elsewhere_ends_with_a_warning(
                    "schedule)")]
 
 
+class BindingPatchFails(KubeClient):
+    """The first merge patch of one binding gets a 500 before it reaches the server; the others go through."""
+
+    def __init__(self, base: KubeClient, name: str) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.name = name
+        self.failed = False
+
+    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
+        if resource == RESOURCE_BINDINGS and name == self.name and not self.failed:
+            self.failed = True
+            raise ApiError(500, "InternalError", "Internal error occurred: etcdserver: request timed out")
+        return await super().patch(resource, name, patch, **kwargs)
+
+
+async def not_placed_warnings(http: aiohttp.ClientSession, names: list[str]) -> list[str] | None:
+    """The names whose binding has a FailbackNotPlaced Event, once each has one."""
+    warned = [n for n in names
+              if await events_about(http, await get_or_none(http, f"{RB}/{n}-deployment"), "FailbackNotPlaced")]
+    return sorted(warned) if len(warned) == len(names) else None
+
+
+async def test_a_not_placed_warning_is_not_lost_when_another_write_of_the_reconcile_fails(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """foo and bar end their fail-back in one reconcile, both placed on member2 only. foo's record goes; bar's
+    write fails, so the reconcile is retried, and that retry no longer sees foo as in flight: its Warning must
+    come from the first reconcile all the same."""
+    await evicted_from_member1(kube, http, ["foo", "bar"])
+    async with controller(kube, window=QUICK):
+        await set_health(http, "member1", taints=[])
+        for name in ("foo", "bar"):
+            await eventually(failing_back(http, name), timeout=10)
+    for name in ("foo", "bar"):  # while no controller runs: its next start finds both over at once
+        await make_healthy(http, name, ["member2"])
+    flaky = BindingPatchFails(kube, "bar-deployment")
+    async with controller(flaky, window=QUICK):
+        for name in ("foo", "bar"):
+            await eventually(recorded(http, name, None))
+        warned = await eventually(lambda: not_placed_warnings(http, ["foo", "bar"]))
+    assert flaky.failed
+    assert warned == ["bar", "foo"]
+
+
 async def eviction_event(http: aiohttp.ClientSession, binding: dict[str, Any], cluster: str, at: str) -> None:
     """The Event Karmada's graceful-eviction controller records on the binding when the eviction is over."""
     meta = binding["metadata"]
