@@ -24,7 +24,8 @@ class Cause:
     def to_dict(self) -> dict[str, str]:
         return {"reason": self.reason, "message": self.message, "field": self.field}
 
-    # kube's field.Invalid, field.Required and field.NotSupported, the value already printed as Go prints it
+    # kube's field.Invalid, field.Required, field.Forbidden and field.NotSupported, the value already printed as
+    # Go prints it
 
     @classmethod
     def invalid(cls, field: str, shown: str, detail: str) -> Cause:
@@ -33,6 +34,10 @@ class Cause:
     @classmethod
     def required(cls, field: str, detail: str = "") -> Cause:
         return cls("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
+
+    @classmethod
+    def forbidden(cls, field: str, detail: str) -> Cause:
+        return cls("FieldValueForbidden", f"Forbidden: {detail}", field)
 
     @classmethod
     def not_supported(cls, field: str, shown: str, supported: tuple[str, ...]) -> Cause:

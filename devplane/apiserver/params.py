@@ -79,14 +79,14 @@ def check_list_options(query: Mapping[str, str], *, watch: bool) -> None:
         ("resourceVersionMatch is forbidden for watch", watch),
         ("resourceVersionMatch is forbidden unless resourceVersion is provided", not version),
         ("resourceVersionMatch is forbidden when continue is provided", bool(query.get("continue")))) if applies]
-    causes = [errors.Cause("FieldValueForbidden", f"Forbidden: {why}", "resourceVersionMatch") for why in forbidden]
+    causes = [errors.Cause.forbidden("resourceVersionMatch", why) for why in forbidden]
     if match not in ("Exact", "NotOlderThan"):
         causes.append(errors.Cause("FieldValueNotSupported", f'Unsupported value: {go_quote(match)}: supported '
                                                              'values: "Exact", "NotOlderThan", ""',
                                    "resourceVersionMatch"))
     if match == "Exact" and version == "0":
-        causes.append(errors.Cause("FieldValueForbidden", 'Forbidden: resourceVersionMatch "exact" is forbidden for '
-                                                          'resourceVersion "0"', "resourceVersionMatch"))
+        causes.append(errors.Cause.forbidden("resourceVersionMatch",
+                                             'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
     if causes:
         raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
 

@@ -104,8 +104,8 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
     elif kind not in SERVICE_TYPES:
         causes.append(Cause.not_supported("spec.type", go_quote(kind), SERVICE_TYPES))
     if kind == "ClusterIP":
-        causes.extend(Cause("FieldValueForbidden", "Forbidden: may not be used when `type` is 'ClusterIP'",
-                            f"spec.ports[{i}].nodePort") for i, p in enumerate(ports) if p.get("nodePort"))
+        causes.extend(Cause.forbidden(f"spec.ports[{i}].nodePort", "may not be used when `type` is 'ClusterIP'")
+                      for i, p in enumerate(ports) if p.get("nodePort"))
     seen: set[tuple[str, int]] = set()
     for i, port in enumerate(ports):
         key = (str(port.get("protocol") or ""), _port_number(port.get("port")))

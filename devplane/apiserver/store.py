@@ -509,10 +509,9 @@ class Store:
                 added = [f for f in new_meta.get("finalizers") or [] if f not in objects.finalizers(old)]
                 if added:
                     quoted = ", ".join(f'"{f}"' for f in added)
-                    raise errors.invalid(rtype.kind, rtype.group, name, [Cause(
-                        "FieldValueForbidden",
-                        f"Forbidden: no new finalizers can be added if the object is being deleted, found new "
-                        f"finalizers []string{{{quoted}}}", "metadata.finalizers")])
+                    raise errors.invalid(rtype.kind, rtype.group, name, [Cause.forbidden(
+                        "metadata.finalizers", f"no new finalizers can be added if the object is being deleted, "
+                                               f"found new finalizers []string{{{quoted}}}")])
         for mutate in self.mutators.get(rtype.storage_key, ()):
             mutate(rtype, old, new)
         self._apply_schema(rtype, new, checks)
