@@ -12,13 +12,14 @@ on the refplane):
   ``rollingUpdate`` only when rolling, ``maxSurge`` and ``maxUnavailable`` not both 0), ``minReadySeconds``,
   ``revisionHistoryLimit``, ``progressDeadlineSeconds``;
 - ReplicaSet (``ValidateReplicaSetSpec``): replicas, ``minReadySeconds``, the selector and template as above;
-- StatefulSet (``ValidateStatefulSetSpec``): ``podManagementPolicy``, ``updateStrategy`` (and its partition),
-  replicas, the selector, the template's labels (1.20 does not validate a StatefulSet's containers), restart
-  policy;
+- StatefulSet (``ValidateStatefulSetSpec``, ``ValidateStatefulSetUpdate``): ``podManagementPolicy``,
+  ``updateStrategy`` (and its partition), replicas, the selector, the template's labels (1.20 does not validate a
+  StatefulSet's containers), restart policy, and on update no change but to replicas, template and strategy;
 - Pod (``ValidatePodSpec``, on create): containers and restart policy;
-- Job (``ValidateJob``, ``ValidateJobSpecUpdate``): the generated selector (it must select the Job's uid label,
-  :func:`defaults.generate_job_selector`), the counts, the selector and template as above, a restart policy of
-  OnFailure or Never, and on update ``completions``, ``selector`` and ``template`` immutable (1.20's rules).
+- Job (``ValidateJob``, ``ValidateJobSpecUpdate``): the generated selector and labels (the selector must select
+  the Job's uid label, the template carry its uid and name: :func:`defaults.generate_job_selector`), the counts,
+  the selector and template as above, a restart policy of OnFailure or Never, and on update ``completions``,
+  ``selector`` and ``template`` immutable (1.20's rules).
 
 The rest of a Pod spec (volumes, ports, probes, resources...) is not validated. Bad values are printed as Go's
 ``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``, ``v1.LabelSelector{...}``).
@@ -92,8 +93,8 @@ def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
                 causes.append(Cause.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
         elif operator in ("Exists", "DoesNotExist"):
             if values:
-                causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when `operator` is "
-                                                           "'Exists' or 'DoesNotExist'", f"{at}.values"))
+                causes.append(Cause.forbidden(f"{at}.values",
+                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
         else:
             causes.append(Cause.invalid(f"{at}.operator", go_quote(str(operator or "")),
                                         "not a valid selector operator"))
@@ -172,8 +173,8 @@ def _strategy(spec: Mapping[str, Any]) -> list[Cause]:
     rolling = strategy.get("rollingUpdate")
     if kind == "Recreate":
         if rolling is not None:
-            return [Cause("FieldValueForbidden", "Forbidden: may not be specified when strategy `type` is 'Recreate'",
-                          "spec.strategy.rollingUpdate")]
+            return [Cause.forbidden("spec.strategy.rollingUpdate",
+                                    "may not be specified when strategy `type` is 'Recreate'")]
         return []
     if kind != "RollingUpdate":
         pointer = "(*apps.RollingUpdateDeployment)(nil)" if rolling is None else "&apps.RollingUpdateDeployment{...}"
@@ -289,8 +290,14 @@ def _update_strategy(spec: Mapping[str, Any]) -> list[Cause]:
     return [Cause.invalid("spec.updateStrategy", shown, "must be 'RollingUpdate' or 'OnDelete'")]
 
 
-def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateStatefulSetSpec``; its update rules (which fields may change) are not covered."""
+STATEFUL_SET_MUTABLE: Final = ("replicas", "template", "updateStrategy")
+"""The fields of a StatefulSet's spec an update may change (1.20: later versions add a few)."""
+
+
+def stateful_set_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateStatefulSetSpec``, and on update ``ValidateStatefulSetUpdate``: no field but
+    :data:`STATEFUL_SET_MUTABLE` may change (a member refuses a changed ``serviceName`` or
+    ``volumeClaimTemplates``)."""
     spec = _mapping(new, SPEC)
     causes: list[Cause] = []
     policy = spec.get("podManagementPolicy", "")
@@ -302,24 +309,53 @@ def stateful_set_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) 
     causes.extend(_update_strategy(spec))
     causes.extend(_non_negative(spec, "replicas"))
     causes.extend(_selector_and_template(spec, "statefulset", pod_spec=False))
+    if old is None:
+        return causes
+    if _semantic(_without(_mapping(old, SPEC), STATEFUL_SET_MUTABLE)) != \
+            _semantic(_without(spec, STATEFUL_SET_MUTABLE)):
+        causes.append(Cause.forbidden(SPEC, "updates to statefulset spec for fields other than 'replicas', "
+                                            "'template', and 'updateStrategy' are forbidden"))
+    causes.extend(_non_negative(spec, "replicas"))  # checked again (kube's message shows it once)
     return causes
 
 
+def _without(spec: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in keys}
+
+
 def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateGeneratedSelector``: unless the selector is manual, it must select the Job's own uid label (the one
-    it was generated with: :data:`kube_api.jobs.SELECTOR_LABELS`)."""
+    """``ValidateGeneratedSelector``: unless the selector is manual, the Pod template must carry the Job's uid and
+    name under each label kube generates (:data:`kube_api.jobs.TEMPLATE_LABELS`: a label the user gave first is
+    kept, and refused here; the ``batch.kubernetes.io`` ones only where present, as a Job stored before 1.27 lacks
+    them), and the selector must select the Job's own uid label (the one it was generated
+    with: :data:`kube_api.jobs.SELECTOR_LABELS`)."""
     spec = _mapping(job, SPEC)
     raw = spec.get("selector")
     if spec.get("manualSelector") is True or not isinstance(raw, Mapping):
         return []
-    uid = str(objects.metadata(job).get("uid") or "")
+    meta = objects.metadata(job)
+    uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
+    wanted = {jobs.LEGACY_CONTROLLER_UID_LABEL: uid, jobs.LEGACY_JOB_NAME_LABEL: name, jobs.CONTROLLER_UID_LABEL: uid,
+              jobs.JOB_NAME_LABEL: name}
+    labels = _mapping(_mapping(_mapping(spec, "template"), "metadata"), "labels")
+    legacy = (jobs.LEGACY_CONTROLLER_UID_LABEL, jobs.LEGACY_JOB_NAME_LABEL)  # required, as in 1.20
+    causes = [cause for key in jobs.TEMPLATE_LABELS if (key in legacy or key in labels)
+              and (cause := _has_label(labels, key, wanted[key])) is not None]
     try:
         selector = compile_label_selector(raw)
     except ValueError:
-        return []  # ValidateLabelSelector says why
-    if any(selector({label: uid}) for label in jobs.SELECTOR_LABELS):
-        return []
-    return [Cause.invalid("spec.selector", go_label_selector(raw), "`selector` not auto-generated")]
+        return causes  # ValidateLabelSelector says why
+    if not any(selector({label: uid}) for label in jobs.SELECTOR_LABELS):
+        causes.append(Cause.invalid("spec.selector", go_label_selector(raw), "`selector` not auto-generated"))
+    return causes
+
+
+def _has_label(labels: Mapping[str, Any], key: str, value: str) -> Cause | None:
+    """``ValidateHasLabel`` of a Pod template: the label must be there with this value."""
+    field = f"spec.template.metadata.labels[{key}]"
+    if key not in labels:
+        return Cause.required(field, value)
+    return None if labels[key] == value else Cause.invalid(field, go_string_map(labels), f"must be '{value}'")
 
 
 def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:

@@ -6,6 +6,7 @@ nothing refused is stored.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import aiohttp
@@ -327,3 +328,42 @@ async def test_a_jobs_completions_selector_and_template_are_immutable(http: aioh
                                                  for c in reply["details"]["causes"]], reply
     async with http.patch(f"{JOBS}/batch", json={"spec": {"parallelism": 3}}, headers=merge) as r:
         assert r.status == 200, await r.text()
+
+
+async def test_a_jobs_template_labels_must_name_the_job_itself(http: aiohttp.ClientSession) -> None:
+    """A label kube generates that the user already gave is kept, then refused unless it is the Job's own (as
+    kube 1.20 refused ``job-name: other``). The printed labels are the template's after generation."""
+    body = job("named")
+    body["spec"]["template"]["metadata"] = {"labels": {"job-name": "other", "controller-uid": "x"}}
+    causes = await refused_causes(http, JOBS, body)
+    assert [field for field, _ in causes] == ["spec.template.metadata.labels[controller-uid]",
+                                              "spec.template.metadata.labels[job-name]"]
+    assert causes[0][1].startswith('Invalid value: map[string]string{"batch.kubernetes.io/controller-uid":')
+    assert re.fullmatch(r"must be '[0-9a-f-]{36}'", causes[0][1].rpartition(": ")[2])
+    assert causes[1][1].endswith('"controller-uid":"x", "job-name":"other"}: must be \'named\'')
+
+
+async def test_a_stateful_sets_spec_changes_only_in_replicas_template_and_strategy(
+        http: aiohttp.ClientSession) -> None:
+    """``ValidateStatefulSetUpdate`` (1.20): a member refuses a Work that changes a StatefulSet's service name,
+    claim templates or selector; replicas, template and update strategy may change."""
+    sets = "/apis/apps/v1/namespaces/default/statefulsets"
+    async with http.post(sets, json=controller("StatefulSet", "db", serviceName="db")) as r:
+        assert r.status == 201, await r.text()
+    merge = {"Content-Type": "application/merge-patch+json"}
+    forbidden = ("spec", "Forbidden: updates to statefulset spec for fields other than 'replicas', 'template', and "
+                         "'updateStrategy' are forbidden")
+    for patch in ({"serviceName": "other"}, {"revisionHistoryLimit": 3}, {"podManagementPolicy": "Parallel"},
+                  {"volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]},
+                  {"selector": {"matchLabels": {"app": "db", "x": "y"}},
+                   "template": {"metadata": {"labels": {"app": "db", "x": "y"}}}}):
+        async with http.patch(f"{sets}/db", json={"spec": patch}, headers=merge) as r:
+            reply = await r.json()
+            assert r.status == 422, reply
+        assert [(c["field"], c["message"]) for c in reply["details"]["causes"]] == [forbidden], patch
+    allowed = {"replicas": 3, "updateStrategy": {"type": "OnDelete", "rollingUpdate": None},
+               "template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}
+    async with http.patch(f"{sets}/db", json={"spec": allowed}, headers=merge) as r:
+        updated = await r.json()
+        assert r.status == 200, updated
+    assert (updated["spec"]["replicas"], updated["spec"]["updateStrategy"]) == (3, {"type": "OnDelete"})
