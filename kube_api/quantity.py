@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from fractions import Fraction
 from functools import lru_cache
+from typing import Final
 
 from controller_manager.objects import Obj
 
@@ -185,6 +186,53 @@ def format_binary(value: int) -> str:
         value //= 1024
         exponent += 10
     return f"{value}{_BINARY_TEXT[exponent]}"
+
+
+DECIMAL_SI: Final = "DecimalSI"
+BINARY_SI: Final = "BinarySI"
+DECIMAL_EXPONENT: Final = "DecimalExponent"
+
+_BINARY_WRITTEN = re.compile(r".*[KMGTPE]i")
+_EXPONENT_WRITTEN = re.compile(r".*[0-9.][eE][+-]?[0-9]+")
+
+
+def quantity_format(quantity: object) -> str:
+    """The apimachinery format a quantity string was written in (numbers are DecimalSI)."""
+    if isinstance(quantity, str):
+        text = quantity.strip()
+        if _BINARY_WRITTEN.fullmatch(text):
+            return BINARY_SI
+        if _EXPONENT_WRITTEN.fullmatch(text):
+            return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def format_quantity(amount: Fraction | int, fmt: str = DECIMAL_SI) -> str:
+    """``Quantity.String()``: the canonical text of ``amount`` in format ``fmt``.
+
+    DecimalSI and BinarySI are :func:`format_decimal` and :func:`format_binary` (BinarySI falls back to DecimalSI
+    for a fraction, as apimachinery does to avoid rounding); DecimalExponent writes the same canonical mantissa
+    with an ``e<exponent>`` suffix.
+    """
+    amount = Fraction(amount)
+    if fmt == BINARY_SI and amount.denominator == 1:
+        return format_binary(amount.numerator)
+    sign, magnitude = ("-", -amount) if amount < 0 else ("", amount)
+    nanos = math.ceil(magnitude * 10**9)  # quantities are nano-precise; round up like ParseQuantity
+    if fmt != DECIMAL_EXPONENT:
+        return sign + format_decimal(nanos, -9)
+    mantissa, exponent = nanos, -9
+    while mantissa and mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    while exponent % 3:
+        mantissa, exponent = mantissa * 10, exponent - 1
+    return f"{sign}{mantissa}e{exponent}" if exponent and mantissa else f"{sign}{mantissa}"
+
+
+def canonical(quantity: QuantityLike) -> str:
+    """``Quantity.String()`` of a parsed quantity, as kube prints it back (``"0.5"`` is ``500m``, ``"2048Mi"``
+    is ``2Gi``); raises ValueError as :func:`parse_quantity` does."""
+    return format_quantity(parse_quantity(quantity), quantity_format(quantity))
 
 
 # --------------------------------------------------------------------------------------------------

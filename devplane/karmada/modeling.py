@@ -26,8 +26,6 @@ BinarySI), so the status reads like Karmada's (``"8Gi"``, ``"1500m"``, ``"110"``
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -37,62 +35,23 @@ from controller_manager import objects
 from controller_manager.objects import Obj
 from kube_api.pods import is_pod_terminated, node_ready
 from kube_api.quantity import (
+    BINARY_SI,
+    DECIMAL_EXPONENT,
+    DECIMAL_SI,
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
     RESOURCE_PODS,
-    format_binary,
-    format_decimal,
+    format_quantity,
     is_hugepage_resource_name,
     is_scalar_resource_name,
     milli_value,
     parse_quantity,
+    quantity_format,
     value,
 )
 
-DECIMAL_SI = "DecimalSI"
-BINARY_SI = "BinarySI"
-DECIMAL_EXPONENT = "DecimalExponent"
-
-_BINARY_TEXT = re.compile(r".*[KMGTPE]i")
-_EXPONENT_TEXT = re.compile(r".*[0-9.][eE][+-]?[0-9]+")
-
-
 # ----------------------------------------------------------------------------------- quantities
-
-
-def quantity_format(quantity: object) -> str:
-    """The apimachinery format a quantity string was written in (numbers are DecimalSI)."""
-    if isinstance(quantity, str):
-        text = quantity.strip()
-        if _BINARY_TEXT.fullmatch(text):
-            return BINARY_SI
-        if _EXPONENT_TEXT.fullmatch(text):
-            return DECIMAL_EXPONENT
-    return DECIMAL_SI
-
-
-def format_quantity(amount: Fraction | int, fmt: str = DECIMAL_SI) -> str:
-    """``Quantity.String()``: the canonical text of ``amount`` in format ``fmt``.
-
-    DecimalSI and BinarySI are :func:`kube_api.quantity.format_decimal` and
-    :func:`~kube_api.quantity.format_binary` (BinarySI falls back to DecimalSI for a fraction, as
-    apimachinery does to avoid rounding); DecimalExponent writes the same canonical mantissa with an
-    ``e<exponent>`` suffix.
-    """
-    amount = Fraction(amount)
-    if fmt == BINARY_SI and amount.denominator == 1:
-        return format_binary(amount.numerator)
-    sign, magnitude = ("-", -amount) if amount < 0 else ("", amount)
-    nanos = math.ceil(magnitude * 10**9)  # quantities are nano-precise; round up like ParseQuantity
-    if fmt != DECIMAL_EXPONENT:
-        return sign + format_decimal(nanos, -9)
-    mantissa, exponent = nanos, -9
-    while mantissa and mantissa % 10 == 0:
-        mantissa, exponent = mantissa // 10, exponent + 1
-    while exponent % 3:
-        mantissa, exponent = mantissa * 10, exponent - 1
-    return f"{sign}{mantissa}e{exponent}" if exponent and mantissa else f"{sign}{mantissa}"
 
 
 def _parse(quantity: object) -> Fraction | None:

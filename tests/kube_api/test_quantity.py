@@ -10,15 +10,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kube_api.quantity import (
+    BINARY_SI,
+    DECIMAL_EXPONENT,
+    DECIMAL_SI,
     FORMAT_ERROR,
     MAX_ALLOWED,
     SUFFIX_ERROR,
+    canonical,
+    format_quantity,
     is_quantity,
     is_scalar_resource_name,
     is_tracked_resource,
     milli_value,
     parse_quantity,
     pod_requests,
+    quantity_format,
     resource_list_units,
     resource_units,
     value,
@@ -206,3 +212,33 @@ def test_pod_requests_limit_used_when_request_absent() -> None:
     assert pod_requests(spec) == {"cpu": 1000, "memory": 2**30}
     assert pod_requests({}) == {}
     assert pod_requests({"containers": [{"resources": {"requests": {"pods": "1", "storage": "1"}}}]}) == {}
+
+
+@pytest.mark.parametrize(("amount", "fmt", "text"), [
+    (Fraction(3, 2), DECIMAL_SI, "1500m"),
+    (Fraction(2), DECIMAL_SI, "2"),
+    (Fraction(4000), DECIMAL_SI, "4k"),
+    (Fraction(110), DECIMAL_SI, "110"),
+    (Fraction(1, 10**9), DECIMAL_SI, "1n"),
+    (Fraction(0), BINARY_SI, "0"),
+    (Fraction(16 * 2**30), BINARY_SI, "16Gi"),
+    (Fraction(5 * 2**29), BINARY_SI, "2560Mi"),
+    (Fraction(1_500_000_000), BINARY_SI, "1500000000"),  # not a multiple of 1024
+    (Fraction(512), BINARY_SI, "512"),                   # below 1024: shown as DecimalSI
+    (Fraction(1, 2), BINARY_SI, "500m"),
+    (Fraction(1000), DECIMAL_EXPONENT, "1e3"),
+    (Fraction(-1500), DECIMAL_SI, "-1500"),
+])
+def test_quantity_rendering(amount: Fraction, fmt: str, text: str) -> None:
+    assert format_quantity(amount, fmt) == text
+
+
+def test_quantity_format_detection() -> None:
+    assert [quantity_format(q) for q in ("8Gi", "1e3", "4", "1E", "100m", 3)] == [
+        BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, DECIMAL_SI, DECIMAL_SI, DECIMAL_SI]
+
+
+@pytest.mark.parametrize(("written", "shown"), [("0.5", "500m"), ("2048Mi", "2Gi"), ("1500m", "1500m"), (2, "2"),
+                                                ("1e3", "1e3"), ("-1", "-1"), ("2000Mi", "2000Mi")])
+def test_a_quantity_is_shown_as_kube_prints_it_back(written: str | int, shown: str) -> None:
+    assert canonical(written) == shown

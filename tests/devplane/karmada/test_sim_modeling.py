@@ -17,16 +17,11 @@ from devplane.karmada.clusterstatus import (
     ready_condition,
 )
 from devplane.karmada.modeling import (
-    BINARY_SI,
-    DECIMAL_EXPONENT,
-    DECIMAL_SI,
     allocatable_modelings,
     allocated_resources,
     allocating_resources,
     cluster_allocatable,
-    format_quantity,
     node_summary,
-    quantity_format,
     resource_summary,
     search_last_less_or_equal,
 )
@@ -187,30 +182,6 @@ def test_summary_feeds_the_general_estimator() -> None:
 
 
 # ----------------------------------------------------------------------------------- quantities
-
-
-@pytest.mark.parametrize(("amount", "fmt", "text"), [
-    (Fraction(3, 2), DECIMAL_SI, "1500m"),
-    (Fraction(2), DECIMAL_SI, "2"),
-    (Fraction(4000), DECIMAL_SI, "4k"),
-    (Fraction(110), DECIMAL_SI, "110"),
-    (Fraction(1, 10**9), DECIMAL_SI, "1n"),
-    (Fraction(0), BINARY_SI, "0"),
-    (Fraction(16 * 2**30), BINARY_SI, "16Gi"),
-    (Fraction(5 * 2**29), BINARY_SI, "2560Mi"),
-    (Fraction(1_500_000_000), BINARY_SI, "1500000000"),  # not a multiple of 1024
-    (Fraction(512), BINARY_SI, "512"),                   # below 1024: shown as DecimalSI
-    (Fraction(1, 2), BINARY_SI, "500m"),
-    (Fraction(1000), DECIMAL_EXPONENT, "1e3"),
-    (Fraction(-1500), DECIMAL_SI, "-1500"),
-])
-def test_quantity_rendering(amount: Fraction, fmt: str, text: str) -> None:
-    assert format_quantity(amount, fmt) == text
-
-
-def test_quantity_format_detection() -> None:
-    assert [quantity_format(q) for q in ("8Gi", "1e3", "4", "1E", "100m", 3)] == [
-        BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, DECIMAL_SI, DECIMAL_SI, DECIMAL_SI]
 
 
 # ----------------------------------------------------------------------------------- conditions
