@@ -157,6 +157,32 @@ def is_valid_port_name(value: str) -> list[str]:
     return errs
 
 
+def is_valid_port_num(value: int) -> list[str]:
+    """``IsValidPortNum``: 1 to 65535."""
+    return [] if 1 <= value <= 65535 else ["must be between 1 and 65535, inclusive"]
+
+
+_ENV_VAR_NAME_FMT: Final = "[-._a-zA-Z][-._a-zA-Z0-9]*"
+_ENV_VAR_NAME_RE: Final = re.compile(_ENV_VAR_NAME_FMT)
+
+
+def is_env_var_name(value: str) -> list[str]:
+    """``IsEnvVarName`` (kube 1.20): letters, digits, ``_``, ``-`` and ``.``, not starting with a digit, and not
+    ``.``, ``..`` or starting with ``..`` (``hasChDirPrefix``)."""
+    errs: list[str] = []
+    if _ENV_VAR_NAME_RE.fullmatch(value) is None:
+        errs.append(_regex_error("a valid environment variable name must consist of alphabetic characters, digits, "
+                                 "'_', '-', or '.', and must not start with a digit", _ENV_VAR_NAME_FMT,
+                                 "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
+    if value == ".":
+        errs.append("must not be '.'")
+    elif value == "..":
+        errs.append("must not be '..'")
+    elif value.startswith(".."):
+        errs.append("must not start with '..'")
+    return errs
+
+
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 

@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kube_api.validation import go_quote, is_dns1123_label, is_dns1123_subdomain, is_valid_port_name
+from kube_api.validation import (
+    go_quote,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_valid_port_name,
+    is_valid_port_num,
+)
 
 from .errors import Cause
 from .validation import validate_labels
@@ -22,7 +28,6 @@ SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES: Final = ("ClientIP", "None")
 PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 KUBELET_PORT: Final = 10250
-PORT_RANGE: Final = "must be between 1 and 65535, inclusive"
 
 
 def _port_number(value: Any) -> int:
@@ -30,7 +35,7 @@ def _port_number(value: Any) -> int:
 
 
 def _port_number_errors(field: str, value: int) -> list[Cause]:
-    return [] if 1 <= value <= 65535 else [Cause.invalid(field, str(value), PORT_RANGE)]
+    return [Cause.invalid(field, str(value), msg) for msg in is_valid_port_num(value)]
 
 
 def _service_port(port: Mapping[str, Any], field: str, *, name_required: bool, names: set[str]) -> list[Cause]:

@@ -15,13 +15,15 @@ on the refplane):
 - StatefulSet (``ValidateStatefulSetSpec``, ``ValidateStatefulSetUpdate``): ``podManagementPolicy``,
   ``updateStrategy`` (and its partition), replicas, the selector, the template's labels (1.20 does not validate a
   StatefulSet's containers), restart policy, and on update no change but to replicas, template and strategy;
-- Pod (``ValidatePodSpec``, on create): containers and restart policy;
+- Pod (``ValidatePodSpec``, on create), and the Pod template of each but a StatefulSet: what
+  :mod:`.pod_validation` covers (volumes' names, containers, their ports, environment, mounts, pull policy and
+  resources, the restart policy);
 - Job (``ValidateJob``, ``ValidateJobSpecUpdate``): the generated selector and labels (the selector must select
   the Job's uid label, the template carry its uid and name: :func:`defaults.generate_job_selector`), the counts,
   the selector and template as above, a restart policy of OnFailure or Never, and on update ``completions``,
   ``selector`` and ``template`` immutable (1.20's rules).
 
-The rest of a Pod spec (volumes, ports, probes, resources...) is not validated. Bad values are printed as Go's
+The rest of a Pod spec (volume sources, probes, scheduling fields...) is not validated. Bad values are printed as Go's
 ``%#v`` prints the Go value kube validated (``map[string]string{"app":"web"}``, ``v1.LabelSelector{...}``).
 """
 
@@ -34,13 +36,13 @@ from typing import Any, Final
 from controller_manager import objects
 from kube_api import jobs
 from kube_api.selectors import LabelPredicate, compile_label_selector
-from kube_api.validation import go_quote, is_dns1123_label, is_qualified_name
+from kube_api.validation import go_quote, is_qualified_name
 
 from .errors import Cause
+from .pod_validation import pod_spec_causes
 from .validation import SpecCheck, validate_labels
 
 SPEC = "spec"
-RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 STRATEGIES: Final = ("Recreate", "RollingUpdate")
 PERCENT = re.compile(r"[0-9]+%")
@@ -103,38 +105,6 @@ def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
     return causes
 
 
-def _containers(spec: Mapping[str, Any], field: str) -> list[Cause]:
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        return [Cause.required(f"{field}.containers")]
-    causes: list[Cause] = []
-    seen: set[str] = set()
-    for i, container in enumerate(containers):
-        if not isinstance(container, Mapping):
-            continue
-        at = f"{field}.containers[{i}]"
-        name = container.get("name")
-        if not name:
-            causes.append(Cause.required(f"{at}.name"))
-        else:
-            causes.extend(Cause.invalid(f"{at}.name", go_quote(str(name)), msg) for msg in is_dns1123_label(str(name)))
-            if name in seen:
-                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(str(name))}", f"{at}.name"))
-            seen.add(str(name))
-        if not container.get("image"):
-            causes.append(Cause.required(f"{at}.image"))
-    return causes
-
-
-def _pod_spec(pod: Mapping[str, Any], field: str) -> list[Cause]:
-    """The part of ``ValidatePodSpec`` covered here: containers, then the restart policy."""
-    causes = _containers(pod, field)
-    policy = pod.get("restartPolicy", "Always")
-    if policy not in RESTART_POLICIES:
-        causes.append(Cause.not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
-    return causes
-
-
 def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bool = True,
               always: bool = True) -> list[Cause]:
     """``ValidatePodTemplateSpecForReplicaSet`` (``pod_spec``) or ``...ForStatefulSet``: the labels against the
@@ -149,7 +119,7 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
     causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
     pod = _mapping(template, "spec")
     if pod_spec:
-        causes.extend(_pod_spec(pod, "spec.template.spec"))
+        causes.extend(pod_spec_causes(pod, "spec.template.spec"))
     policy = pod.get("restartPolicy", "Always")
     if always and policy != "Always":
         causes.append(Cause.not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
@@ -396,7 +366,7 @@ def job_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Ca
 
 def pod_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """A new Pod's spec (an update's rules, which fields may change, are not covered)."""
-    return [] if old is not None else _pod_spec(_mapping(new, SPEC), "spec")
+    return [] if old is not None else pod_spec_causes(_mapping(new, SPEC), "spec")
 
 
 CHECKS: dict[str, SpecCheck] = {

@@ -139,6 +139,56 @@ def rebalancer(name: str, workloads: list[dict[str, str]] | None = None) -> dict
                                     "namespace": "default"}] if workloads is None else workloads}}
 
 
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    """A Deployment whose Pod spec is ``spec`` (its containers: one, named c, unless given)."""
+    return deployment(name, template={"metadata": {"labels": {"app": name}},
+                                      "spec": {"containers": [{"name": "c", "image": "x"}], **spec}})
+
+
+def container(**fields: Any) -> list[dict[str, Any]]:
+    return [{"name": "c", "image": "x", **fields}]
+
+
+def pod_template_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
+    """Pod specs kube refuses (each resource list holds one entry: kube walks a map in random order)."""
+    return [(f"pod template, {what}", "POST", dep, pod(f"pt{i}", **spec), J) for i, (what, spec) in enumerate([
+        ("container ports", {"containers": container(ports=[
+            {"containerPort": 0}, {"containerPort": 70000, "hostPort": -1, "protocol": "XTP", "name": "Bad_Name"},
+            {"containerPort": 80, "name": "web"}, {"containerPort": 81, "name": "web"},
+            {"containerPort": 82, "name": "-a"}, {"containerPort": 83, "name": "verylongportname1"}])}),
+        ("environment", {"containers": container(env=[
+            {"name": "1BAD"}, {"name": ""}, {"name": "a=b", "value": "x"}, {"name": "."}, {"name": ".."},
+            {"name": "..a"}, {"name": "A", "valueFrom": {}},
+            {"name": "B", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"},
+                                        "secretKeyRef": {"name": "s", "key": "k"}}}])}),
+        ("volumes and mounts", {"volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}},
+                                            {"name": "Bad_V", "emptyDir": {}}, {"name": "", "emptyDir": {}}],
+                                "containers": container(volumeMounts=[
+                                    {"name": "nope", "mountPath": "/a"}, {"name": "v", "mountPath": ""},
+                                    {"name": "v", "mountPath": "/a"}, {"name": "Bad_V", "mountPath": "/b"},
+                                    {"name": "", "mountPath": "/c"}])}),
+        ("image pull policy", {"containers": container(imagePullPolicy="Sometimes")}),
+        ("request over the cpu limit", {"containers": container(
+            resources={"requests": {"cpu": "0.5"}, "limits": {"cpu": "250m"}})}),
+        ("request over the memory limit", {"containers": container(
+            resources={"requests": {"memory": "2000Mi"}, "limits": {"memory": "1Gi"}})}),
+        ("negative request", {"containers": container(resources={"requests": {"memory": "-1"}})}),
+        ("extended resource without a limit", {"containers": container(
+            resources={"requests": {"nvidia.com/gpu": "1"}})}),
+        ("extended resource request other than its limit", {"containers": container(
+            resources={"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}})}),
+        ("hugepages alone", {"containers": container(resources={"limits": {"hugepages-2Mi": "2Mi"}})}),
+        ("resource not standard", {"containers": container(resources={"requests": {"foo": "1"}})}),
+        ("resource name not qualified", {"containers": container(resources={"limits": {"Bad Name": "1"}})}),
+        ("resource name with two slashes", {"containers": container(resources={"limits": {"a/b/c": "1"}})}),
+        ("resource not for containers", {"containers": container(resources={"limits": {"pods": "1"}})}),
+        ("valid resources", {"containers": container(resources={
+            "requests": {"cpu": "100m", "memory": "64Mi", "example.com/x": "1", "kubernetes.io/y": "1"},
+            "limits": {"cpu": "1", "memory": "1Gi", "example.com/x": "1"}})}),
+    ])]
+
+
 def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
     """(what, method, path, body, content type), sent in this order to both servers."""
     cm, dep = f"/api/v1/namespaces/{ns}/configmaps", f"/apis/apps/v1/namespaces/{ns}/deployments"
@@ -251,6 +301,7 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
         ("job, template's job-name label another name", "POST", jobs, job("j7", labels={"job-name": "other"}), J),
         ("job, template's controller-uid label another uid", "POST", jobs,
          job("j8", labels={"controller-uid": "x", "app": "j8"}), J),
+        *pod_template_cases(dep),
         ("statefulset, service name changed", "PATCH", f"{sts}/db", {"spec": {"serviceName": "other"}}, MERGE),
         ("statefulset, service name changed, replicas negative", "PATCH", f"{sts}/db",
          {"spec": {"serviceName": "other", "replicas": -1}}, MERGE),

@@ -224,7 +224,7 @@ async def test_a_stateful_set_without_containers_is_stored_as_kube_1_20_stores_i
         assert r.status == 201, await r.text()
 
 
-POD_CASES = [  # (containers and restart policy, causes), as kube-apiserver 1.20 answered (refplane)
+POD_CASES = [  # (a Pod spec, causes), as kube-apiserver 1.20 answered (refplane)
     ({"containers": []}, [("spec.containers", "Required value")]),
     ({"containers": [{"name": "c"}]}, [("spec.containers[0].image", "Required value")]),
     ({"containers": [{"name": "c", "image": "x"}, {"name": "c", "image": "y"}]},
@@ -233,6 +233,48 @@ POD_CASES = [  # (containers and restart policy, causes), as kube-apiserver 1.20
      [("spec.containers[0].name", f'Invalid value: "C": {RFC1123_LABEL}')]),
     ({"restartPolicy": "Bogus", "containers": [{"name": "c", "image": "x"}]}, [
         ("spec.restartPolicy", 'Unsupported value: "Bogus": supported values: "Always", "OnFailure", "Never"')]),
+    ({"containers": [{"name": "c", "image": "x", "ports": [
+        {"containerPort": 0}, {"containerPort": 70000, "hostPort": -1, "protocol": "XTP", "name": "Bad_Name"},
+        {"containerPort": 80, "name": "web"}, {"containerPort": 81, "name": "web"}]}]}, [
+        ("spec.containers[0].ports[0].containerPort", "Required value"),
+        ("spec.containers[0].ports[1].name",
+         'Invalid value: "Bad_Name": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'),
+        ("spec.containers[0].ports[1].containerPort", "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+        ("spec.containers[0].ports[1].hostPort", "Invalid value: -1: must be between 1 and 65535, inclusive"),
+        ("spec.containers[0].ports[1].protocol", 'Unsupported value: "XTP": supported values: "SCTP", "TCP", "UDP"'),
+        ("spec.containers[0].ports[3].name", 'Duplicate value: "web"')]),
+    ({"containers": [{"name": "c", "image": "x", "env": [
+        {"name": "1BAD"}, {"name": ".."}, {"name": "A", "valueFrom": {}},
+        {"name": "B", "value": "x", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}]}, [
+        ("spec.containers[0].env[0].name", 'Invalid value: "1BAD": a valid environment variable name must consist of '
+                                           "alphabetic characters, digits, '_', '-', or '.', and must not start with a "
+                                           "digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex "
+                                           "used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"),
+        ("spec.containers[0].env[1].name", "Invalid value: \"..\": must not be '..'"),
+        ("spec.containers[0].env[2].valueFrom", 'Invalid value: "": must specify one of: `fieldRef`, '
+                                                "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"),
+        ("spec.containers[0].env[3].valueFrom", 'Invalid value: "": may not be specified when `value` is not empty')]),
+    ({"volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}],
+      "containers": [{"name": "c", "image": "x", "volumeMounts": [
+          {"name": "nope", "mountPath": "/a"}, {"name": "v", "mountPath": ""}, {"name": "v", "mountPath": "/a"}]}]}, [
+        ("spec.volumes[1].name", 'Duplicate value: "v"'),
+        ("spec.containers[0].volumeMounts[0].name", 'Not found: "nope"'),
+        ("spec.containers[0].volumeMounts[1].mountPath", "Required value"),
+        ("spec.containers[0].volumeMounts[2].mountPath", 'Invalid value: "/a": must be unique')]),
+    ({"containers": [{"name": "c", "image": "x", "imagePullPolicy": "Sometimes",
+                      "resources": {"requests": {"cpu": "0.5"}, "limits": {"cpu": "250m"}}}]}, [
+        ("spec.containers[0].imagePullPolicy",
+         'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"'),
+        ("spec.containers[0].resources.requests", 'Invalid value: "500m": must be less than or equal to cpu limit')]),
+    ({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}, [
+        ("spec.containers[0].resources.limits", "Required value: Limit must be set for non overcommitable resources")]),
+    ({"containers": [{"name": "c", "image": "x", "resources": {"limits": {"hugepages-2Mi": "2Mi"}}}]}, [
+        ("spec.containers[0].resources", "Forbidden: HugePages require cpu or memory")]),
+    ({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"foo": "1"}}}]}, [
+        ("spec.containers[0].resources.requests[foo]",
+         'Invalid value: "foo": must be a standard resource type or fully qualified'),
+        ("spec.containers[0].resources.requests[foo]",
+         'Invalid value: "foo": must be a standard resource for containers')]),
 ]
 
 

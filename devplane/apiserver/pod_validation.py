@@ -1,0 +1,274 @@
+"""kube 1.20's ``ValidatePodSpec``: the part the dev server checks, for Pods and the Pod templates of workloads.
+
+A real kube-apiserver refuses a Deployment whose template has a container port of 70000, an environment
+variable named ``1BAD``, a mount of a volume that is not there, or a request above its limit; the dev server
+stored them, so a manifest that works on the dev plane could fail on Karmada's API server. Covered, in kube's
+order and with its messages (each checked on the refplane):
+
+- volumes: each name required, a DNS-1123 label, unique (a volume refused so is unknown to the mounts);
+- per container: its name (required, a DNS-1123 label, unique), its image, its ports (``validateContainerPorts``:
+  name, container and host port, protocol, duplicate names), its environment (``ValidateEnv``: names, one source
+  per ``valueFrom``), its volume mounts (the volume known, a mount path, each path once), its image pull policy,
+  its resources (``ValidateResourceRequirements``: names, non-negative amounts, requests within limits, limits
+  for resources that cannot be overcommitted, HugePages with cpu or memory);
+- the restart policy.
+
+Not covered: volume sources, probes, lifecycle hooks, ``envFrom``, security contexts, init and ephemeral
+containers, scheduling fields (affinity, tolerations, topology spread, DNS), and whether an extended resource's
+amount is an integer. kube walks a resource list (a Go map) in random order; this goes in the written order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Final
+
+from kube_api.quantity import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    canonical,
+    is_extended_resource_name,
+    is_hugepage_resource_name,
+    is_native_resource,
+    parse_quantity,
+)
+from kube_api.validation import (
+    go_quote,
+    is_dns1123_label,
+    is_env_var_name,
+    is_qualified_name,
+    is_valid_port_name,
+    is_valid_port_num,
+)
+
+from .errors import Cause
+
+RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
+PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
+PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
+ENV_SOURCES: Final = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
+STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
+    "requests.cpu", "requests.memory", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
+    "limits.ephemeral-storage", "pods", "resourcequotas", "services", "replicationcontrollers", "secrets",
+    "configmaps", "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
+    "services.loadbalancers"}
+"""``IsStandardResourceName``'s set (1.20), beside the HugePages names."""
+
+
+def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = parent.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str, Any]]]:
+    """The objects of a list field, with their index (anything else in it is the decoder's to refuse)."""
+    value = parent.get(key)
+    return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, Mapping)] if isinstance(value, list) \
+        else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def duplicate(field: str, value: str) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", field)
+
+
+def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidatePodSpec``'s covered part (see the module docstring), for the Pod spec at ``field``."""
+    volumes, causes = _volumes(pod, field)
+    causes.extend(_containers(pod, field, volumes))
+    policy = pod.get("restartPolicy", "Always")
+    if policy not in RESTART_POLICIES:
+        causes.append(Cause.not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
+    return causes
+
+
+def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]:
+    """``ValidateVolumes``' names: the names of the volumes found valid, and the causes of the others."""
+    valid: set[str] = set()
+    causes: list[Cause] = []
+    for i, volume in _entries(pod, "volumes"):
+        at = f"{field}.volumes[{i}].name"
+        name = str(volume.get("name") or "")
+        found = [Cause.required(at)] if not name else [
+            Cause.invalid(at, go_quote(name), msg) for msg in is_dns1123_label(name)]
+        if name in valid:
+            found.append(duplicate(at, name))
+        if found:
+            causes.extend(found)
+        else:
+            valid.add(name)
+    return valid, causes
+
+
+def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[Cause]:
+    containers = _entries(pod, "containers")
+    if not containers:
+        return [Cause.required(f"{field}.containers")]
+    causes: list[Cause] = []
+    seen: set[str] = set()
+    for i, container in containers:
+        at = f"{field}.containers[{i}]"
+        name = str(container.get("name") or "")
+        if not name:
+            causes.append(Cause.required(f"{at}.name"))
+        else:
+            causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in is_dns1123_label(name))
+            if name in seen:
+                causes.append(duplicate(f"{at}.name", name))
+            seen.add(name)
+        if not container.get("image"):
+            causes.append(Cause.required(f"{at}.image"))
+        causes.extend(_ports(container, f"{at}.ports"))
+        causes.extend(_env(container, f"{at}.env"))
+        causes.extend(_mounts(container, f"{at}.volumeMounts", volumes))
+        policy = str(container.get("imagePullPolicy") or "")
+        if not policy:
+            causes.append(Cause.required(f"{at}.imagePullPolicy"))
+        elif policy not in PULL_POLICIES:
+            causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
+        causes.extend(_resources(_mapping(container, "resources"), f"{at}.resources"))
+    return causes
+
+
+def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
+    """``validateContainerPorts``."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for i, port in _entries(container, "ports"):
+        at = f"{field}[{i}]"
+        name = str(port.get("name") or "")
+        if name:
+            errors = is_valid_port_name(name)
+            causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in errors)
+            if not errors and name in names:
+                causes.append(duplicate(f"{at}.name", name))
+            names.add(name)
+        number = _int(port.get("containerPort"))
+        if number == 0:
+            causes.append(Cause.required(f"{at}.containerPort"))
+        else:
+            causes.extend(Cause.invalid(f"{at}.containerPort", str(number), msg) for msg in is_valid_port_num(number))
+        host = _int(port.get("hostPort"))
+        if host != 0:
+            causes.extend(Cause.invalid(f"{at}.hostPort", str(host), msg) for msg in is_valid_port_num(host))
+        protocol = str(port.get("protocol") or "")
+        if not protocol:
+            causes.append(Cause.required(f"{at}.protocol"))
+        elif protocol not in PROTOCOLS:
+            causes.append(Cause.not_supported(f"{at}.protocol", go_quote(protocol), PROTOCOLS))
+    return causes
+
+
+def _env(container: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidateEnv``: each name, and each ``valueFrom`` naming exactly one source, not beside a ``value``."""
+    causes: list[Cause] = []
+    for i, var in _entries(container, "env"):
+        at = f"{field}[{i}]"
+        name = str(var.get("name") or "")
+        if not name:
+            causes.append(Cause.required(f"{at}.name"))
+        else:
+            causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in is_env_var_name(name))
+        source = var.get("valueFrom")
+        if not isinstance(source, Mapping):
+            continue
+        sources = sum(1 for key in ENV_SOURCES if isinstance(source.get(key), Mapping))
+        if sources == 0:
+            detail = "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
+        elif var.get("value"):
+            detail = "may not be specified when `value` is not empty"
+        elif sources > 1:
+            detail = "may not have more than one field specified at a time"
+        else:
+            continue
+        causes.append(Cause.invalid(f"{at}.valueFrom", '""', detail))
+    return causes
+
+
+def _mounts(container: Mapping[str, Any], field: str, volumes: set[str]) -> list[Cause]:
+    """``ValidateVolumeMounts``: the volume known, a mount path, each path once."""
+    causes: list[Cause] = []
+    paths: set[str] = set()
+    for i, mount in _entries(container, "volumeMounts"):
+        at = f"{field}[{i}]"
+        name, path = str(mount.get("name") or ""), str(mount.get("mountPath") or "")
+        if not name:
+            causes.append(Cause.required(f"{at}.name"))
+        if name not in volumes:
+            causes.append(Cause("FieldValueNotFound", f"Not found: {go_quote(name)}", f"{at}.name"))
+        if not path:
+            causes.append(Cause.required(f"{at}.mountPath"))
+        if path in paths:
+            causes.append(Cause.invalid(f"{at}.mountPath", go_quote(path), "must be unique"))
+        paths.add(path)
+    return causes
+
+
+def _overcommit_allowed(name: str) -> bool:
+    return is_native_resource(name) and not is_hugepage_resource_name(name)
+
+
+def _resource_name(name: str, field: str) -> list[Cause]:
+    """``validateContainerResourceName``: a qualified name, standard when it has no prefix (and one for
+    containers), an extended resource's otherwise."""
+    causes = [Cause.invalid(field, go_quote(name), msg) for msg in is_qualified_name(name)]
+    if "/" not in name:
+        if not causes and name not in STANDARD_RESOURCES and not is_hugepage_resource_name(name) and \
+                not name.startswith("requests.hugepages-"):
+            causes.append(Cause.invalid(field, go_quote(name), "must be a standard resource type or fully qualified"))
+        if name not in CONTAINER_RESOURCES and not is_hugepage_resource_name(name):
+            causes.append(Cause.invalid(field, go_quote(name), "must be a standard resource for containers"))
+    elif not is_native_resource(name) and not is_extended_resource_name(name):
+        causes.append(Cause.invalid(field, go_quote(name), "doesn't follow extended resource name standard"))
+    return causes
+
+
+def _amount(name: str, written: Any, field: str) -> tuple[Fraction | None, list[Cause]]:
+    """One entry of a resource list: its amount (None if it does not parse: the decoder refused it already) and
+    its causes (``validateContainerResourceName``, ``ValidateResourceQuantityValue``'s sign)."""
+    causes = _resource_name(name, field)
+    try:
+        amount = parse_quantity(written)
+    except (TypeError, ValueError):
+        return None, causes
+    if amount < 0:
+        causes.append(Cause.invalid(field, go_quote(canonical(written)), "must be greater than or equal to 0"))
+    return amount, causes
+
+
+def _resources(resources: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidateResourceRequirements``: the limits, then each request (with how it stands to its limit)."""
+    causes: list[Cause] = []
+    limits: dict[str, Fraction | None] = {}
+    for name, written in _mapping(resources, "limits").items():
+        limits[str(name)], found = _amount(str(name), written, f"{field}.limits[{name}]")
+        causes.extend(found)
+    requests = _mapping(resources, "requests")
+    for name, written in requests.items():
+        amount, found = _amount(str(name), written, f"{field}.requests[{name}]")
+        causes.extend(found)
+        limit = limits.get(str(name))
+        if amount is None:
+            continue
+        shown = go_quote(canonical(written))
+        if str(name) in limits:
+            if limit is not None and amount != limit and not _overcommit_allowed(str(name)):
+                causes.append(Cause.invalid(f"{field}.requests", shown, f"must be equal to {name} limit"))
+            elif limit is not None and amount > limit:
+                causes.append(Cause.invalid(f"{field}.requests", shown, f"must be less than or equal to {name} limit"))
+        elif not _overcommit_allowed(str(name)):
+            causes.append(Cause.required(f"{field}.limits", "Limit must be set for non overcommitable resources"))
+    named = [*limits, *map(str, requests)]
+    if any(is_hugepage_resource_name(n) for n in named) and not any(n in (RESOURCE_CPU, RESOURCE_MEMORY)
+                                                                     for n in named):
+        causes.append(Cause.forbidden(field, "HugePages require cpu or memory"))
+    return causes
+
+
+__all__ = ["RESTART_POLICIES", "pod_spec_causes"]
