@@ -8,9 +8,10 @@ scale-up path, as it does after the descheduler.
 
 Fail closed, as #7662 asks: whatever the controller cannot judge leaves the binding as it was, with a
 :class:`Refusal` that says why. Refusals that can pass by themselves (scheduling under way, a graceful
-eviction, an estimator not answering) are ``transient``: the controller retries them and fails the
-workload only once they outlast ``--preserve-available-replicas-retry-timeout``
-(:func:`retry_started`); the others fail at once. docs/compatibility.md lists them.
+eviction, an estimator not answering, the mode off in a leader being replaced) are ``transient``: the
+controller retries them and fails the workload only once they outlast
+``--preserve-available-replicas-retry-timeout`` (:func:`retry_started`); the others fail at once.
+docs/compatibility.md lists them.
 """
 
 from __future__ import annotations
@@ -97,8 +98,12 @@ def requested(rebalancer: Obj) -> bool | Refusal:
 
 
 def disabled() -> Refusal:
-    """The refusal of every preserve workload while the controller-manager runs without preserve mode."""
-    return Refusal(PRESERVE_DISABLED, f"karmada-controller-manager runs without {ENABLE_FLAG}")
+    """The refusal of every preserve workload while the controller-manager runs without preserve mode.
+
+    Transient, bounded by the retry timeout: a rollout that turns the flag on runs the old leader, without it,
+    until the new one takes the Lease, and the user who enabled the mode and then asked for it must not get a
+    final ``Failed`` from the process on its way out."""
+    return Refusal(PRESERVE_DISABLED, f"karmada-controller-manager runs without {ENABLE_FLAG}", transient=True)
 
 
 def refusal(binding: Obj, gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> Refusal | None:

@@ -40,6 +40,7 @@ DYNAMIC = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDiv
                                  "weightPreference": {"dynamicWeight": "AvailableReplicas"}}}
 STATIC = {"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}
 LONG = timedelta(hours=1)
+SHORT = timedelta(seconds=1)
 
 
 class Estimator:
@@ -89,8 +90,8 @@ async def impatient(kube: KubeClient, estimator: Estimator) -> AsyncIterator[Man
 
 @pytest.fixture
 async def disabled(kube: KubeClient) -> AsyncIterator[Manager]:
-    """The controller-manager without --enable-preserve-available-replicas."""
-    async with start(kube, PreserveOptions()) as mgr:
+    """The controller-manager without --enable-preserve-available-replicas (a short retry timeout)."""
+    async with start(kube, PreserveOptions(retry_timeout=SHORT)) as mgr:
         yield mgr
 
 
@@ -636,10 +637,31 @@ async def test_without_the_flag_a_preserve_rebalancer_fails_closed_naming_it(
     await create(http, "off", ["web"])
     assert observed(await finished(http, "off")) == [
         ("web", "Failed", "PreserveModeDisabled: karmada-controller-manager runs without "
-                          "--enable-preserve-available-replicas")]
+                          "--enable-preserve-available-replicas (for longer than the retry timeout, 1s)")]
     after = await binding(http, "web")
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert "rescheduleTriggeredAt" not in after["spec"]  # no fallback to a full reschedule
+
+
+async def test_a_rollout_turning_the_flag_on_does_not_fail_what_the_old_leader_saw(
+        kube: KubeClient, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    """The leader without the flag sees the rebalancer first (the user enabled the mode, then asked for it, while
+    the rollout was under way): it leaves the workload without a result, and the new leader, with the flag,
+    lowers the binding."""
+    await scheduled_binding(http, "web")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    async with start(kube, PreserveOptions()):  # the old leader: the flag off, the default retry timeout
+
+        async def looked_at() -> bool:
+            status = (await send(http, "GET", f"{WR}/rollout")).get("status") or {}
+            return [item.get("result") for item in status.get("observedWorkloads") or []] == [None]
+
+        await create(http, "rollout", ["web"])
+        await eventually(looked_at)
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), LONG)):  # the new leader
+        done = await finished(http, "rollout")
+    assert observed(done) == [("web", "Successful", "")]
+    assert [c["replicas"] for c in (await binding(http, "web"))["spec"]["clusters"]] == [4, 4]
 
 
 async def test_annotation_false_is_a_fresh_reschedule(disabled: Manager, http: aiohttp.ClientSession) -> None:

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.objects import Obj
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import workloadrebalancer
+from controllers.preserve import PreserveOptions
 from devplane.apiserver.server import ApiServer
 from karmada_api import health
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
@@ -90,7 +92,8 @@ async def env(server: ApiServer, kube: KubeClient, tmp_path: Path) -> AsyncItera
 async def karmada(kube: KubeClient) -> AsyncIterator[Karmada]:
     """The real workload-rebalancer controller, and the stand-in for Karmada's scheduler and status."""
     manager = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
-    workloadrebalancer.setup(manager, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=1.0))
+    workloadrebalancer.setup(manager, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=1.0),
+                             preserve_options=PreserveOptions(retry_timeout=timedelta(seconds=1)))
     stand_in = Karmada(kube)
     async with running(manager):
         task = asyncio.create_task(stand_in.run())
@@ -168,7 +171,8 @@ async def test_a_wave_past_its_deadline_exits_3_naming_the_workload(
 
 async def test_a_failed_workload_stops_the_waves_at_once(env: dict[str, str], karmada: Karmada,
                                                          seen: list[tuple[str, str | None]]) -> None:
-    # preserve mode is off in this controller: every workload of such a rebalancer fails closed (final)
+    # preserve mode is off in this controller: every workload of such a rebalancer fails closed (final once its
+    # retry timeout, 1 s here, has passed)
     code, out, err = await cli(env, "create", "keep", "--max-concurrent", "2", "--preserve-available-replicas",
                                "-o", "name")
     assert code == 3 and seen == []
