@@ -194,6 +194,12 @@ def service(obj: MutableObj) -> None:
                 port["protocol"] = "TCP"
             if "port" in port and port.get("targetPort") in (None, 0, ""):  # Go's zero IntOrString is unset
                 port["targetPort"] = port["port"]
+    affinity = spec.get("sessionAffinityConfig")
+    client = affinity.get("clientIP") if isinstance(affinity, dict) else None
+    if spec["sessionAffinity"] == "ClientIP" and not (isinstance(client, dict) and "timeoutSeconds" in client):
+        spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
+    elif spec["sessionAffinity"] == "None":
+        spec.pop("sessionAffinityConfig", None)  # kube 1.20 stores none (seen on the refplane)
     # Newer SetDefaults_Service; cluster IPs and node ports are allocated in services.py.
     if spec["type"] in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")

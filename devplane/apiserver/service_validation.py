@@ -3,13 +3,15 @@
 The dev server allocated cluster IPs and node ports (:mod:`.services`) but stored any spec: a Service with no
 ports, an unknown type or protocol, a port out of range, two unnamed ports, a node port on a ClusterIP Service.
 A real kube-apiserver refuses each with 422 before it allocates anything; these are its causes, in its order,
-with kube 1.20's messages (each checked on the refplane). Not covered: ``sessionAffinityConfig``,
-``externalTrafficPolicy`` and its health-check port, ``loadBalancerSourceRanges``, ``externalIPs``,
-``topologyKeys``, ``appProtocol``.
+with kube 1.20's messages (each checked on the refplane). ``externalTrafficPolicy`` and ``healthCheckNodePort``
+are checked here for their values; whether the Service's type allows them is checked after the allocation
+(:func:`traffic_combination_causes`), as kube's REST storage does. Not covered: ``topologyKeys``,
+``appProtocol``.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -28,6 +30,10 @@ SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES: Final = ("ClientIP", "None")
 PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 KUBELET_PORT: Final = 10250
+TRAFFIC_POLICIES: Final = ("Cluster", "Local")
+MAX_AFFINITY_SECONDS: Final = 86400
+SOURCE_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/load-balancer-source-ranges"
+VALID_IP_HINT: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
 def _port_number(value: Any) -> int:
@@ -104,6 +110,11 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
         causes.append(Cause.required("spec.sessionAffinity"))
     elif affinity not in SESSION_AFFINITIES:
         causes.append(Cause.not_supported("spec.sessionAffinity", go_quote(affinity), SESSION_AFFINITIES))
+    elif affinity == "ClientIP":
+        causes.extend(_affinity_timeout(spec))
+    for i, ip in enumerate(spec.get("externalIPs") or []):
+        causes.extend(Cause.invalid(f"spec.externalIPs[{i}]", go_quote(str(ip)), msg)
+                      for msg in _external_ip_errors(str(ip)))
     if not kind:
         causes.append(Cause.required("spec.type"))
     elif kind not in SERVICE_TYPES:
@@ -118,7 +129,113 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
             causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_go_service_port(port)}",
                                 f"spec.ports[{i}]"))
         seen.add(key)
+    causes.extend(_source_ranges(new, spec, kind))
+    policy = str(spec.get("externalTrafficPolicy") or "")
+    if policy and policy not in TRAFFIC_POLICIES:
+        causes.append(Cause.invalid("spec.externalTrafficPolicy", go_quote(policy),
+                                    "ExternalTrafficPolicy must be empty, Cluster or Local"))
+    health = _port_number(spec.get("healthCheckNodePort"))
+    if health < 0:
+        causes.append(Cause.invalid("spec.healthCheckNodePort", str(health), "HealthCheckNodePort must be not less "
+                                                                                 "than 0"))
     return causes
 
 
-__all__ = ["PROTOCOLS", "SERVICE_TYPES", "SESSION_AFFINITIES", "service_causes"]
+def needs_health_check(spec: Mapping[str, Any]) -> bool:
+    """``NeedsHealthCheck``: a LoadBalancer whose external traffic stays on the node it reaches."""
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def traffic_combination_causes(spec: Mapping[str, Any]) -> list[Cause]:
+    """``ValidateServiceExternalTrafficFieldsCombination``, which kube's Service storage runs after allocating
+    (so only once everything else was valid): a traffic policy only on node-port types, a health-check node port
+    only where :func:`needs_health_check`."""
+    causes: list[Cause] = []
+    policy = str(spec.get("externalTrafficPolicy") or "")
+    if policy and spec.get("type") not in ("LoadBalancer", "NodePort"):
+        causes.append(Cause.invalid("spec.externalTrafficPolicy", go_quote(policy),
+                                    "ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service"))
+    health = _port_number(spec.get("healthCheckNodePort"))
+    if health and not needs_health_check(spec):
+        causes.append(Cause.invalid("spec.healthCheckNodePort", str(health), "HealthCheckNodePort can only be set "
+                                                                                 "on LoadBalancer service with "
+                                                                                 "ExternalTrafficPolicy=Local"))
+    return causes
+
+
+def _affinity_timeout(spec: Mapping[str, Any]) -> list[Cause]:
+    """``validateClientIPAffinityConfig`` once defaulted (the timeout is always there): 1 to 86,399 seconds."""
+    config = spec.get("sessionAffinityConfig")
+    client = config.get("clientIP") if isinstance(config, Mapping) else None
+    timeout = client.get("timeoutSeconds") if isinstance(client, Mapping) else None
+    if isinstance(timeout, int) and not 0 < timeout < MAX_AFFINITY_SECONDS:
+        return [Cause.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", str(timeout),
+                              f"must be greater than 0 and less than {MAX_AFFINITY_SECONDS}")]
+    return []
+
+
+def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Go's ``net.ParseIP``: no zone, no prefix, no spaces; an IPv4-mapped IPv6 address is the IPv4 one."""
+    if "%" in text:
+        return None
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return mapped or ip
+
+
+def _external_ip_errors(text: str) -> list[str]:
+    """``IsValidIP``, then ``ValidateNonSpecialIP``."""
+    ip = _parse_ip(text)
+    if ip is None:
+        return [VALID_IP_HINT]
+    errs = []
+    if ip.is_unspecified:
+        errs.append("may not be unspecified (0.0.0.0)")
+    if ip.is_loopback:
+        errs.append("may not be in the loopback range (127.0.0.0/8)")
+    if ip.is_link_local:
+        errs.append("may not be in the link-local range (169.254.0.0/16)")
+    if ip in (ipaddress.ip_network("224.0.0.0/24") if ip.version == 4 else ipaddress.ip_network("ff02::/16")):
+        errs.append("may not be in the link-local multicast range (224.0.0.0/24)")
+    return errs
+
+
+def _source_ranges(service: Mapping[str, Any], spec: Mapping[str, Any], kind: str) -> list[Cause]:
+    """``loadBalancerSourceRanges`` (or, without it, kube's annotation): only on a LoadBalancer, each a CIDR
+    (``GetLoadBalancerSourceRanges``: the spaces around each trimmed)."""
+    ranges = spec.get("loadBalancerSourceRanges")
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    if isinstance(ranges, list) and ranges:
+        field, shown, items = "spec.LoadBalancerSourceRanges", "[" + " ".join(map(str, ranges)) + "]", ranges
+    elif SOURCE_RANGES_ANNOTATION in annotations:
+        raw = str(annotations[SOURCE_RANGES_ANNOTATION])
+        field, shown = f"metadata.annotations[{SOURCE_RANGES_ANNOTATION}]", raw
+        items = (raw.strip() or "0.0.0.0/0").split(",")
+    else:
+        return []
+    causes: list[Cause] = []
+    if kind != "LoadBalancer":
+        causes.append(Cause.forbidden(field, "may only be used when `type` is 'LoadBalancer'"))
+    if not all(_is_cidr(str(item).strip()) for item in items):
+        causes.append(Cause.invalid(field, go_quote(shown), "must be a list of IP ranges. For example, "
+                                                            "10.240.0.0/24,10.250.0.0/24 "))
+    return causes
+
+
+def _is_cidr(text: str) -> bool:
+    """Go's ``net.ParseCIDR``: an address (host bits allowed), a slash, a prefix length in range."""
+    address, slash, length = text.partition("/")
+    if not slash or not length.isdigit() or _parse_ip(address) is None or "%" in address:
+        return False
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+__all__ = ["PROTOCOLS", "SERVICE_TYPES", "SESSION_AFFINITIES", "needs_health_check", "service_causes",
+           "traffic_combination_causes"]

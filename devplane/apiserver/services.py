@@ -6,7 +6,8 @@ kube-apiserver gives every non-ExternalName Service a cluster IP from ``--servic
 both being there. The used sets are derived from the stored Services at each allocation, not
 kept as separate state: a delete releases, and a restart on a data directory recovers them for
 free. Messages are kube's (``pkg/registry/core/service/storage/alloc.go``, ``ipallocator``,
-``portallocator`` and ``ValidateServiceUpdate``).
+``portallocator`` and ``ValidateServiceUpdate``). A LoadBalancer with ``externalTrafficPolicy: Local`` also gets a
+``healthCheckNodePort``; once allocated, the traffic fields' combination is checked, as kube's storage does.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kube_api.validation import go_quote
 from . import errors
 from .errors import Cause
 from .resources import ResourceType
-from .service_validation import service_causes
+from .service_validation import VALID_IP_HINT, needs_health_check, service_causes, traffic_combination_causes
 from .store import Store
 from .validation import spec_check_mutator
 
@@ -31,7 +32,6 @@ SERVICES_KEY = "/services"
 SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
 NODE_PORTS = range(30000, 32768)
 NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
-VALID_IP_HINT = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
 def _go_json(value: Any) -> str:
@@ -108,16 +108,42 @@ class ServiceAllocator:
             return
         own = (objects.namespace(new), objects.name(new))
         old_spec = (old or {}).get("spec") if old is not None else None
-        if isinstance(old_spec, dict):
-            self._check_immutable(rtype, own[1], old_spec, spec)
-        if not _needs_cluster_ip(spec):
-            return
-        self._ip_families(rtype, own[1], old_spec if isinstance(old_spec, dict) else None, spec)
-        if spec.get("clusterIP") != "None" and not (isinstance(old_spec, dict) and old_spec.get("clusterIP")
-                                                    and _needs_cluster_ip(old_spec)):
-            self._allocate_ip(rtype, own, spec)
-        if _needs_node_ports(spec):
-            self._allocate_node_ports(rtype, own, old_spec if isinstance(old_spec, dict) else None, spec)
+        previous = old_spec if isinstance(old_spec, dict) else None
+        if previous is not None:
+            self._check_immutable(rtype, own[1], previous, spec)
+        if _needs_cluster_ip(spec):
+            self._ip_families(rtype, own[1], previous, spec)
+            if spec.get("clusterIP") != "None" and not (previous is not None and previous.get("clusterIP")
+                                                        and _needs_cluster_ip(previous)):
+                self._allocate_ip(rtype, own, spec)
+            if _needs_node_ports(spec):
+                self._allocate_node_ports(rtype, own, previous, spec)
+        if previous is not None and previous.get("type") in NODE_PORT_TYPES and not _needs_node_ports(spec):
+            spec.pop("externalTrafficPolicy", None)  # kube's externalTrafficPolicyUpdate: no longer effective
+        self._health_check_node_port(rtype, own, previous, spec)
+        causes = traffic_combination_causes(spec)
+        if causes:
+            raise errors.invalid(rtype.kind, rtype.group, own[1], causes)
+
+    def _health_check_node_port(self, rtype: ResourceType, own: tuple[str, str], old: MutableObj | None,
+                                spec: MutableObj) -> None:
+        """kube's ``healthCheckNodePortUpdate``: a LoadBalancer with ``externalTrafficPolicy: Local`` gets a node
+        port for its health check, keeps it (an update that omits it keeps it; one that changes it is refused),
+        and gives it back once it no longer needs one."""
+        needed, needs = old is not None and needs_health_check(old), needs_health_check(spec)
+        if needed and not needs:
+            spec.pop("healthCheckNodePort", None)
+        elif needed and needs:
+            assert old is not None
+            if not spec.get("healthCheckNodePort"):
+                spec["healthCheckNodePort"] = old.get("healthCheckNodePort")
+            elif spec["healthCheckNodePort"] != old.get("healthCheckNodePort"):
+                raise errors.invalid(rtype.kind, rtype.group, own[1], [Cause.invalid(
+                    "spec.healthCheckNodePort", str(spec["healthCheckNodePort"]), "cannot change healthCheckNodePort "
+                    "on loadBalancer service with externalTraffic=Local during update")])
+        elif needs and not spec.get("healthCheckNodePort"):
+            taken = {p["nodePort"] for p in _ports(spec) if isinstance(p.get("nodePort"), int)}
+            spec["healthCheckNodePort"] = self._next_port(self.used_node_ports(own) | taken)
 
     @staticmethod
     def _keep_allocated(old: MutableObj, new: MutableObj) -> None:

@@ -179,6 +179,31 @@ SERVICE_CASES = [
         ("spec.ports[0].targetPort", 'Invalid value: "Very--Long-Name-Here": must contain only alpha-numeric '
                                      "characters (a-z, 0-9), and hyphens (-)"),
         ("spec.ports[0].targetPort", 'Invalid value: "Very--Long-Name-Here": must not contain consecutive hyphens')]),
+    ({"sessionAffinity": "ClientIP", "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 0}},
+      "externalIPs": ["bogus", "127.0.0.1", "::ffff:169.254.1.1", "ff02::1", "10.1.1.1"], "type": "Bogus",
+      "loadBalancerSourceRanges": ["x"], "externalTrafficPolicy": "Weird", "healthCheckNodePort": -1}, [
+        ("spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+         "Invalid value: 0: must be greater than 0 and less than 86400"),
+        ("spec.externalIPs[0]",
+         'Invalid value: "bogus": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'),
+        ("spec.externalIPs[1]", 'Invalid value: "127.0.0.1": may not be in the loopback range (127.0.0.0/8)'),
+        ("spec.externalIPs[2]",
+         'Invalid value: "::ffff:169.254.1.1": may not be in the link-local range (169.254.0.0/16)'),
+        ("spec.externalIPs[3]",
+         'Invalid value: "ff02::1": may not be in the link-local multicast range (224.0.0.0/24)'),
+        ("spec.type", 'Unsupported value: "Bogus": supported values: "ClusterIP", "ExternalName", "LoadBalancer", '
+                      '"NodePort"'),
+        ("spec.LoadBalancerSourceRanges", "Forbidden: may only be used when `type` is 'LoadBalancer'"),
+        ("spec.LoadBalancerSourceRanges",
+         'Invalid value: "[x]": must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 '),
+        ("spec.externalTrafficPolicy", 'Invalid value: "Weird": ExternalTrafficPolicy must be empty, Cluster or Local'),
+        ("spec.healthCheckNodePort", "Invalid value: -1: HealthCheckNodePort must be not less than 0")]),
+    ({"externalTrafficPolicy": "Local", "healthCheckNodePort": 5}, [  # only once the rest is valid and allocated
+        ("spec.externalTrafficPolicy",
+         'Invalid value: "Local": ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service'),
+        ("spec.healthCheckNodePort",
+         "Invalid value: 5: HealthCheckNodePort can only be set on LoadBalancer service with "
+         "ExternalTrafficPolicy=Local")]),
 ]
 
 
@@ -202,3 +227,20 @@ async def test_valid_services_of_each_shape_are_stored(http: aiohttp.ClientSessi
     await create(http, "named", ports=[{"port": 80, "targetPort": "http"}])
     await send(http, "POST", SVCS, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ext"},
                                     "spec": {"type": "ExternalName", "externalName": "example.com."}}, expect=(201,))
+
+
+async def test_a_local_load_balancer_gets_a_health_check_port_and_affinity_gets_its_default(
+        http: aiohttp.ClientSession) -> None:
+    """As kube 1.20 stores them (refplane): a node port for the health check of a LoadBalancer whose traffic stays
+    local, given back when it no longer does; ClientIP affinity's default timeout; no affinity config for None."""
+    local = await create(http, "lb", type="LoadBalancer", externalTrafficPolicy="Local")
+    port = local["healthCheckNodePort"]
+    assert 30000 <= port <= 32767 and port not in [p["nodePort"] for p in local["ports"]]
+    kept = await send(http, "PATCH", f"{SVCS}/lb", {"spec": {"ports": [{"port": 81}]}})
+    assert kept["spec"]["healthCheckNodePort"] == port
+    cluster = await send(http, "PATCH", f"{SVCS}/lb", {"spec": {"externalTrafficPolicy": "Cluster"}})
+    assert "healthCheckNodePort" not in cluster["spec"]
+    sticky = await create(http, "sticky", sessionAffinity="ClientIP")
+    assert sticky["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}}
+    plain = await create(http, "plain", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10}})
+    assert "sessionAffinityConfig" not in plain
