@@ -39,16 +39,15 @@ def _retain_pod(desired: MutableObj, observed: Obj) -> None:
 
 @_RULES.register(kube.SERVICES)
 def _retain_service(desired: MutableObj, observed: Obj) -> None:
+    """retainServiceHealthCheckNodePort and retainServiceClusterIP: the health-check node port and the cluster IP
+    the member allocated win over the desired ones (its API server refuses a change to either). Node ports are
+    not retained: the desired Service carries the Karmada API server's, which the member was created with."""
     spec, seen = desired.setdefault("spec", {}), objects.spec(observed)
-    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
-        if key in seen and not spec.get(key):
-            spec[key] = copy.deepcopy(seen[key])
-    ports_by_key = {(p.get("port"), p.get("protocol", "TCP")): p for p in seen.get("ports") or []
-                    if isinstance(p, dict)}
-    for port in spec.get("ports") or []:
-        match = ports_by_key.get((port.get("port"), port.get("protocol", "TCP"))) if isinstance(port, dict) else None
-        if match is not None and "nodePort" in match and not port.get("nodePort"):
-            port["nodePort"] = match["nodePort"]
+    health = seen.get("healthCheckNodePort")
+    if isinstance(health, int) and not isinstance(health, bool) and health > 0:
+        spec["healthCheckNodePort"] = health
+    if seen.get("clusterIP"):
+        spec["clusterIP"] = seen["clusterIP"]
 
 
 @_RULES.register(kube.JOBS)

@@ -291,11 +291,16 @@ def test_update_keeps_member_owned_pod_and_service_fields() -> None:
                                           "containers": [{"name": "c", "volumeMounts": [{"name": "token"}]}]}})
     assert pod["spec"]["nodeName"] == "node-a"
     assert pod["spec"]["containers"][0]["volumeMounts"] == [{"name": "token"}]
+    # as Karmada's RetainServiceFields: the member's cluster IP and health-check node port win, node ports are the
+    # desired Service's (the Karmada API server's, which the member was created with)
     service = retain_cluster_fields({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-                                     "spec": {"ports": [{"port": 80}]}},
+                                     "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                                              "healthCheckNodePort": 30111,
+                                              "ports": [{"port": 80, "nodePort": 30080}]}},
                                     {"metadata": {"resourceVersion": "8"},
-                                     "spec": {"clusterIP": "10.0.0.7", "ports": [{"port": 80, "nodePort": 30080}]}})
-    assert service["spec"]["clusterIP"] == "10.0.0.7"
+                                     "spec": {"clusterIP": "10.0.0.7", "healthCheckNodePort": 30222,
+                                              "ports": [{"port": 80, "nodePort": 30081}]}})
+    assert (service["spec"]["clusterIP"], service["spec"]["healthCheckNodePort"]) == ("10.0.0.7", 30222)
     assert service["spec"]["ports"] == [{"port": 80, "nodePort": 30080}]
 
 

@@ -302,6 +302,36 @@ async def test_a_job_keeps_the_selector_its_member_generated_when_its_work_chang
     assert (applied(await plane.work("member1", name)) or {}).get("status") == "True"
 
 
+def local_service_manifest(health_check_node_port: int, port: int) -> Obj:
+    """A LoadBalancer Service keeping external traffic local, as the Karmada API server allocated it (node ports
+    and health-check node port are not pruned; the cluster IP is)."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "front", "namespace": "default",
+                         "labels": {"karmada.io/managed": "true", PERMANENT_ID: "id-1"}},
+            "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "selector": {"app": "front"},
+                     "healthCheckNodePort": health_check_node_port, "ports": [{"port": port, "nodePort": 30080}]}}
+
+
+async def test_a_services_health_check_node_port_is_the_members_when_its_work_changes(plane: Plane) -> None:
+    """The member refuses a change of a health-check node port; the execution controller's update keeps the
+    member's (Karmada's RetainServiceFields), so a new port reaches the member although the desired Service names
+    another health-check node port (the Karmada API server's, after the Service was made again there)."""
+    name = await create_work(plane, "member1", local_service_manifest(30111, 80))
+    await wait_applied(plane, "member1", name)
+    work = await plane.work("member1", name)
+    assert work is not None
+    work["spec"]["workload"]["manifests"] = [local_service_manifest(30222, 81)]
+    await plane.host.update(WORKS, work)
+
+    async def updated() -> Obj | None:
+        service = await plane.member_object("member1", SERVICES, "front")
+        return service if service and service["spec"]["ports"][0]["port"] == 81 else None
+
+    service = await eventually(updated, timeout=10)
+    assert service["spec"]["healthCheckNodePort"] == 30111
+    assert (applied(await plane.work("member1", name)) or {}).get("status") == "True"
+
+
 async def test_deleting_a_work_deletes_the_member_object(plane: Plane) -> None:
     name = await create_work(plane, "member1", deployment_manifest())
     await wait_applied(plane, "member1", name)
