@@ -20,7 +20,7 @@ amount is an integer. kube walks a resource list (a Go map) in random order; thi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Final
 
@@ -78,6 +78,13 @@ def duplicate(field: str, value: str) -> Cause:
     return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", field)
 
 
+def _named(field: str, name: str, check: Callable[[str], list[str]]) -> list[Cause]:
+    """A name kube requires: Required when empty, else each message of ``check`` (a syntax rule)."""
+    if not name:
+        return [Cause.required(field)]
+    return [Cause.invalid(field, go_quote(name), msg) for msg in check(name)]
+
+
 def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidatePodSpec``'s covered part (see the module docstring), for the Pod spec at ``field``."""
     volumes, causes = _volumes(pod, field)
@@ -95,8 +102,7 @@ def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]
     for i, volume in _entries(pod, "volumes"):
         at = f"{field}.volumes[{i}].name"
         name = str(volume.get("name") or "")
-        found = [Cause.required(at)] if not name else [
-            Cause.invalid(at, go_quote(name), msg) for msg in is_dns1123_label(name)]
+        found = _named(at, name, is_dns1123_label)
         if name in valid:
             found.append(duplicate(at, name))
         if found:
@@ -115,13 +121,10 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
     for i, container in containers:
         at = f"{field}.containers[{i}]"
         name = str(container.get("name") or "")
-        if not name:
-            causes.append(Cause.required(f"{at}.name"))
-        else:
-            causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in is_dns1123_label(name))
-            if name in seen:
-                causes.append(duplicate(f"{at}.name", name))
-            seen.add(name)
+        causes.extend(_named(f"{at}.name", name, is_dns1123_label))
+        if name in seen:  # kube: an empty name twice is a duplicate too
+            causes.append(duplicate(f"{at}.name", name))
+        seen.add(name)
         if not container.get("image"):
             causes.append(Cause.required(f"{at}.image"))
         causes.extend(_ports(container, f"{at}.ports"))
@@ -170,11 +173,7 @@ def _env(container: Mapping[str, Any], field: str) -> list[Cause]:
     causes: list[Cause] = []
     for i, var in _entries(container, "env"):
         at = f"{field}[{i}]"
-        name = str(var.get("name") or "")
-        if not name:
-            causes.append(Cause.required(f"{at}.name"))
-        else:
-            causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in is_env_var_name(name))
+        causes.extend(_named(f"{at}.name", str(var.get("name") or ""), is_env_var_name))
         source = var.get("valueFrom")
         if not isinstance(source, Mapping):
             continue
