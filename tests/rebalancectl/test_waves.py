@@ -232,17 +232,20 @@ async def test_ctrl_c_stops_cleanly_and_says_what_was_created(env: dict[str, str
     """The command as a process, interrupted while it waits for wave 1 (no controller: it never gets results)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rebalancectl", "create", "int", "--max-concurrent", "1",
-        env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    assert proc.stdout is not None
+        env={**os.environ, **env, "PYTHONFAULTHANDLER": "1"}, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
     try:
         lines = [(await asyncio.wait_for(proc.stdout.readline(), 30)).decode() for _ in range(2)]
         assert lines == ["wave 1/3: 1 workloads\n", "workloadrebalancer.apps.karmada.io/int-1 created (1 workloads)\n"]
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
     finally:
-        if proc.returncode is None:
-            proc.kill()
+        if proc.returncode is None:  # say where it was stuck: with the fault handler, SIGABRT prints every stack
+            proc.send_signal(signal.SIGABRT)
+            stuck = await asyncio.wait_for(proc.stderr.read(), 10)
             await proc.wait()
+            pytest.fail(f"still running 30 s after SIGINT:\n{stuck.decode(errors='replace')}")
     assert (proc.returncode, out) == (130, b"")
     assert err.decode() == ("karmada-rebalance create: interrupted while waiting for wave 1/3; "
                             "rebalancers created: int-1; waves 2-3 not created\n")
