@@ -157,6 +157,18 @@ def is_valid_port_name(value: str) -> list[str]:
     return errs
 
 
+_HTTP_HEADER_NAME_FMT: Final = "[-A-Za-z0-9]+"
+_HTTP_HEADER_NAME_RE: Final = re.compile(_HTTP_HEADER_NAME_FMT)
+
+
+def is_http_header_name(value: str) -> list[str]:
+    """``IsHTTPHeaderName``: letters, digits and ``-``."""
+    if _HTTP_HEADER_NAME_RE.fullmatch(value):
+        return []
+    return [_regex_error("a valid HTTP header must consist of alphanumeric characters or '-'", _HTTP_HEADER_NAME_FMT,
+                         "X-Header-Name")]
+
+
 def is_valid_port_num(value: int) -> list[str]:
     """``IsValidPortNum``: 1 to 65535."""
     return [] if 1 <= value <= 65535 else ["must be between 1 and 65535, inclusive"]

@@ -42,6 +42,35 @@ def _container(container: Any) -> None:
     for port in container.get("ports") or []:
         if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
+    for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+        _probe(container.get(key))
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for key in ("postStart", "preStop"):
+            _handler(lifecycle.get(key))
+
+
+PROBE_DEFAULTS: dict[str, int] = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1,
+                                  "failureThreshold": 3}
+"""SetDefaults_Probe (a zero is unset, as Go's zero value is)."""
+
+
+def _probe(probe: Any) -> None:
+    if not isinstance(probe, dict):
+        return
+    for key, value in PROBE_DEFAULTS.items():
+        if not probe.get(key):
+            probe[key] = value
+    _handler(probe)
+
+
+def _handler(handler: Any) -> None:
+    """SetDefaults_HTTPGetAction of a probe's or a lifecycle hook's handler: path ``/``, scheme HTTP."""
+    action = handler.get("httpGet") if isinstance(handler, dict) else None
+    if isinstance(action, dict):
+        for key, value in (("path", "/"), ("scheme", "HTTP")):
+            if not action.get(key):
+                action[key] = value
 
 
 def pod_spec(spec: Any) -> None:

@@ -6,16 +6,18 @@ stored them, so a manifest that works on the dev plane could fail on Karmada's A
 order and with its messages (each checked on the refplane):
 
 - volumes: each name required, a DNS-1123 label, unique (a volume refused so is unknown to the mounts);
-- per container: its name (required, a DNS-1123 label, unique), its image, its ports (``validateContainerPorts``:
-  name, container and host port, protocol, duplicate names), its environment (``ValidateEnv``: names, one source
-  per ``valueFrom``), its volume mounts (the volume known, a mount path, each path once), its image pull policy,
-  its resources (``ValidateResourceRequirements``: names, non-negative amounts, requests within limits, limits
-  for resources that cannot be overcommitted, HugePages with cpu or memory);
+- per container: its name (required, a DNS-1123 label, unique), its image, its lifecycle hooks and probes (one
+  handler each, valid; counts not negative; a liveness or startup probe's success threshold 1), its termination
+  message policy, its ports (``validateContainerPorts``: name, container and host port, protocol, duplicate
+  names), its environment (``ValidateEnv``: names, one source per ``valueFrom``), its volume mounts (the volume
+  known, a mount path, each path once), its image pull policy, its resources (``ValidateResourceRequirements``:
+  names, non-negative amounts, requests within limits, limits for resources that cannot be overcommitted,
+  HugePages with cpu or memory);
 - the restart policy.
 
-Not covered: volume sources, probes, lifecycle hooks, ``envFrom``, security contexts, init and ephemeral
-containers, scheduling fields (affinity, tolerations, topology spread, DNS), and whether an extended resource's
-amount is an integer. kube walks a resource list (a Go map) in random order; this goes in the written order.
+Not covered: volume sources, ``envFrom``, security contexts, init and ephemeral containers, scheduling fields
+(affinity, tolerations, topology spread, DNS), and whether an extended resource's amount is an integer. kube
+walks a resource list (a Go map) in random order; this goes in the written order.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from kube_api.validation import (
     go_quote,
     is_dns1123_label,
     is_env_var_name,
+    is_http_header_name,
     is_qualified_name,
     is_valid_port_name,
     is_valid_port_num,
@@ -49,6 +52,12 @@ RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
 ENV_SOURCES: Final = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+HANDLERS: Final = ("exec", "httpGet", "tcpSocket")
+"""A probe's or hook's handler types, in the order kube looks at them (the first found counts)."""
+PROBE_COUNTS: Final = ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold")
+HTTP_SCHEMES: Final = ("HTTP", "HTTPS")
+TERMINATION_MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
+TERMINATION_MESSAGE_RULE: Final = "must be 'File' or 'FallbackToLogsOnError'"
 CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
     "requests.cpu", "requests.memory", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
@@ -127,6 +136,16 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
         seen.add(name)
         if not container.get("image"):
             causes.append(Cause.required(f"{at}.image"))
+        causes.extend(_lifecycle(container, f"{at}.lifecycle"))
+        for key in ("livenessProbe", "startupProbe"):  # then the readiness probe, after the termination policy
+            causes.extend(_probe(container, key, at, success_must_be_one=True))
+        policy = container.get("terminationMessagePolicy")
+        if not policy:
+            causes.append(Cause.required(f"{at}.terminationMessagePolicy", TERMINATION_MESSAGE_RULE))
+        elif policy not in TERMINATION_MESSAGE_POLICIES:
+            causes.append(Cause.invalid(f"{at}.terminationMessagePolicy", go_quote(str(policy)),
+                                        TERMINATION_MESSAGE_RULE))
+        causes.extend(_probe(container, "readinessProbe", at, success_must_be_one=False))
         causes.extend(_ports(container, f"{at}.ports"))
         causes.extend(_env(container, f"{at}.env"))
         causes.extend(_mounts(container, f"{at}.volumeMounts", volumes))
@@ -137,6 +156,65 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
             causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
         causes.extend(_resources(_mapping(container, "resources"), f"{at}.resources"))
     return causes
+
+
+def _lifecycle(container: Mapping[str, Any], field: str) -> list[Cause]:
+    """``validateLifecycle``: each hook given has one handler."""
+    lifecycle = _mapping(container, "lifecycle")
+    return [cause for key in ("postStart", "preStop") if isinstance(lifecycle.get(key), Mapping)
+            for cause in _handler(lifecycle[key], f"{field}.{key}")]
+
+
+def _probe(container: Mapping[str, Any], key: str, at: str, *, success_must_be_one: bool) -> list[Cause]:
+    """``validateProbe``: one handler, counts not negative; a liveness or startup probe succeeds after 1 success."""
+    probe = container.get(key)
+    if not isinstance(probe, Mapping):
+        return []
+    field = f"{at}.{key}"
+    causes = _handler(probe, field)
+    for count in PROBE_COUNTS:
+        value = _int(probe.get(count))
+        if value < 0:
+            causes.append(Cause.invalid(f"{field}.{count}", str(value), "must be greater than or equal to 0"))
+    success = _int(probe.get("successThreshold"))
+    if success_must_be_one and success != 1:
+        causes.append(Cause.invalid(f"{field}.successThreshold", str(success), "must be 1"))
+    return causes
+
+
+def _handler(handler: Mapping[str, Any], field: str) -> list[Cause]:
+    """``validateHandler``: exactly one of exec, httpGet and tcpSocket (the others named Forbidden), and it valid."""
+    given = [kind for kind in HANDLERS if isinstance(handler.get(kind), Mapping)]
+    if not given:
+        return [Cause.required(field, "must specify a handler type")]
+    first, *others = given
+    return [*_action(first, handler[first], f"{field}.{first}"),
+            *(Cause.forbidden(f"{field}.{kind}", "may not specify more than 1 handler type") for kind in others)]
+
+
+def _action(kind: str, action: Mapping[str, Any], field: str) -> list[Cause]:
+    """``validateExecAction``, ``validateHTTPGetAction`` or ``validateTCPSocketAction``."""
+    if kind == "exec":
+        return [] if action.get("command") else [Cause.required(f"{field}.command")]
+    causes = [Cause.required(f"{field}.path")] if kind == "httpGet" and not action.get("path") else []
+    causes.extend(_port_num_or_name(action.get("port"), f"{field}.port"))
+    if kind == "httpGet":
+        scheme = str(action.get("scheme") or "")
+        if scheme not in HTTP_SCHEMES:
+            causes.append(Cause.not_supported(f"{field}.scheme", go_quote(scheme), HTTP_SCHEMES))
+        for _, header in _entries(action, "httpHeaders"):
+            name = str(header.get("name") or "")
+            causes.extend(Cause.invalid(f"{field}.httpHeaders", go_quote(name), msg)
+                          for msg in is_http_header_name(name))
+    return causes
+
+
+def _port_num_or_name(port: Any, field: str) -> list[Cause]:
+    """``ValidatePortNumOrName``: a number in range, or an IANA port name."""
+    if isinstance(port, str):
+        return [Cause.invalid(field, go_quote(port), msg) for msg in is_valid_port_name(port)]
+    number = _int(port)
+    return [Cause.invalid(field, str(number), msg) for msg in is_valid_port_num(number)]
 
 
 def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:

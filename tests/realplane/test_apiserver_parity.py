@@ -183,6 +183,23 @@ def pod_template_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
         ("resource name not qualified", {"containers": container(resources={"limits": {"Bad Name": "1"}})}),
         ("resource name with two slashes", {"containers": container(resources={"limits": {"a/b/c": "1"}})}),
         ("resource not for containers", {"containers": container(resources={"limits": {"pods": "1"}})}),
+        ("probes: handlers and counts", {"containers": container(
+            terminationMessagePolicy="Bogus", readinessProbe={}, ports=[{"containerPort": 0}],
+            startupProbe={"exec": {"command": ["a"]}, "periodSeconds": -1, "successThreshold": 3},
+            livenessProbe={"successThreshold": 2, "httpGet": {"port": 0}, "exec": {"command": ["a"]},
+                           "timeoutSeconds": -1})}),
+        ("probes: actions", {"containers": container(
+            livenessProbe={"httpGet": {"port": 70000, "path": "x", "scheme": "FTP",
+                                       "httpHeaders": [{"name": "ok", "value": "a"}, {"name": "bad header",
+                                                                                       "value": "b"}]},
+                           "tcpSocket": {"port": 1}},
+            readinessProbe={"tcpSocket": {"port": "Bad_Name"}},
+            startupProbe={"exec": {"command": []}},
+            lifecycle={"postStart": {}, "preStop": {"httpGet": {"port": "http"}, "exec": {"command": ["a"]}}})}),
+        ("valid probes", {"containers": container(
+            livenessProbe={"httpGet": {"port": 8080}}, readinessProbe={"tcpSocket": {"port": "http"}},
+            startupProbe={"exec": {"command": ["true"]}, "failureThreshold": 30},
+            lifecycle={"preStop": {"exec": {"command": ["sleep", "5"]}}})}),
         ("valid resources", {"containers": container(resources={
             "requests": {"cpu": "100m", "memory": "64Mi", "example.com/x": "1", "kubernetes.io/y": "1"},
             "limits": {"cpu": "1", "memory": "1Gi", "example.com/x": "1"}})}),

@@ -270,6 +270,19 @@ POD_CASES = [  # (a Pod spec, causes), as kube-apiserver 1.20 answered (refplane
         ("spec.containers[0].resources.limits", "Required value: Limit must be set for non overcommitable resources")]),
     ({"containers": [{"name": "c", "image": "x", "resources": {"limits": {"hugepages-2Mi": "2Mi"}}}]}, [
         ("spec.containers[0].resources", "Forbidden: HugePages require cpu or memory")]),
+    ({"containers": [{"name": "c", "image": "x", "terminationMessagePolicy": "Bogus", "readinessProbe": {},
+                      "startupProbe": {"exec": {"command": []}, "periodSeconds": -1},
+                      "livenessProbe": {"successThreshold": 2, "exec": {"command": ["a"]}, "httpGet": {"port": 0}},
+                      "lifecycle": {"preStop": {"tcpSocket": {"port": "Bad_Name"}}}}]}, [
+        ("spec.containers[0].lifecycle.preStop.tcpSocket.port",
+         'Invalid value: "Bad_Name": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)'),
+        ("spec.containers[0].livenessProbe.httpGet", "Forbidden: may not specify more than 1 handler type"),
+        ("spec.containers[0].livenessProbe.successThreshold", "Invalid value: 2: must be 1"),
+        ("spec.containers[0].startupProbe.exec.command", "Required value"),
+        ("spec.containers[0].startupProbe.periodSeconds", "Invalid value: -1: must be greater than or equal to 0"),
+        ("spec.containers[0].terminationMessagePolicy",
+         "Invalid value: \"Bogus\": must be 'File' or 'FallbackToLogsOnError'"),
+        ("spec.containers[0].readinessProbe", "Required value: must specify a handler type")]),
     ({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"foo": "1"}}}]}, [
         ("spec.containers[0].resources.requests[foo]",
          'Invalid value: "foo": must be a standard resource type or fully qualified'),
@@ -409,3 +422,17 @@ async def test_a_stateful_sets_spec_changes_only_in_replicas_template_and_strate
         updated = await r.json()
         assert r.status == 200, updated
     assert (updated["spec"]["replicas"], updated["spec"]["updateStrategy"]) == (3, {"type": "OnDelete"})
+
+
+async def test_probes_get_kubes_defaults(http: aiohttp.ClientSession) -> None:
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction, as kube 1.20 stored them (refplane)."""
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probed"},
+            "spec": {"containers": [{"name": "c", "image": "x", "livenessProbe": {"httpGet": {"port": 80}},
+                                     "readinessProbe": {"exec": {"command": ["a"]}, "successThreshold": 0}}]}}
+    async with http.post("/api/v1/namespaces/default/pods", json=body) as r:
+        stored = await r.json()
+        assert r.status == 201, stored
+    container = stored["spec"]["containers"][0]
+    counts = {"failureThreshold": 3, "periodSeconds": 10, "successThreshold": 1, "timeoutSeconds": 1}
+    assert container["livenessProbe"] == {**counts, "httpGet": {"path": "/", "port": 80, "scheme": "HTTP"}}
+    assert container["readinessProbe"] == {**counts, "exec": {"command": ["a"]}}
