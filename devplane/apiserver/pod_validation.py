@@ -13,10 +13,11 @@ order and with its messages (each checked on the refplane):
   known, a mount path, each path once), its image pull policy, its resources (``ValidateResourceRequirements``:
   names, non-negative amounts, requests within limits, limits for resources that cannot be overcommitted,
   HugePages with cpu or memory);
-- the restart policy.
+- the restart policy, the DNS policy, the node selector's labels, the service account, node, host and subdomain
+  names, ``activeDeadlineSeconds`` and each toleration.
 
-Not covered: volume sources, ``envFrom``, security contexts, init and ephemeral containers, scheduling fields
-(affinity, tolerations, topology spread, DNS), and whether an extended resource's amount is an integer. kube
+Not covered: volume sources, ``envFrom``, security contexts, init and ephemeral containers, affinity, topology
+spread, DNS config, readiness gates, and whether an extended resource's amount is an integer. kube
 walks a resource list (a Go map) in random order; this goes in the written order.
 """
 
@@ -39,14 +40,17 @@ from kube_api.quantity import (
 from kube_api.validation import (
     go_quote,
     is_dns1123_label,
+    is_dns1123_subdomain,
     is_env_var_name,
     is_http_header_name,
     is_qualified_name,
+    is_valid_label_value,
     is_valid_port_name,
     is_valid_port_num,
 )
 
 from .errors import Cause
+from .validation import validate_labels
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
@@ -58,6 +62,10 @@ PROBE_COUNTS: Final = ("initialDelaySeconds", "timeoutSeconds", "periodSeconds",
 HTTP_SCHEMES: Final = ("HTTP", "HTTPS")
 TERMINATION_MESSAGE_POLICIES: Final = ("File", "FallbackToLogsOnError")
 TERMINATION_MESSAGE_RULE: Final = "must be 'File' or 'FallbackToLogsOnError'"
+DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+TOLERATION_OPERATORS: Final = ("Equal", "Exists")
+TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MAX_INT32: Final = 2**31 - 1
 CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
     "requests.cpu", "requests.memory", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
@@ -101,7 +109,61 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     policy = pod.get("restartPolicy", "Always")
     if policy not in RESTART_POLICIES:
         causes.append(Cause.not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
+    dns = str(pod.get("dnsPolicy") or "")
+    if not dns:
+        causes.append(Cause.required(f"{field}.dnsPolicy"))
+    elif dns not in DNS_POLICIES:
+        causes.append(Cause.not_supported(f"{field}.dnsPolicy", go_quote(dns), DNS_POLICIES))
+    causes.extend(validate_labels(pod.get("nodeSelector"), f"{field}.nodeSelector"))
+    for key, check in (("serviceAccountName", is_dns1123_subdomain), ("nodeName", is_dns1123_subdomain)):
+        name = str(pod.get(key) or "")
+        causes.extend(Cause.invalid(f"{field}.{key}", go_quote(name), msg) for msg in (check(name) if name else []))
+    deadline = pod.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and not 1 <= deadline <= MAX_INT32:
+        causes.append(Cause.invalid(f"{field}.activeDeadlineSeconds", str(deadline),
+                                    f"must be between 1 and {MAX_INT32}, inclusive"))
+    for key in ("hostname", "subdomain"):
+        name = str(pod.get(key) or "")
+        causes.extend(Cause.invalid(f"{field}.{key}", go_quote(name), msg)
+                      for msg in (is_dns1123_label(name) if name else []))
+    for i, toleration in _entries(pod, "tolerations"):
+        causes.extend(_toleration(toleration, f"{field}.tolerations[{i}]"))
     return causes
+
+
+def _toleration(toleration: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidateTolerations``' rules for one toleration."""
+    key, operator = str(toleration.get("key") or ""), str(toleration.get("operator") or "")
+    value, effect = str(toleration.get("value") or ""), str(toleration.get("effect") or "")
+    causes = [Cause.invalid(f"{field}.key", go_quote(key), msg) for msg in is_qualified_name(key)] if key else []
+    if not key and operator != "Exists":
+        causes.append(Cause.invalid(f"{field}.operator", go_quote(operator), "operator must be Exists when `key` is "
+                                                                            'empty, which means "match all values '
+                                                                            'and all keys"'))
+    if toleration.get("tolerationSeconds") is not None and effect != "NoExecute":
+        causes.append(Cause.invalid(f"{field}.effect", go_quote(effect),
+                                    "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+    if operator in ("Equal", ""):
+        errors = is_valid_label_value(value)
+        if errors:
+            causes.append(Cause.invalid(f"{field}.operator", go_quote(value), ";".join(errors)))
+    elif operator == "Exists":
+        if value:
+            causes.append(Cause.invalid(f"{field}.operator", _go_toleration(toleration),
+                                        "value must be empty when `operator` is 'Exists'"))
+    else:
+        causes.append(Cause.not_supported(f"{field}.operator", go_quote(operator), TOLERATION_OPERATORS))
+    if effect and effect not in TAINT_EFFECTS:
+        causes.append(Cause.not_supported(f"{field}.effect", go_quote(effect), TAINT_EFFECTS))
+    return causes
+
+
+def _go_toleration(toleration: Mapping[str, Any]) -> str:
+    """``%#v`` of a ``core.Toleration`` (its ``tolerationSeconds`` pointer as Go prints it only when nil)."""
+    seconds = "(*int64)(nil)" if toleration.get("tolerationSeconds") is None else "(*int64)(0xc000000000)"
+    fields = ", ".join(f"{name}:{go_quote(str(toleration.get(key) or ''))}" for name, key in (
+        ("Key", "key"), ("Operator", "operator"), ("Value", "value"), ("Effect", "effect")))
+    return f"core.Toleration{{{fields}, TolerationSeconds:{seconds}}}"
 
 
 def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]:

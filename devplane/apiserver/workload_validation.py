@@ -109,7 +109,8 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
               always: bool = True) -> list[Cause]:
     """``ValidatePodTemplateSpecForReplicaSet`` (``pod_spec``) or ``...ForStatefulSet``: the labels against the
     selector (:func:`compile_label_selector`'s: a nil one matches nothing, an empty one everything), the template's
-    labels, and for the former its Pod spec; then (``always``) the restart policy, which must be Always."""
+    labels, and for the former its Pod spec; then (``always``) the restart policy, which must be Always, and no
+    ``activeDeadlineSeconds``."""
     template = _mapping(spec, "template")
     meta = _mapping(template, "metadata")
     causes: list[Cause] = []
@@ -123,6 +124,10 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
     policy = pod.get("restartPolicy", "Always")
     if always and policy != "Always":
         causes.append(Cause.not_supported("spec.template.spec.restartPolicy", go_quote(str(policy)), ("Always",)))
+    if always and pod.get("activeDeadlineSeconds") is not None:
+        owner = "ReplicaSet" if pod_spec else "StatefulSet"  # a Deployment's template is checked as a ReplicaSet's
+        causes.append(Cause.forbidden("spec.template.spec.activeDeadlineSeconds",
+                                      f"activeDeadlineSeconds in {owner} is not Supported"))
     return causes
 
 

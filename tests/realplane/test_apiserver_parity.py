@@ -196,6 +196,18 @@ def pod_template_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
             readinessProbe={"tcpSocket": {"port": "Bad_Name"}},
             startupProbe={"exec": {"command": []}},
             lifecycle={"postStart": {}, "preStop": {"httpGet": {"port": "http"}, "exec": {"command": ["a"]}}})}),
+        ("scheduling and names", {"dnsPolicy": "Bogus", "nodeSelector": {"bad key!": "v"},
+                                  "serviceAccountName": "Bad_SA", "nodeName": "Bad_N", "hostname": "Bad_H",
+                                  "subdomain": "Bad_S", "activeDeadlineSeconds": 0, "tolerations": [
+                                      {"key": "bad key!", "operator": "Bogus"}, {"operator": "Exists", "value": "v"},
+                                      {"key": "k", "effect": "Bogus"},
+                                      {"key": "k", "tolerationSeconds": 5, "effect": "NoSchedule"},
+                                      {"key": "k", "operator": "Equal", "value": "bad value!"},
+                                      {"operator": "Equal"}]}),
+        ("active deadline in a Deployment", {"activeDeadlineSeconds": 30}),
+        ("valid tolerations", {"nodeSelector": {"disk": "ssd"}, "tolerations": [
+            {"operator": "Exists"}, {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
+            {"key": "k", "value": "v", "effect": "NoSchedule"}]}),
         ("valid probes", {"containers": container(
             livenessProbe={"httpGet": {"port": 8080}}, readinessProbe={"tcpSocket": {"port": "http"}},
             startupProbe={"exec": {"command": ["true"]}, "failureThreshold": 30},
@@ -319,6 +331,9 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
         ("job, template's controller-uid label another uid", "POST", jobs,
          job("j8", labels={"controller-uid": "x", "app": "j8"}), J),
         *pod_template_cases(dep),
+        ("statefulset, active deadline and restart policy", "POST", sts,
+         stateful_set("s9", template={"metadata": {"labels": {"app": "s9"}}, "spec": {
+             "activeDeadlineSeconds": 5, "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), J),
         ("statefulset, service name changed", "PATCH", f"{sts}/db", {"spec": {"serviceName": "other"}}, MERGE),
         ("statefulset, service name changed, replicas negative", "PATCH", f"{sts}/db",
          {"spec": {"serviceName": "other", "replicas": -1}}, MERGE),

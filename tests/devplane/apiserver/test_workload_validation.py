@@ -16,6 +16,12 @@ DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 LABEL_KEY = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
              "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
              "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+RFC1123_SUBDOMAIN = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                     "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+                     "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+NAME_PART = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+             "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+             "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 RFC1123_LABEL = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
                  "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
                  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -207,6 +213,14 @@ OTHER_CASES = [  # (collection, body, causes), each as kube-apiserver 1.20 answe
     ("statefulsets", controller("StatefulSet", "s", template={"metadata": {"labels": {"app": "s"}}, "spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), [
         ("spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"')]),
+    ("statefulsets", controller("StatefulSet", "s", template={"metadata": {"labels": {"app": "s"}}, "spec": {
+        "activeDeadlineSeconds": 5, "containers": [{"name": "c", "image": "x"}]}}), [
+        ("spec.template.spec.activeDeadlineSeconds",
+         "Forbidden: activeDeadlineSeconds in StatefulSet is not Supported")]),
+    ("replicasets", controller("ReplicaSet", "r", template={"metadata": {"labels": {"app": "r"}}, "spec": {
+        "activeDeadlineSeconds": 5, "containers": [{"name": "c", "image": "x"}]}}), [
+        ("spec.template.spec.activeDeadlineSeconds",
+         "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported")]),
 ]
 
 
@@ -283,6 +297,24 @@ POD_CASES = [  # (a Pod spec, causes), as kube-apiserver 1.20 answered (refplane
         ("spec.containers[0].terminationMessagePolicy",
          "Invalid value: \"Bogus\": must be 'File' or 'FallbackToLogsOnError'"),
         ("spec.containers[0].readinessProbe", "Required value: must specify a handler type")]),
+    ({"containers": [{"name": "c", "image": "x"}], "dnsPolicy": "Bogus", "serviceAccountName": "Bad_SA",
+      "activeDeadlineSeconds": 0, "hostname": "Bad_H", "tolerations": [
+          {"key": "bad key!", "operator": "Bogus"}, {"operator": "Exists", "value": "v"},
+          {"key": "k", "tolerationSeconds": 5, "effect": "NoSchedule"}, {"operator": "Equal"}]}, [
+        ("spec.dnsPolicy",
+         'Unsupported value: "Bogus": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"'),
+        ("spec.serviceAccountName", f'Invalid value: "Bad_SA": {RFC1123_SUBDOMAIN}'),
+        ("spec.activeDeadlineSeconds", "Invalid value: 0: must be between 1 and 2147483647, inclusive"),
+        ("spec.hostname", f'Invalid value: "Bad_H": {RFC1123_LABEL}'),
+        ("spec.tolerations[0].key", f'Invalid value: "bad key!": {NAME_PART}'),
+        ("spec.tolerations[0].operator", 'Unsupported value: "Bogus": supported values: "Equal", "Exists"'),
+        ("spec.tolerations[1].operator", 'Invalid value: core.Toleration{Key:"", Operator:"Exists", Value:"v", '
+                                         'Effect:"", TolerationSeconds:(*int64)(nil)}: value must be empty when '
+                                         "`operator` is 'Exists'"),
+        ("spec.tolerations[2].effect",
+         "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set"),
+        ("spec.tolerations[3].operator", 'Invalid value: "Equal": operator must be Exists when `key` is empty, which '
+                                         'means "match all values and all keys"')]),
     ({"containers": [{"name": "c", "image": "x", "resources": {"requests": {"foo": "1"}}}]}, [
         ("spec.containers[0].resources.requests[foo]",
          'Invalid value: "foo": must be a standard resource type or fully qualified'),
