@@ -98,7 +98,8 @@ def pod_revision(pod: Obj) -> str:
 
 
 def new_pod(sts: Obj, ordinal: int, revision: str) -> dict[str, Any]:
-    """``newVersionedStatefulSetPod``: the template's pod with the ordinal's identity and the revision label."""
+    """``newVersionedStatefulSetPod``: the template's pod with the ordinal's identity, its claims' volumes (named
+    ``<claim>-<set>-<ordinal>``, as the controller names the claims it makes) and the revision label."""
     name = f"{objects.name(sts)}-{ordinal}"
     template = objects.spec(sts).get("template") or {}
     template_meta = objects.metadata(template)
@@ -110,6 +111,12 @@ def new_pod(sts: Obj, ordinal: int, revision: str) -> dict[str, Any]:
         if template_meta.get(key):
             meta[key] = copy.deepcopy(template_meta[key])
     spec: dict[str, Any] = copy.deepcopy(dict(objects.spec(template)))
+    claims = [str(c["metadata"]["name"]) for c in objects.spec(sts).get("volumeClaimTemplates") or []
+              if isinstance(c, dict) and isinstance(c.get("metadata"), dict) and c["metadata"].get("name")]
+    if claims:  # updateStorage: a volume per claim template, on the ordinal's claim, before the template's others
+        volumes = [{"name": claim, "persistentVolumeClaim": {"claimName": f"{claim}-{name}"}} for claim in claims]
+        spec["volumes"] = volumes + [v for v in spec.get("volumes") or [] if not (
+            isinstance(v, dict) and v.get("name") in claims)]
     spec["hostname"] = name
     service = objects.spec(sts).get("serviceName")
     if service:

@@ -113,3 +113,18 @@ async def test_a_pod_that_does_not_fit_stays_pending_and_the_estimator_counts_it
     sts["spec"]["replicas"] = 2  # what a descheduled member gets: the stuck pod goes
     await member.client.update(STATEFUL_SETS, sts)
     await eventually(lambda: running(member, "big", {"big-0", "big-1"}), timeout=TIMEOUT)
+
+
+async def test_pods_mount_the_claims_of_the_volume_claim_templates(member: Member) -> None:
+    """The usual shape of a StatefulSet (its container mounts a claim template): each Pod gets a volume on its
+    ordinal's claim, ``data-db-<ordinal>``, as the real controller gives it; without it kube refuses the Pod."""
+    await add_node(member, "node-a")
+    body = stateful_set("db", 2)
+    body["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    body["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}, "spec": {
+        "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
+    await member.client.create(STATEFUL_SETS, body)
+
+    pods = await eventually(lambda: running(member, "db", {"db-0", "db-1"}), timeout=TIMEOUT)
+    assert [pods[n]["spec"]["volumes"][0] for n in ("db-0", "db-1")] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": f"data-db-{i}"}} for i in (0, 1)]
