@@ -16,6 +16,13 @@ from kube_api import jobs
 from .resources import ResourceType
 
 
+def _default(parent: MutableObj, key: str, value: Any) -> None:
+    """Set ``key`` unless it has a value: absent, null, and an empty string are Go's zero value, which kube's
+    defaulting fills in (``imagePullPolicy: null`` or ``""`` is defaulted, not refused)."""
+    if parent.get(key) is None or parent.get(key) == "":
+        parent[key] = value
+
+
 def _dict(parent: MutableObj, key: str) -> MutableObj:
     value = parent.get(key)
     if not isinstance(value, dict):
@@ -35,13 +42,13 @@ def _image_pull_policy(image: Any) -> str:
 def _container(container: Any) -> None:
     if not isinstance(container, dict):
         return
-    container.setdefault("terminationMessagePath", "/dev/termination-log")
-    container.setdefault("terminationMessagePolicy", "File")
-    container.setdefault("imagePullPolicy", _image_pull_policy(container.get("image")))
-    container.setdefault("resources", {})
+    _default(container, "terminationMessagePath", "/dev/termination-log")
+    _default(container, "terminationMessagePolicy", "File")
+    _default(container, "imagePullPolicy", _image_pull_policy(container.get("image")))
+    _default(container, "resources", {})
     for port in container.get("ports") or []:
         if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
+            _default(port, "protocol", "TCP")
     for key in ("livenessProbe", "readinessProbe", "startupProbe"):
         _probe(container.get(key))
     lifecycle = container.get("lifecycle")
@@ -77,11 +84,11 @@ def pod_spec(spec: Any) -> None:
     """SetDefaults_PodSpec and its containers."""
     if not isinstance(spec, dict):
         return
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("securityContext", {})
-    spec.setdefault("schedulerName", "default-scheduler")
+    _default(spec, "restartPolicy", "Always")
+    _default(spec, "terminationGracePeriodSeconds", 30)
+    _default(spec, "dnsPolicy", "ClusterFirst")
+    _default(spec, "securityContext", {})
+    _default(spec, "schedulerName", "default-scheduler")
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or []:
             _container(container)
@@ -97,8 +104,8 @@ def pod(obj: MutableObj) -> None:
     spec = obj.get("spec")
     pod_spec(spec)
     if isinstance(spec, dict):
-        spec.setdefault("enableServiceLinks", True)
-        spec.setdefault("priority", 0)
+        _default(spec, "enableServiceLinks", True)
+        _default(spec, "priority", 0)
         for container in spec.get("containers") or []:
             # SetDefaults_Pod: limits without requests → requests = limits.
             if isinstance(container, dict) and isinstance(container.get("resources"), dict):
@@ -132,45 +139,45 @@ def qos_class(spec: MutableObj) -> str:
 
 def deployment(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("replicas", 1)
-    spec.setdefault("revisionHistoryLimit", 10)
-    spec.setdefault("progressDeadlineSeconds", 600)
+    _default(spec, "replicas", 1)
+    _default(spec, "revisionHistoryLimit", 10)
+    _default(spec, "progressDeadlineSeconds", 600)
     strategy = _dict(spec, "strategy")
-    strategy.setdefault("type", "RollingUpdate")
+    _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
         rolling = _dict(strategy, "rollingUpdate")
-        rolling.setdefault("maxUnavailable", "25%")
-        rolling.setdefault("maxSurge", "25%")
+        _default(rolling, "maxUnavailable", "25%")
+        _default(rolling, "maxSurge", "25%")
     _template(spec)
 
 
 def replica_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("replicas", 1)
+    _default(spec, "replicas", 1)
     _template(spec)
 
 
 def stateful_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("replicas", 1)
-    spec.setdefault("podManagementPolicy", "OrderedReady")
-    spec.setdefault("revisionHistoryLimit", 10)
+    _default(spec, "replicas", 1)
+    _default(spec, "podManagementPolicy", "OrderedReady")
+    _default(spec, "revisionHistoryLimit", 10)
     strategy = _dict(spec, "updateStrategy")
-    strategy.setdefault("type", "RollingUpdate")
+    _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
-        _dict(strategy, "rollingUpdate").setdefault("partition", 0)
+        _default(_dict(strategy, "rollingUpdate"), "partition", 0)
     _template(spec)
 
 
 def daemon_set(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("revisionHistoryLimit", 10)
+    _default(spec, "revisionHistoryLimit", 10)
     strategy = _dict(spec, "updateStrategy")
-    strategy.setdefault("type", "RollingUpdate")
+    _default(strategy, "type", "RollingUpdate")
     if strategy["type"] == "RollingUpdate":
         rolling = _dict(strategy, "rollingUpdate")
-        rolling.setdefault("maxUnavailable", 1)
-        rolling.setdefault("maxSurge", 0)
+        _default(rolling, "maxUnavailable", 1)
+        _default(rolling, "maxSurge", 0)
     _template(spec)
 
 
@@ -178,10 +185,10 @@ def job(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
     if "completions" not in spec and "parallelism" not in spec:
         spec["completions"] = 1
-    spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
-    spec.setdefault("completionMode", "NonIndexed")
-    spec.setdefault("suspend", False)
+    _default(spec, "parallelism", 1)
+    _default(spec, "backoffLimit", 6)
+    _default(spec, "completionMode", "NonIndexed")
+    _default(spec, "suspend", False)
     _template(spec)
 
 
@@ -204,10 +211,10 @@ def generate_job_selector(_rtype: ResourceType, old: MutableObj | None, new: Mut
 
 def cron_job(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    spec.setdefault("concurrencyPolicy", "Allow")
-    spec.setdefault("suspend", False)
-    spec.setdefault("successfulJobsHistoryLimit", 3)
-    spec.setdefault("failedJobsHistoryLimit", 1)
+    _default(spec, "concurrencyPolicy", "Allow")
+    _default(spec, "suspend", False)
+    _default(spec, "successfulJobsHistoryLimit", 3)
+    _default(spec, "failedJobsHistoryLimit", 1)
     job_spec = _dict(_dict(spec, "jobTemplate"), "spec")
     _template(job_spec)
 
@@ -231,15 +238,15 @@ def service(obj: MutableObj) -> None:
         spec.pop("sessionAffinityConfig", None)  # kube 1.20 stores none (seen on the refplane)
     # Newer SetDefaults_Service; cluster IPs and node ports are allocated in services.py.
     if spec["type"] in ("NodePort", "LoadBalancer"):
-        spec.setdefault("externalTrafficPolicy", "Cluster")
+        _default(spec, "externalTrafficPolicy", "Cluster")
     if spec["type"] != "ExternalName":
-        spec.setdefault("internalTrafficPolicy", "Cluster")
+        _default(spec, "internalTrafficPolicy", "Cluster")
     if spec["type"] == "LoadBalancer":
-        spec.setdefault("allocateLoadBalancerNodePorts", True)
+        _default(spec, "allocateLoadBalancerNodePorts", True)
 
 
 def secret(obj: MutableObj) -> None:
-    obj.setdefault("type", "Opaque")
+    _default(obj, "type", "Opaque")
 
 
 DEFAULTERS: dict[str, Callable[[MutableObj], None]] = {

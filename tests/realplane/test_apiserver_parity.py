@@ -208,6 +208,8 @@ def pod_template_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
         ("valid tolerations", {"nodeSelector": {"disk": "ssd"}, "tolerations": [
             {"operator": "Exists"}, {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30},
             {"key": "k", "value": "v", "effect": "NoSchedule"}]}),
+        ("null and empty fields defaulted", {"restartPolicy": "", "dnsPolicy": None, "containers": container(
+            imagePullPolicy=None, terminationMessagePolicy="", ports=[{"containerPort": 80, "protocol": ""}])}),
         ("valid probes", {"containers": container(
             livenessProbe={"httpGet": {"port": 8080}}, readinessProbe={"tcpSocket": {"port": "http"}},
             startupProbe={"exec": {"command": ["true"]}, "failureThreshold": 30},

@@ -468,3 +468,19 @@ async def test_probes_get_kubes_defaults(http: aiohttp.ClientSession) -> None:
     counts = {"failureThreshold": 3, "periodSeconds": 10, "successThreshold": 1, "timeoutSeconds": 1}
     assert container["livenessProbe"] == {**counts, "httpGet": {"path": "/", "port": 80, "scheme": "HTTP"}}
     assert container["readinessProbe"] == {**counts, "exec": {"command": ["a"]}}
+
+
+async def test_a_null_or_empty_field_gets_its_default_not_a_refusal(http: aiohttp.ClientSession) -> None:
+    """JSON null and "" decode to Go's zero value, which kube's defaulting fills in (Helm often renders them)."""
+    body = deployment("nulls", pod={"restartPolicy": "", "containers": [{
+        "name": "c", "image": "nginx:1", "imagePullPolicy": None, "terminationMessagePolicy": "",
+        "ports": [{"containerPort": 80, "protocol": None}]}]})
+    body["spec"]["revisionHistoryLimit"] = None
+    async with http.post("/apis/apps/v1/namespaces/default/deployments", json=body) as r:
+        stored = await r.json()
+        assert r.status == 201, stored
+    pod = stored["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert (pod["restartPolicy"], container["imagePullPolicy"], container["terminationMessagePolicy"],
+            container["ports"][0]["protocol"], stored["spec"]["revisionHistoryLimit"]) == (
+        "Always", "IfNotPresent", "File", "TCP", 10)
