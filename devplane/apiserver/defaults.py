@@ -232,7 +232,8 @@ def service(obj: MutableObj) -> None:
                 port["targetPort"] = port["port"]
     affinity = spec.get("sessionAffinityConfig")
     client = affinity.get("clientIP") if isinstance(affinity, dict) else None
-    if spec["sessionAffinity"] == "ClientIP" and not (isinstance(client, dict) and "timeoutSeconds" in client):
+    timeout = client.get("timeoutSeconds") if isinstance(client, dict) else None
+    if spec["sessionAffinity"] == "ClientIP" and timeout is None:
         spec["sessionAffinityConfig"] = {"clientIP": {"timeoutSeconds": 10800}}
     elif spec["sessionAffinity"] == "None":
         spec.pop("sessionAffinityConfig", None)  # kube 1.20 stores none (seen on the refplane)

@@ -24,8 +24,8 @@ class Cause:
     def to_dict(self) -> dict[str, str]:
         return {"reason": self.reason, "message": self.message, "field": self.field}
 
-    # kube's field.Invalid, field.Required, field.Forbidden and field.NotSupported, the value already printed as
-    # Go prints it
+    # kube's field.Invalid, field.Required, field.Duplicate, field.NotFound, field.Forbidden and field.NotSupported,
+    # the value already printed as Go prints it
 
     @classmethod
     def invalid(cls, field: str, shown: str, detail: str) -> Cause:
@@ -34,6 +34,14 @@ class Cause:
     @classmethod
     def required(cls, field: str, detail: str = "") -> Cause:
         return cls("FieldValueRequired", f"Required value: {detail}" if detail else "Required value", field)
+
+    @classmethod
+    def duplicate(cls, field: str, shown: str) -> Cause:
+        return cls("FieldValueDuplicate", f"Duplicate value: {shown}", field)
+
+    @classmethod
+    def not_found(cls, field: str, shown: str) -> Cause:
+        return cls("FieldValueNotFound", f"Not found: {shown}", field)
 
     @classmethod
     def forbidden(cls, field: str, detail: str) -> Cause:
@@ -201,4 +209,9 @@ def too_large() -> StatusError:
 
 def internal(message: str) -> StatusError:
     return StatusError(500, "InternalError", message)
+
+
+def internal_error(cause: str) -> StatusError:
+    """kube's ``NewInternalError``: 500, ``Internal error occurred: <cause>``, the cause in ``details``."""
+    return StatusError(500, "InternalError", f"Internal error occurred: {cause}", {"causes": [{"message": cause}]})
 

@@ -46,11 +46,10 @@ from kube_api.validation import (
     is_qualified_name,
     is_valid_label_value,
     is_valid_port_name,
-    is_valid_port_num,
 )
 
 from .errors import Cause
-from .validation import validate_labels
+from .validation import child, go_int, port_num_causes, validate_labels
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
@@ -75,24 +74,11 @@ STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
 """``IsStandardResourceName``'s set (1.20), beside the HugePages names."""
 
 
-def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = parent.get(key)
-    return value if isinstance(value, Mapping) else {}
-
-
 def _entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str, Any]]]:
     """The objects of a list field, with their index (anything else in it is the decoder's to refuse)."""
     value = parent.get(key)
     return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, Mapping)] if isinstance(value, list) \
         else []
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def duplicate(field: str, value: str) -> Cause:
-    return Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(value)}", field)
 
 
 def _named(field: str, name: str, check: Callable[[str], list[str]]) -> list[Cause]:
@@ -175,7 +161,7 @@ def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]
         name = str(volume.get("name") or "")
         found = _named(at, name, is_dns1123_label)
         if name in valid:
-            found.append(duplicate(at, name))
+            found.append(Cause.duplicate(at, go_quote(name)))
         if found:
             causes.extend(found)
         else:
@@ -194,7 +180,7 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
         name = str(container.get("name") or "")
         causes.extend(_named(f"{at}.name", name, is_dns1123_label))
         if name in seen:  # kube: an empty name twice is a duplicate too
-            causes.append(duplicate(f"{at}.name", name))
+            causes.append(Cause.duplicate(f"{at}.name", go_quote(name)))
         seen.add(name)
         if not container.get("image"):
             causes.append(Cause.required(f"{at}.image"))
@@ -216,13 +202,13 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
             causes.append(Cause.required(f"{at}.imagePullPolicy"))
         elif policy not in PULL_POLICIES:
             causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
-        causes.extend(_resources(_mapping(container, "resources"), f"{at}.resources"))
+        causes.extend(_resources(child(container, "resources"), f"{at}.resources"))
     return causes
 
 
 def _lifecycle(container: Mapping[str, Any], field: str) -> list[Cause]:
     """``validateLifecycle``: each hook given has one handler."""
-    lifecycle = _mapping(container, "lifecycle")
+    lifecycle = child(container, "lifecycle")
     return [cause for key in ("postStart", "preStop") if isinstance(lifecycle.get(key), Mapping)
             for cause in _handler(lifecycle[key], f"{field}.{key}")]
 
@@ -235,10 +221,10 @@ def _probe(container: Mapping[str, Any], key: str, at: str, *, success_must_be_o
     field = f"{at}.{key}"
     causes = _handler(probe, field)
     for count in PROBE_COUNTS:
-        value = _int(probe.get(count))
+        value = go_int(probe.get(count))
         if value < 0:
             causes.append(Cause.invalid(f"{field}.{count}", str(value), "must be greater than or equal to 0"))
-    success = _int(probe.get("successThreshold"))
+    success = go_int(probe.get("successThreshold"))
     if success_must_be_one and success != 1:
         causes.append(Cause.invalid(f"{field}.successThreshold", str(success), "must be 1"))
     return causes
@@ -275,8 +261,7 @@ def _port_num_or_name(port: Any, field: str) -> list[Cause]:
     """``ValidatePortNumOrName``: a number in range, or an IANA port name."""
     if isinstance(port, str):
         return [Cause.invalid(field, go_quote(port), msg) for msg in is_valid_port_name(port)]
-    number = _int(port)
-    return [Cause.invalid(field, str(number), msg) for msg in is_valid_port_num(number)]
+    return port_num_causes(field, go_int(port))
 
 
 def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
@@ -290,16 +275,16 @@ def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
             errors = is_valid_port_name(name)
             causes.extend(Cause.invalid(f"{at}.name", go_quote(name), msg) for msg in errors)
             if not errors and name in names:
-                causes.append(duplicate(f"{at}.name", name))
+                causes.append(Cause.duplicate(f"{at}.name", go_quote(name)))
             names.add(name)
-        number = _int(port.get("containerPort"))
+        number = go_int(port.get("containerPort"))
         if number == 0:
             causes.append(Cause.required(f"{at}.containerPort"))
         else:
-            causes.extend(Cause.invalid(f"{at}.containerPort", str(number), msg) for msg in is_valid_port_num(number))
-        host = _int(port.get("hostPort"))
+            causes.extend(port_num_causes(f"{at}.containerPort", number))
+        host = go_int(port.get("hostPort"))
         if host != 0:
-            causes.extend(Cause.invalid(f"{at}.hostPort", str(host), msg) for msg in is_valid_port_num(host))
+            causes.extend(port_num_causes(f"{at}.hostPort", host))
         protocol = str(port.get("protocol") or "")
         if not protocol:
             causes.append(Cause.required(f"{at}.protocol"))
@@ -340,7 +325,7 @@ def _mounts(container: Mapping[str, Any], field: str, volumes: set[str]) -> list
         if not name:
             causes.append(Cause.required(f"{at}.name"))
         if name not in volumes:
-            causes.append(Cause("FieldValueNotFound", f"Not found: {go_quote(name)}", f"{at}.name"))
+            causes.append(Cause.not_found(f"{at}.name", go_quote(name)))
         if not path:
             causes.append(Cause.required(f"{at}.mountPath"))
         if path in paths:
@@ -385,10 +370,10 @@ def _resources(resources: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidateResourceRequirements``: the limits, then each request (with how it stands to its limit)."""
     causes: list[Cause] = []
     limits: dict[str, Fraction | None] = {}
-    for name, written in _mapping(resources, "limits").items():
+    for name, written in child(resources, "limits").items():
         limits[str(name)], found = _amount(str(name), written, f"{field}.limits[{name}]")
         causes.extend(found)
-    requests = _mapping(resources, "requests")
+    requests = child(resources, "requests")
     for name, written in requests.items():
         amount, found = _amount(str(name), written, f"{field}.requests[{name}]")
         causes.extend(found)

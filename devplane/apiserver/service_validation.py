@@ -20,11 +20,10 @@ from kube_api.validation import (
     is_dns1123_label,
     is_dns1123_subdomain,
     is_valid_port_name,
-    is_valid_port_num,
 )
 
 from .errors import Cause
-from .validation import validate_labels
+from .validation import go_int, port_num_causes, validate_labels
 
 SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES: Final = ("ClientIP", "None")
@@ -34,14 +33,7 @@ TRAFFIC_POLICIES: Final = ("Cluster", "Local")
 MAX_AFFINITY_SECONDS: Final = 86400
 SOURCE_RANGES_ANNOTATION: Final = "service.beta.kubernetes.io/load-balancer-source-ranges"
 VALID_IP_HINT: Final = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
-
-
-def _port_number(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _port_number_errors(field: str, value: int) -> list[Cause]:
-    return [Cause.invalid(field, str(value), msg) for msg in is_valid_port_num(value)]
+LINK_LOCAL_MULTICAST_V4: Final = ipaddress.ip_network("224.0.0.0/24")
 
 
 def _service_port(port: Mapping[str, Any], field: str, *, name_required: bool, names: set[str]) -> list[Cause]:
@@ -54,9 +46,9 @@ def _service_port(port: Mapping[str, Any], field: str, *, name_required: bool, n
     elif name:
         causes.extend(Cause.invalid(f"{field}.name", go_quote(name), msg) for msg in is_dns1123_label(name))
         if name in names:
-            causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {go_quote(name)}", f"{field}.name"))
+            causes.append(Cause.duplicate(f"{field}.name", go_quote(name)))
         names.add(name)
-    causes.extend(_port_number_errors(f"{field}.port", _port_number(port.get("port"))))
+    causes.extend(port_num_causes(f"{field}.port", go_int(port.get("port"))))
     protocol = str(port.get("protocol") or "")
     if not protocol:
         causes.append(Cause.required(f"{field}.protocol"))
@@ -66,14 +58,14 @@ def _service_port(port: Mapping[str, Any], field: str, *, name_required: bool, n
     if isinstance(target, str):
         causes.extend(Cause.invalid(f"{field}.targetPort", go_quote(target), msg) for msg in is_valid_port_name(target))
     else:
-        causes.extend(_port_number_errors(f"{field}.targetPort", _port_number(target)))
+        causes.extend(port_num_causes(f"{field}.targetPort", go_int(target)))
     return causes
 
 
 def _go_service_port(port: Mapping[str, Any]) -> str:
     """``%#v`` of the ``core.ServicePort`` kube compares ports by (protocol and port only)."""
     return (f"core.ServicePort{{Name:\"\", Protocol:{go_quote(str(port.get('protocol') or ''))}, "
-            f"AppProtocol:(*string)(nil), Port:{_port_number(port.get('port'))}, "
+            f"AppProtocol:(*string)(nil), Port:{go_int(port.get('port'))}, "
             "TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}")
 
 
@@ -90,7 +82,7 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
     if kind == "LoadBalancer":
         causes.extend(Cause.invalid(f"spec.ports[{i}]", str(KUBELET_PORT),
                                f"may not expose port {KUBELET_PORT} externally since it is used by kubelet")
-                      for i, p in enumerate(ports) if _port_number(p.get("port")) == KUBELET_PORT)
+                      for i, p in enumerate(ports) if go_int(p.get("port")) == KUBELET_PORT)
     if kind in ("LoadBalancer", "NodePort") and headless:
         causes.append(Cause.invalid("spec.clusterIPs[0]", '"None"', f"may not be set to 'None' for {kind} services"))
     if kind == "ExternalName":
@@ -113,8 +105,8 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
     elif affinity == "ClientIP":
         causes.extend(_affinity_timeout(spec))
     for i, ip in enumerate(spec.get("externalIPs") or []):
-        causes.extend(Cause.invalid(f"spec.externalIPs[{i}]", go_quote(str(ip)), msg)
-                      for msg in _external_ip_errors(str(ip)))
+        text = "" if ip is None else str(ip)  # a null element decodes to Go's ""
+        causes.extend(Cause.invalid(f"spec.externalIPs[{i}]", go_quote(text), msg) for msg in _external_ip_errors(text))
     if not kind:
         causes.append(Cause.required("spec.type"))
     elif kind not in SERVICE_TYPES:
@@ -124,17 +116,16 @@ def service_causes(_old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> li
                       for i, p in enumerate(ports) if p.get("nodePort"))
     seen: set[tuple[str, int]] = set()
     for i, port in enumerate(ports):
-        key = (str(port.get("protocol") or ""), _port_number(port.get("port")))
+        key = (str(port.get("protocol") or ""), go_int(port.get("port")))
         if key in seen:
-            causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_go_service_port(port)}",
-                                f"spec.ports[{i}]"))
+            causes.append(Cause.duplicate(f"spec.ports[{i}]", _go_service_port(port)))
         seen.add(key)
     causes.extend(_source_ranges(new, spec, kind))
     policy = str(spec.get("externalTrafficPolicy") or "")
     if policy and policy not in TRAFFIC_POLICIES:
         causes.append(Cause.invalid("spec.externalTrafficPolicy", go_quote(policy),
                                     "ExternalTrafficPolicy must be empty, Cluster or Local"))
-    health = _port_number(spec.get("healthCheckNodePort"))
+    health = go_int(spec.get("healthCheckNodePort"))
     if health < 0:
         causes.append(Cause.invalid("spec.healthCheckNodePort", str(health), "HealthCheckNodePort must be not less "
                                                                                  "than 0"))
@@ -155,7 +146,7 @@ def traffic_combination_causes(spec: Mapping[str, Any]) -> list[Cause]:
     if policy and spec.get("type") not in ("LoadBalancer", "NodePort"):
         causes.append(Cause.invalid("spec.externalTrafficPolicy", go_quote(policy),
                                     "ExternalTrafficPolicy can only be set on NodePort and LoadBalancer service"))
-    health = _port_number(spec.get("healthCheckNodePort"))
+    health = go_int(spec.get("healthCheckNodePort"))
     if health and not needs_health_check(spec):
         causes.append(Cause.invalid("spec.healthCheckNodePort", str(health), "HealthCheckNodePort can only be set "
                                                                                  "on LoadBalancer service with "
@@ -164,18 +155,19 @@ def traffic_combination_causes(spec: Mapping[str, Any]) -> list[Cause]:
 
 
 def _affinity_timeout(spec: Mapping[str, Any]) -> list[Cause]:
-    """``validateClientIPAffinityConfig`` once defaulted (the timeout is always there): 1 to 86,399 seconds."""
+    """``validateClientIPAffinityConfig`` once defaulted (the timeout is always there): 1 to 86,400 seconds."""
     config = spec.get("sessionAffinityConfig")
     client = config.get("clientIP") if isinstance(config, Mapping) else None
     timeout = client.get("timeoutSeconds") if isinstance(client, Mapping) else None
-    if isinstance(timeout, int) and not 0 < timeout < MAX_AFFINITY_SECONDS:
+    if isinstance(timeout, int) and not 0 < timeout <= MAX_AFFINITY_SECONDS:  # the message says "less than"
         return [Cause.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", str(timeout),
                               f"must be greater than 0 and less than {MAX_AFFINITY_SECONDS}")]
     return []
 
 
 def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """Go's ``net.ParseIP``: no zone, no prefix, no spaces; an IPv4-mapped IPv6 address is the IPv4 one."""
+    """Go's ``net.ParseIP`` as kube 1.20 applies it: no zone, no prefix, no spaces, no leading zeros (``010.1.1.1``
+    is refused, seen on the refplane); an IPv4-mapped IPv6 address is the IPv4 one."""
     if "%" in text:
         return None
     try:
@@ -198,9 +190,17 @@ def _external_ip_errors(text: str) -> list[str]:
         errs.append("may not be in the loopback range (127.0.0.0/8)")
     if ip.is_link_local:
         errs.append("may not be in the link-local range (169.254.0.0/16)")
-    if ip in (ipaddress.ip_network("224.0.0.0/24") if ip.version == 4 else ipaddress.ip_network("ff02::/16")):
+    if _link_local_multicast(ip):
         errs.append("may not be in the link-local multicast range (224.0.0.0/24)")
     return errs
+
+
+def _link_local_multicast(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Go's ``IsLinkLocalMulticast``: 224.0.0.0/24, or an IPv6 multicast address of link-local scope (ffX2::)."""
+    if ip.version == 4:
+        return ip in LINK_LOCAL_MULTICAST_V4
+    first, second = ip.packed[:2]
+    return first == 0xFF and second & 0x0F == 0x02
 
 
 def _source_ranges(service: Mapping[str, Any], spec: Mapping[str, Any], kind: str) -> list[Cause]:
@@ -228,13 +228,9 @@ def _source_ranges(service: Mapping[str, Any], spec: Mapping[str, Any], kind: st
 def _is_cidr(text: str) -> bool:
     """Go's ``net.ParseCIDR``: an address (host bits allowed), a slash, a prefix length in range."""
     address, slash, length = text.partition("/")
-    if not slash or not length.isdigit() or _parse_ip(address) is None or "%" in address:
-        return False
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return True
+    longest = 128 if ":" in address else 32  # an IPv4-mapped IPv6 address takes an IPv6 prefix
+    return (bool(slash) and length.isascii() and length.isdigit() and _parse_ip(address) is not None
+            and int(length) <= longest)
 
 
 __all__ = ["PROTOCOLS", "SERVICE_TYPES", "SESSION_AFFINITIES", "needs_health_check", "service_causes",

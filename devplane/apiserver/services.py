@@ -133,17 +133,22 @@ class ServiceAllocator:
         needed, needs = old is not None and needs_health_check(old), needs_health_check(spec)
         if needed and not needs:
             spec.pop("healthCheckNodePort", None)
-        elif needed and needs:
+        elif needed and needs and (old or {}).get("healthCheckNodePort"):
             assert old is not None
             if not spec.get("healthCheckNodePort"):
-                spec["healthCheckNodePort"] = old.get("healthCheckNodePort")
-            elif spec["healthCheckNodePort"] != old.get("healthCheckNodePort"):
+                spec["healthCheckNodePort"] = old["healthCheckNodePort"]
+            elif spec["healthCheckNodePort"] != old["healthCheckNodePort"]:
                 raise errors.invalid(rtype.kind, rtype.group, own[1], [Cause.invalid(
                     "spec.healthCheckNodePort", str(spec["healthCheckNodePort"]), "cannot change healthCheckNodePort "
                     "on loadBalancer service with externalTraffic=Local during update")])
-        elif needs and not spec.get("healthCheckNodePort"):
-            taken = {p["nodePort"] for p in _ports(spec) if isinstance(p.get("nodePort"), int)}
-            spec["healthCheckNodePort"] = self._next_port(self.used_node_ports(own) | taken)
+        elif needs:  # newly needed (or stored without one by an earlier version): a requested port, or any free one
+            taken = self.used_node_ports(own) | {p["nodePort"] for p in _ports(spec)
+                                                 if isinstance(p.get("nodePort"), int)}
+            requested = spec.get("healthCheckNodePort")
+            if not requested:
+                spec["healthCheckNodePort"] = self._next_port(taken)
+            elif (problem := self._port_problem(requested, taken)) is not None:
+                raise errors.internal_error(f"failed to allocate requested HealthCheck NodePort {requested}: {problem}")
 
     @staticmethod
     def _keep_allocated(old: MutableObj, new: MutableObj) -> None:
@@ -270,6 +275,8 @@ class ServiceAllocator:
                              spec: MutableObj) -> None:
         """initNodePorts/updateNodePorts: honour requested ports, allocate the rest (unless the LB opts out)."""
         used = self.used_node_ports(own)
+        if isinstance(spec.get("healthCheckNodePort"), int):  # this Service's own, kept or requested
+            used.add(spec["healthCheckNodePort"])
         mine = {p.get("nodePort") for p in _ports(old)} if old is not None and _needs_node_ports(old) else set()
         allocate = spec.get("type") != "LoadBalancer" or spec.get("allocateLoadBalancerNodePorts") is not False
         by_port: dict[Any, int] = {}
@@ -278,15 +285,10 @@ class ServiceAllocator:
             value = port.get("nodePort")
             if isinstance(value, int) and value:
                 if value not in mine and value not in taken:
-                    problem = ""
-                    if value not in self.node_ports:
-                        problem = (f"provided port is not in the valid range. The range of valid ports is "
-                                   f"{self.node_ports.start}-{self.node_ports.stop - 1}")
-                    elif value in used:
-                        problem = "provided port is already allocated"
-                    if problem:
-                        raise errors.invalid(rtype.kind, rtype.group, own[1], [Cause(
-                            "FieldValueInvalid", f"Invalid value: {value}: {problem}", f"spec.ports[{i}].nodePort")])
+                    problem = self._port_problem(value, used)
+                    if problem is not None:
+                        raise errors.invalid(rtype.kind, rtype.group, own[1], [
+                            Cause.invalid(f"spec.ports[{i}].nodePort", str(value), problem)])
                 taken.add(value)
                 by_port.setdefault(port.get("port"), value)
         for port in _ports(spec):
@@ -296,6 +298,13 @@ class ServiceAllocator:
             port["nodePort"] = value
             taken.add(value)
             by_port.setdefault(port.get("port"), value)
+
+    def _port_problem(self, port: Any, used: set[int]) -> str | None:
+        """The port allocator's refusal of a requested node port (None: it can be had)."""
+        if port not in self.node_ports:
+            return (f"provided port is not in the valid range. The range of valid ports is "
+                    f"{self.node_ports.start}-{self.node_ports.stop - 1}")
+        return "provided port is already allocated" if port in used else None
 
     def _next_port(self, used: set[int]) -> int:
         free = [p for p in self.node_ports if p not in used]

@@ -30,6 +30,7 @@ from kube_api.validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
+    is_valid_port_num,
 )
 
 __all__ = [
@@ -64,6 +65,22 @@ _SUFFIX_LENGTH: Final = 5
 _MAX_GENERATED_BASE: Final = 63 - _SUFFIX_LENGTH
 
 NAME_RULES: Final = ("subdomain", "label", "path-segment")
+
+
+def child(parent: Any, key: str) -> Mapping[str, Any]:
+    """``parent[key]`` when both are objects, else empty: Go's zero value of a struct field."""
+    value = parent.get(key) if isinstance(parent, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def go_int(value: Any) -> int:
+    """An integer field as Go decodes it: a JSON number, else 0 (a wrong type was the decoder's to refuse)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def port_num_causes(field: str, port: int) -> list[Cause]:
+    """``IsValidPortNum`` as causes on ``field``."""
+    return [Cause.invalid(field, str(port), msg) for msg in is_valid_port_num(port)]
 
 
 def _invalid(field: str, value: Any, detail: str) -> Cause:

@@ -35,24 +35,19 @@ from typing import Any, Final
 
 from controller_manager import objects
 from kube_api import jobs
+from kube_api.quantity import parse_quantity
 from kube_api.selectors import LabelPredicate, compile_label_selector
 from kube_api.validation import go_quote, is_qualified_name
 
 from .errors import Cause
 from .pod_validation import pod_spec_causes
-from .validation import SpecCheck, validate_labels
+from .validation import SpecCheck, child, validate_labels
 
 SPEC = "spec"
 JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
 STRATEGIES: Final = ("Recreate", "RollingUpdate")
 PERCENT = re.compile(r"[0-9]+%")
 NOT_NEGATIVE: Final = "must be greater than or equal to 0"
-
-
-def _mapping(parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``parent[key]`` when it is an object, else empty (Go's zero value)."""
-    value = parent.get(key)
-    return value if isinstance(value, Mapping) else {}
 
 
 def go_string_map(value: Any) -> str:
@@ -111,14 +106,14 @@ def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bo
     selector (:func:`compile_label_selector`'s: a nil one matches nothing, an empty one everything), the template's
     labels, and for the former its Pod spec; then (``always``) the restart policy, which must be Always, and no
     ``activeDeadlineSeconds``."""
-    template = _mapping(spec, "template")
-    meta = _mapping(template, "metadata")
+    template = child(spec, "template")
+    meta = child(template, "metadata")
     causes: list[Cause] = []
-    if not selector(_mapping(meta, "labels")):
+    if not selector(child(meta, "labels")):
         causes.append(Cause.invalid("spec.template.metadata.labels", go_string_map(meta.get("labels")),
                                "`selector` does not match template `labels`"))
     causes.extend(validate_labels(meta.get("labels"), "spec.template.labels"))  # kube's own path (observed)
-    pod = _mapping(template, "spec")
+    pod = child(template, "spec")
     if pod_spec:
         causes.extend(pod_spec_causes(pod, "spec.template.spec"))
     policy = pod.get("restartPolicy", "Always")
@@ -143,7 +138,7 @@ def _is_zero(value: Any) -> bool:
 
 
 def _strategy(spec: Mapping[str, Any]) -> list[Cause]:
-    strategy = _mapping(spec, "strategy")
+    strategy = child(spec, "strategy")
     kind = strategy.get("type", "")
     rolling = strategy.get("rollingUpdate")
     if kind == "Recreate":
@@ -216,7 +211,7 @@ def _semantic(value: Any) -> Any:
 def _selector_immutable(old: Mapping[str, Any] | None, new_spec: Mapping[str, Any]) -> list[Cause]:
     selector = new_spec.get("selector")
     if old is None or not isinstance(selector, Mapping) or \
-            _semantic(_mapping(old, SPEC).get("selector") or {}) == _semantic(selector):
+            _semantic(child(old, SPEC).get("selector") or {}) == _semantic(selector):
         return []
     return [Cause.invalid("spec.selector", go_label_selector(selector), "field is immutable")]
 
@@ -224,7 +219,7 @@ def _selector_immutable(old: Mapping[str, Any] | None, new_spec: Mapping[str, An
 def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """Every cause kube's ``ValidateDeploymentSpec`` (and, on update, the selector's immutability) reports, in its
     order."""
-    spec = _mapping(new, SPEC)
+    spec = child(new, SPEC)
     causes = _non_negative(spec, "replicas")
     causes.extend(_selector_and_template(spec, "deployment"))
     causes.extend(_strategy(spec))
@@ -241,14 +236,14 @@ def deployment_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> 
 
 def replica_set_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """``ValidateReplicaSetSpec`` (kube says "deployment" in its empty-selector message here too, observed)."""
-    spec = _mapping(new, SPEC)
+    spec = child(new, SPEC)
     causes = _non_negative(spec, "replicas") + _non_negative(spec, "minReadySeconds")
     causes.extend(_selector_and_template(spec, "deployment"))
     return causes + _selector_immutable(old, spec)
 
 
 def _update_strategy(spec: Mapping[str, Any]) -> list[Cause]:
-    strategy = _mapping(spec, "updateStrategy")
+    strategy = child(spec, "updateStrategy")
     kind, rolling = strategy.get("type", ""), strategy.get("rollingUpdate")
     if not kind:
         return [Cause.required("spec.updateStrategy")]
@@ -265,15 +260,18 @@ def _update_strategy(spec: Mapping[str, Any]) -> list[Cause]:
     return [Cause.invalid("spec.updateStrategy", shown, "must be 'RollingUpdate' or 'OnDelete'")]
 
 
-STATEFUL_SET_MUTABLE: Final = ("replicas", "template", "updateStrategy")
-"""The fields of a StatefulSet's spec an update may change (1.20: later versions add a few)."""
+STATEFUL_SET_FIXED: Final = ("selector", "volumeClaimTemplates", "serviceName", "podManagementPolicy",
+                              "revisionHistoryLimit")
+"""The fields of kube 1.20's StatefulSetSpec an update may not change: all but replicas, template and update
+strategy. Fields 1.20 does not know (``minReadySeconds``, ``ordinals``...) are not compared: 1.20 drops them, and
+the later versions that keep them let them change."""
 
 
 def stateful_set_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateStatefulSetSpec``, and on update ``ValidateStatefulSetUpdate``: no field but
-    :data:`STATEFUL_SET_MUTABLE` may change (a member refuses a changed ``serviceName`` or
+    """``ValidateStatefulSetSpec``, and on update ``ValidateStatefulSetUpdate``: none of
+    :data:`STATEFUL_SET_FIXED` may change (a member refuses a changed ``serviceName`` or
     ``volumeClaimTemplates``)."""
-    spec = _mapping(new, SPEC)
+    spec = child(new, SPEC)
     causes: list[Cause] = []
     policy = spec.get("podManagementPolicy", "")
     if not policy:
@@ -286,16 +284,37 @@ def stateful_set_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -
     causes.extend(_selector_and_template(spec, "statefulset", pod_spec=False))
     if old is None:
         return causes
-    if _semantic(_without(_mapping(old, SPEC), STATEFUL_SET_MUTABLE)) != \
-            _semantic(_without(spec, STATEFUL_SET_MUTABLE)):
+    if _fixed_part(child(old, SPEC)) != _fixed_part(spec):
         causes.append(Cause.forbidden(SPEC, "updates to statefulset spec for fields other than 'replicas', "
                                             "'template', and 'updateStrategy' are forbidden"))
     causes.extend(_non_negative(spec, "replicas"))  # checked again (kube's message shows it once)
     return causes
 
 
-def _without(spec: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    return {k: v for k, v in spec.items() if k not in keys}
+def _fixed_part(spec: Mapping[str, Any]) -> Any:
+    """:data:`STATEFUL_SET_FIXED` of a spec as ``Semantic.DeepEqual`` compares them: an empty string is no string,
+    and the claim templates' quantities are compared by value (``1024Mi`` is ``1Gi``)."""
+    fixed = {key: spec[key] for key in STATEFUL_SET_FIXED if spec.get(key) not in (None, "")}
+    claims = fixed.get("volumeClaimTemplates")
+    if isinstance(claims, list):
+        fixed["volumeClaimTemplates"] = [_claim_by_value(claim) for claim in claims]
+    return _semantic(fixed)
+
+
+def _claim_by_value(claim: Any) -> Any:
+    resources = child(child(claim, SPEC), "resources") if isinstance(claim, Mapping) else {}
+    if not resources:
+        return claim
+    amounts = {key: {name: _quantity_value(value) for name, value in child(resources, key).items()}
+               for key in ("requests", "limits") if key in resources}
+    return {**claim, SPEC: {**child(claim, SPEC), "resources": {**resources, **amounts}}}
+
+
+def _quantity_value(value: Any) -> Any:
+    try:
+        return parse_quantity(value)
+    except (TypeError, ValueError):
+        return value
 
 
 def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
@@ -304,7 +323,7 @@ def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
     kept, and refused here; the ``batch.kubernetes.io`` ones only where present, as a Job stored before 1.27 lacks
     them), and the selector must select the Job's own uid label (the one it was generated
     with: :data:`kube_api.jobs.SELECTOR_LABELS`)."""
-    spec = _mapping(job, SPEC)
+    spec = child(job, SPEC)
     raw = spec.get("selector")
     if spec.get("manualSelector") is True or not isinstance(raw, Mapping):
         return []
@@ -312,7 +331,7 @@ def _generated_selector(job: Mapping[str, Any]) -> list[Cause]:
     uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
     wanted = {jobs.LEGACY_CONTROLLER_UID_LABEL: uid, jobs.LEGACY_JOB_NAME_LABEL: name, jobs.CONTROLLER_UID_LABEL: uid,
               jobs.JOB_NAME_LABEL: name}
-    labels = _mapping(_mapping(_mapping(spec, "template"), "metadata"), "labels")
+    labels = child(child(child(spec, "template"), "metadata"), "labels")
     legacy = (jobs.LEGACY_CONTROLLER_UID_LABEL, jobs.LEGACY_JOB_NAME_LABEL)  # required, as in 1.20
     causes = [cause for key in jobs.TEMPLATE_LABELS if (key in legacy or key in labels)
               and (cause := _has_label(labels, key, wanted[key])) is not None]
@@ -340,7 +359,7 @@ def _job_spec(spec: Mapping[str, Any]) -> list[Cause]:
     for key in ("parallelism", "completions", "activeDeadlineSeconds", "backoffLimit", "ttlSecondsAfterFinished"):
         causes.extend(_non_negative(spec, key))
     causes.extend(_selector_and_template(spec, None, always=False))
-    if _mapping(_mapping(spec, "template"), SPEC).get("restartPolicy") not in JOB_RESTART_POLICIES:
+    if child(child(spec, "template"), SPEC).get("restartPolicy") not in JOB_RESTART_POLICIES:
         causes.append(Cause.required("spec.template.spec.restartPolicy",
                                      "valid values: " + ", ".join(go_quote(p) for p in JOB_RESTART_POLICIES)))
     return causes
@@ -355,11 +374,11 @@ def job_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Ca
     """``ValidateJob`` (the generated selector, the spec), and on update ``ValidateJobSpecUpdate`` after it: the
     spec again (kube lists those causes twice), then ``completions``, ``selector`` and ``template`` immutable, as
     in 1.20 (later versions let some of them change). The template's value is not printed whole."""
-    spec = _mapping(new, SPEC)
+    spec = child(new, SPEC)
     causes = _generated_selector(new) + _job_spec(spec)
     if old is None:
         return causes
-    old_spec = _mapping(old, SPEC)
+    old_spec = child(old, SPEC)
     causes.extend(_job_spec(spec))
     causes.extend(_immutable(old_spec, spec, "completions", str(spec.get("completions"))))
     selector = spec.get("selector")
@@ -371,7 +390,7 @@ def job_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Ca
 
 def pod_causes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[Cause]:
     """A new Pod's spec (an update's rules, which fields may change, are not covered)."""
-    return [] if old is not None else pod_spec_causes(_mapping(new, SPEC), "spec")
+    return [] if old is not None else pod_spec_causes(child(new, SPEC), "spec")
 
 
 CHECKS: dict[str, SpecCheck] = {

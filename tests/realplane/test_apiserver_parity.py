@@ -139,6 +139,16 @@ def rebalancer(name: str, workloads: list[dict[str, str]] | None = None) -> dict
                                     "namespace": "default"}] if workloads is None else workloads}}
 
 
+def claim_template(storage: str) -> dict[str, Any]:
+    return {"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}}
+
+
+def fixed_node_port(tag: str) -> int:
+    """A node port this run's Service ``fixed`` holds on both servers (node ports are cluster-wide: one per run)."""
+    return 30100 + int(tag, 16) % 2000
+
+
 def pod(name: str, **spec: Any) -> dict[str, Any]:
     """A Deployment whose Pod spec is ``spec`` (its containers: one, named c, unless given)."""
     return deployment(name, template={"metadata": {"labels": {"app": name}},
@@ -336,6 +346,12 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
         ("statefulset, active deadline and restart policy", "POST", sts,
          stateful_set("s9", template={"metadata": {"labels": {"app": "s9"}}, "spec": {
              "activeDeadlineSeconds": 5, "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), J),
+        ("statefulset, fields 1.20 does not know", "PATCH", f"{sts}/db",
+         {"spec": {"minReadySeconds": 3, "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete"}}}, MERGE),
+        ("statefulset, claim template quantity written otherwise", "PATCH", f"{sts}/claims",
+         {"spec": {"volumeClaimTemplates": [claim_template("1024Mi")]}}, MERGE),
+        ("statefulset, claim template quantity changed", "PATCH", f"{sts}/claims",
+         {"spec": {"volumeClaimTemplates": [claim_template("2Gi")]}}, MERGE),
         ("statefulset, service name changed", "PATCH", f"{sts}/db", {"spec": {"serviceName": "other"}}, MERGE),
         ("statefulset, service name changed, replicas negative", "PATCH", f"{sts}/db",
          {"spec": {"serviceName": "other", "replicas": -1}}, MERGE),
@@ -392,15 +408,25 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
          J),
         ("service, source ranges not CIDRs", "POST", svc,
          service("s22", type="LoadBalancer", loadBalancerSourceRanges=["10.0.0.0/8", "bogus", "10.0.0.1/33"]), J),
+        ("service, source ranges with leading zeros", "POST", svc,
+         service("s33", type="LoadBalancer", loadBalancerSourceRanges=["010.0.0.0/8", " 10.1.0.0/16 "]), J),
+        ("service, source ranges of each family", "POST", svc,
+         service("s34", type="LoadBalancer", loadBalancerSourceRanges=["::ffff:1.2.3.4/96", "fd00::/8",
+                                                                        " 10.1.0.0/16 "]), J),
         ("service, source ranges annotation not CIDRs", "POST", svc, {
             **service("s23", type="LoadBalancer"),
             "metadata": {"name": "s23", "annotations": {
                 "service.beta.kubernetes.io/load-balancer-source-ranges": "10.0.0.0/8, bad"}}}, J),
         ("service, external IPs", "POST", svc, service("s24", externalIPs=[
             "bogus", "0.0.0.0", "127.0.0.1", "169.254.1.1", "224.0.0.1", "10.1.1.1", "::1", "fe80::1", "ff02::1",
-            "2001:db8::1", "1.2.3.4/8", " 1.2.3.4", "::ffff:127.0.0.1"]), J),
+            "2001:db8::1", "1.2.3.4/8", " 1.2.3.4", "::ffff:127.0.0.1", None, "010.1.1.1", "ff12::1",
+            "256.1.1.1"]), J),
         ("service, affinity timeout too long", "POST", svc,
          service("s25", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 90000}}), J),
+        ("service, affinity timeout of a day", "POST", svc,
+         service("s31", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 86400}}), J),
+        ("service, affinity timeout null", "POST", svc,
+         service("s32", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": None}}), J),
         ("service, affinity config without affinity", "POST", svc,
          service("s26", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 10}}), J),
         ("service, LoadBalancer with Local", "POST", svc,
@@ -409,6 +435,11 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
             "s28", sessionAffinity="ClientIP", sessionAffinityConfig={"clientIP": {"timeoutSeconds": 0}},
             externalIPs=["bogus"], type="Bogus", loadBalancerSourceRanges=["x"], externalTrafficPolicy="Weird",
             healthCheckNodePort=-1), J),
+        ("service, requested health check port out of range", "POST", svc,
+         service("s29", type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=5), J),
+        ("service, requested health check port taken", "POST", svc,
+         service("s30", type="LoadBalancer", externalTrafficPolicy="Local", healthCheckNodePort=fixed_node_port(tag)),
+         J),
         ("service, health check port changed", "PATCH", f"{svc}/lbl", {"spec": {"healthCheckNodePort": 30999}},
          MERGE),
         ("service, health check port given back", "PATCH", f"{svc}/lbl", {"spec": {"externalTrafficPolicy": "Cluster"}},
@@ -450,7 +481,11 @@ async def test_the_dev_api_server_answers_each_request_as_kube_apiserver_does(
              ("POST", f"/api/v1/namespaces/{ns}/services",
               service("lbl", type="LoadBalancer", externalTrafficPolicy="Local")),
              ("POST", f"/api/v1/namespaces/{ns}/services", service("np", type="NodePort")),
+             ("POST", f"/api/v1/namespaces/{ns}/services",
+              service("fixed", type="NodePort", ports=[{"port": 80, "nodePort": fixed_node_port(tag)}])),
              ("POST", f"/apis/apps/v1/namespaces/{ns}/statefulsets", stateful_set("db")),
+             ("POST", f"/apis/apps/v1/namespaces/{ns}/statefulsets",
+              stateful_set("claims", volumeClaimTemplates=[claim_template("1Gi")])),
              ("POST", wr, rebalancer(f"parity-{tag}"))]
     for method, path, body in setup:
         for target in (real, dev):
