@@ -81,10 +81,10 @@ def _entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str
         else []
 
 
-def _named(field: str, name: str, check: Callable[[str], list[str]]) -> list[Cause]:
-    """A name kube requires: Required when empty, else each message of ``check`` (a syntax rule)."""
+def _named(field: str, name: str, check: Callable[[str], list[str]], *, optional: bool = False) -> list[Cause]:
+    """A name: each message of ``check`` (a syntax rule); when empty, Required unless ``optional``."""
     if not name:
-        return [Cause.required(field)]
+        return [] if optional else [Cause.required(field)]
     return [Cause.invalid(field, go_quote(name), msg) for msg in check(name)]
 
 
@@ -102,16 +102,13 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
         causes.append(Cause.not_supported(f"{field}.dnsPolicy", go_quote(dns), DNS_POLICIES))
     causes.extend(validate_labels(pod.get("nodeSelector"), f"{field}.nodeSelector"))
     for key, check in (("serviceAccountName", is_dns1123_subdomain), ("nodeName", is_dns1123_subdomain)):
-        name = str(pod.get(key) or "")
-        causes.extend(Cause.invalid(f"{field}.{key}", go_quote(name), msg) for msg in (check(name) if name else []))
+        causes.extend(_named(f"{field}.{key}", str(pod.get(key) or ""), check, optional=True))
     deadline = pod.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not isinstance(deadline, bool) and not 1 <= deadline <= MAX_INT32:
         causes.append(Cause.invalid(f"{field}.activeDeadlineSeconds", str(deadline),
                                     f"must be between 1 and {MAX_INT32}, inclusive"))
     for key in ("hostname", "subdomain"):
-        name = str(pod.get(key) or "")
-        causes.extend(Cause.invalid(f"{field}.{key}", go_quote(name), msg)
-                      for msg in (is_dns1123_label(name) if name else []))
+        causes.extend(_named(f"{field}.{key}", str(pod.get(key) or ""), is_dns1123_label, optional=True))
     for i, toleration in _entries(pod, "tolerations"):
         causes.extend(_toleration(toleration, f"{field}.tolerations[{i}]"))
     return causes
