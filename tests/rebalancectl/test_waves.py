@@ -227,13 +227,19 @@ async def test_timeout_bounds_the_whole_command_and_says_where_it_stopped(env: d
                    "rebalancers created: t-1; waves 2-3 not created\n")
 
 
+def _as_in_a_terminal() -> None:
+    """The child as a shell's foreground job gets it: Ctrl-C not ignored. A test run started in the background
+    (``cmd &`` in a script, nohup) ignores SIGINT, and the command rightly keeps ignoring it, as Unix programs do."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.slow
 async def test_ctrl_c_stops_cleanly_and_says_what_was_created(env: dict[str, str]) -> None:
     """The command as a process, interrupted while it waits for wave 1 (no controller: it never gets results)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "rebalancectl", "create", "int", "--max-concurrent", "1",
         env={**os.environ, **env, "PYTHONFAULTHANDLER": "1"}, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+        stderr=asyncio.subprocess.PIPE, preexec_fn=_as_in_a_terminal)
     assert proc.stdout is not None and proc.stderr is not None
     try:
         lines = [(await asyncio.wait_for(proc.stdout.readline(), 30)).decode() for _ in range(2)]
