@@ -75,9 +75,8 @@ def _handler(handler: Any) -> None:
     """SetDefaults_HTTPGetAction of a probe's or a lifecycle hook's handler: path ``/``, scheme HTTP."""
     action = handler.get("httpGet") if isinstance(handler, dict) else None
     if isinstance(action, dict):
-        for key, value in (("path", "/"), ("scheme", "HTTP")):
-            if not action.get(key):
-                action[key] = value
+        _default(action, "path", "/")
+        _default(action, "scheme", "HTTP")
 
 
 def pod_spec(spec: Any) -> None:
@@ -221,13 +220,11 @@ def cron_job(obj: MutableObj) -> None:
 
 def service(obj: MutableObj) -> None:
     spec = _dict(obj, "spec")
-    for key, value in (("type", "ClusterIP"), ("sessionAffinity", "None")):
-        if not spec.get(key):  # Go's defaulting: an empty string is unset
-            spec[key] = value
+    _default(spec, "type", "ClusterIP")
+    _default(spec, "sessionAffinity", "None")
     for port in spec.get("ports") or []:
         if isinstance(port, dict):
-            if not port.get("protocol"):
-                port["protocol"] = "TCP"
+            _default(port, "protocol", "TCP")
             if "port" in port and port.get("targetPort") in (None, 0, ""):  # Go's zero IntOrString is unset
                 port["targetPort"] = port["port"]
     affinity = spec.get("sessionAffinityConfig")

@@ -23,7 +23,7 @@ from kube_api.validation import (
 )
 
 from .errors import Cause
-from .validation import go_int, port_num_causes, validate_labels
+from .validation import child, go_int, port_num_causes, validate_labels
 
 SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES: Final = ("ClientIP", "None")
@@ -156,9 +156,7 @@ def traffic_combination_causes(spec: Mapping[str, Any]) -> list[Cause]:
 
 def _affinity_timeout(spec: Mapping[str, Any]) -> list[Cause]:
     """``validateClientIPAffinityConfig`` once defaulted (the timeout is always there): 1 to 86,400 seconds."""
-    config = spec.get("sessionAffinityConfig")
-    client = config.get("clientIP") if isinstance(config, Mapping) else None
-    timeout = client.get("timeoutSeconds") if isinstance(client, Mapping) else None
+    timeout = child(child(spec, "sessionAffinityConfig"), "clientIP").get("timeoutSeconds")
     if isinstance(timeout, int) and not 0 < timeout <= MAX_AFFINITY_SECONDS:  # the message says "less than"
         return [Cause.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", str(timeout),
                               f"must be greater than 0 and less than {MAX_AFFINITY_SECONDS}")]
