@@ -8,8 +8,8 @@ scale-up path, as it does after the descheduler.
 
 Fail closed, as #7662 asks: whatever the controller cannot judge leaves the binding as it was, with a
 :class:`Refusal` that says why. Refusals that can pass by themselves (scheduling under way, a graceful
-eviction, an estimator not answering, the mode off in a leader being replaced) are ``transient``: the
-controller retries them and fails the workload only once they outlast
+eviction, an estimator not answering, the mode off or a kind not declared in a leader being replaced) are
+``transient``: the controller retries them and fails the workload only once they outlast
 ``--preserve-available-replicas-retry-timeout`` (:func:`retry_started`); the others fail at once.
 docs/compatibility.md lists them.
 """
@@ -136,13 +136,21 @@ def refusal(binding: Obj, gvks: Collection[tuple[str, str]] = BUILTIN_KINDS) -> 
             strategy = strategy_type(applied) or "an unsupported strategy"
             return Refusal(NOT_DYNAMIC_DIVIDED, f"the placement is {strategy}; preserve mode needs Divided with "
                                                 "a dynamicWeight or Aggregated")
-        resource = spec.get("resource") or {}
-        return Refusal(UNSUPPORTED_KIND, f"{resource.get('apiVersion')} {resource.get('kind')} has no "
-                                         "unschedulable-replica estimate")
+        return unsupported_kind(spec.get("resource") or {})
     evicting = [task.get("fromCluster", "") for task in spec.get("gracefulEvictionTasks") or []]
     if evicting:
         return Refusal(GRACEFUL_EVICTION, f"evicting from {', '.join(evicting)}", transient=True)
     return None
+
+
+def unsupported_kind(resource: Mapping[str, Any]) -> Refusal:
+    """The refusal of a kind this process does not count unschedulable Pods for.
+
+    Transient, bounded by the retry timeout, for the reason :func:`disabled` is: a rollout that declares the kind
+    in ``--unschedulable-pod-selectors`` runs the old leader, without it, until the new one takes the Lease. A
+    kind nobody declares fails once the bound has passed."""
+    return Refusal(UNSUPPORTED_KIND, f"{resource.get('apiVersion')} {resource.get('kind')} has no "
+                                     "unschedulable-replica estimate", transient=True)
 
 
 def clusters_to_ask(binding: Obj) -> list[str]:

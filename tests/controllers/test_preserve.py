@@ -29,6 +29,7 @@ from controllers.preserve import RETRY_SINCE_ANNOTATION, PreserveOptions
 from controllers.writemark import ANNOTATION
 from devplane.apiserver.server import ApiServer
 from estimator.client import EstimatorClient
+from estimator.podselectors import BUILTIN_KINDS
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import PRESERVE_ANNOTATION, rebalancer_body
 from tests.clusteraccess.test_clusteraccess import Plane, add_deployment, add_node, add_pod, control_plane, register
@@ -447,8 +448,6 @@ async def test_the_stock_crd_prunes_the_proposed_field_which_is_why_the_annotati
 @pytest.mark.parametrize(("kwargs", "reason"), [
     ({"placement": STATIC}, "NotDynamicDivided: the placement is StaticWeight; preserve mode needs Divided with a "
                             "dynamicWeight or Aggregated"),
-    ({"kind": "Widget", "api_version": "example.io/v1"},
-     "UnsupportedKind: example.io/v1 Widget has no unschedulable-replica estimate"),
     ({"applied": STATIC}, "AppliedPlacementDiffers: the placement of the last schedule is not spec.placement"),
 ])
 async def test_a_permanent_cause_fails_at_once_and_leaves_the_binding(
@@ -515,14 +514,18 @@ async def test_a_controller_clock_ahead_of_the_api_servers_does_not_spend_the_bo
 @pytest.mark.parametrize(("kwargs", "reason"), [
     ({"observed_generation": None}, "SchedulingNotComplete: no schedulerObservedGeneration != generation 1"),
     ({"evicting": "member3"}, "GracefulEvictionInProgress: evicting from member3"),
+    ({"kind": "Widget", "api_version": "example.io/v1"},
+     "UnsupportedKind: example.io/v1 Widget has no unschedulable-replica estimate"),
 ])
 async def test_a_transient_cause_past_the_bound_fails(impatient: Manager, http: aiohttp.ClientSession,
                                                       kwargs: dict[str, Any], reason: str) -> None:
     before = await scheduled_binding(http, "web", **kwargs)
-    await create(http, "late", ["web"])
+    await create(http, "late", [{**ref("web"), "kind": str(kwargs.get("kind", "Deployment")),
+                                 "apiVersion": str(kwargs.get("api_version", "apps/v1"))}])
     assert observed(await finished(http, "late")) == [
         ("web", "Failed", f"{reason} (for longer than the retry timeout, 0s)")]
-    assert (await binding(http, "web"))["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    after = await send(http, "GET", f"{RB}/{before['metadata']['name']}")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 async def test_an_estimator_failing_for_one_cluster_changes_nothing_until_it_answers(
@@ -662,6 +665,30 @@ async def test_a_rollout_turning_the_flag_on_does_not_fail_what_the_old_leader_s
         done = await finished(http, "rollout")
     assert observed(done) == [("web", "Successful", "")]
     assert [c["replicas"] for c in (await binding(http, "web"))["spec"]["clusters"]] == [4, 4]
+
+
+async def test_a_rollout_declaring_a_kind_does_not_fail_what_the_old_leader_saw(
+        kube: KubeClient, estimator: Estimator, http: aiohttp.ClientSession) -> None:
+    """As above, for a kind the new leader's ``--unschedulable-pod-selectors`` declares and the old one's does
+    not: no result from the old leader, the binding lowered by the new one."""
+    widget = {**ref("web"), "apiVersion": "example.io/v1", "kind": "Widget"}
+    await scheduled_binding(http, "web", kind="Widget", api_version="example.io/v1")
+    estimator.answers["web"] = {"member1": 2, "member2": 0}
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5))):  # the old leader: built-in kinds
+
+        async def looked_at() -> bool:
+            status = (await send(http, "GET", f"{WR}/kinds")).get("status") or {}
+            return [item.get("result") for item in status.get("observedWorkloads") or []] == [None]
+
+        await create(http, "kinds", [widget])
+        await eventually(looked_at)
+    assert estimator.calls == []
+    declared = {*BUILTIN_KINDS, ("example.io/v1", "Widget")}
+    async with start(kube, PreserveOptions(estimator, timedelta(minutes=5), LONG, gvks=declared)):
+        done = await finished(http, "kinds")
+    assert observed(done) == [("web", "Successful", "")]
+    lowered = await send(http, "GET", f"{RB}/web-widget")
+    assert [c["replicas"] for c in lowered["spec"]["clusters"]] == [4, 4]
 
 
 async def test_annotation_false_is_a_fresh_reschedule(disabled: Manager, http: aiohttp.ClientSession) -> None:

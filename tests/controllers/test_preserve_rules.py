@@ -122,7 +122,7 @@ def test_a_scheduled_dynamic_divided_deployment_may_be_lowered(placement: dict[s
      "NotDynamicDivided: the placement is Duplicated; preserve mode needs Divided with a dynamicWeight or "
      "Aggregated", False),
     ({"resource": {"apiVersion": "example.io/v1", "kind": "Widget", "namespace": "default", "name": "web"}},
-     "UnsupportedKind: example.io/v1 Widget has no unschedulable-replica estimate", False),
+     "UnsupportedKind: example.io/v1 Widget has no unschedulable-replica estimate", True),
     ({"evicting": ["member1", "member3"]}, "GracefulEvictionInProgress: evicting from member1, member3", True),
 ])
 def test_each_refusal_says_why_and_whether_it_can_pass(kwargs: dict[str, Any], text: str, transient: bool) -> None:

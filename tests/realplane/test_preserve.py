@@ -202,7 +202,7 @@ def job(name: str, parallelism: int) -> dict[str, Any]:
                      "template": {**template, "spec": {**template["spec"], "restartPolicy": "Never"}}}}
 
 
-async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(
+async def test_what_preserve_mode_cannot_judge_fails_and_moves_nothing(
         ours: Ours, karmada: KubeClient, scene: Scene) -> None:
     ns = scene.ns
     await karmada.create(PROPAGATION_POLICIES, policy("halves", divided=STATIC_HALVES), ns)
@@ -217,7 +217,8 @@ async def test_what_preserve_mode_cannot_judge_fails_at_once_and_moves_nothing(
     assert outcomes(finished) == {
         f"{ns}/halves": ("Failed", "NotDynamicDivided: the placement is StaticWeight; preserve mode needs Divided "
                                    "with a dynamicWeight or Aggregated"),
-        f"{ns}/batch": ("Failed", "UnsupportedKind: batch/v1 Job has no unschedulable-replica estimate")}
+        f"{ns}/batch": ("Failed", f"UnsupportedKind: batch/v1 Job has no unschedulable-replica estimate "
+                                  f"{RETRY_BOUND}")}
     for reason in ("NotDynamicDivided", "UnsupportedKind"):
         assert (await events_of(karmada, rebalancer, reason))[0]["type"] == "Warning"
 
