@@ -419,7 +419,7 @@ class ClusterFailback:
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
-                await self._write(kind, binding, progress.skipped_change(name))
+                await self._write(kind, binding, progress.skipped_change(name, now()))
                 self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
                 decided.append(binding)
                 continue

@@ -7,6 +7,8 @@ Everything the controller needs to remember is in the API (docs/failback.md, "Re
   creationTimestamp of the batch's WorkloadRebalancer, the time Karmada's rebalancer triggers the reschedule at);
 * its :data:`EVICTED_AT_ANNOTATION` says when a relapse evicted it again while going back: no batch that began
   then or before marks it in flight, and one seen during a round ends that round;
+* its :data:`SKIPPED_ANNOTATION` says when its fail-back to a cluster was decided against (skipped, opted out):
+  the eviction that recorded it, still told of by a task or an Event after a restart, is not recorded again;
 * the Cluster's :data:`ROUND_ANNOTATION` names the fail-back in progress (batch names derive from it), its
   :data:`PAUSED_ANNOTATION` says since when it is paused, and the operator's :data:`RESUME_ANNOTATION` resumes it.
 
@@ -39,6 +41,12 @@ back there (a relapse), when that eviction was seen (never before the move it un
 before it cannot mark the binding in flight: re-adopted after the relapse, its stale move would be taken for one
 still going, its end for the fail-back's, and the eviction's record would be cleared. Stamped during a round, it
 ends the round, seen or not on the Cluster (docs/failback.md)."""
+SKIPPED_ANNOTATION = f"{PREFIX}/skipped"
+"""On a binding: ``{"<cluster>": "<RFC 3339>"}``, when its fail-back to each cluster was skipped or opted out of.
+An eviction from that cluster at or before then (a graceful-eviction task still on the binding, Karmada's
+``EvictWorkloadFromClusterSucceed`` Event, both outliving the decision) is the one already decided, so a restarted
+recorder does not record it again (nor the controller skip it again, with a second Warning). Dropped when a newer
+eviction from the cluster is recorded."""
 ROUND_ANNOTATION = f"{PREFIX}/round"
 """On a Cluster: when the fail-back in progress began (RFC 3339); batch names derive from it."""
 PAUSED_ANNOTATION = f"{PREFIX}/paused"
@@ -57,12 +65,14 @@ NAME_PREFIX = "failback-"
 @dataclass(frozen=True)
 class Progress:
     """What a binding's annotations say of its fail-backs: the clusters it was evicted from and has not gone back
-    to (``record``), those it is going back to now with when that began (``flight``), and when a relapse evicted
-    it again (``evicted_at``, :data:`EVICTED_AT_ANNOTATION`)."""
+    to (``record``), those it is going back to now with when that began (``flight``), when a relapse evicted
+    it again (``evicted_at``, :data:`EVICTED_AT_ANNOTATION`), and when a fail-back was decided against
+    (``skipped``, :data:`SKIPPED_ANNOTATION`)."""
 
     record: frozenset[str] = frozenset()
     flight: Mapping[str, datetime] = field(default_factory=dict)
     evicted_at: Mapping[str, datetime] = field(default_factory=dict)
+    skipped: Mapping[str, datetime] = field(default_factory=dict)
 
 
 Change = Callable[[Progress], Progress]
@@ -86,6 +96,21 @@ def failing_back(binding: Obj) -> dict[str, datetime]:
 def evicted_at(binding: Obj) -> dict[str, datetime]:
     """When the binding's recorded evictions were (:data:`EVICTED_AT_ANNOTATION`); unreadable entries left out."""
     return _times(objects.annotations(binding).get(EVICTED_AT_ANNOTATION))
+
+
+def skipped_at(binding: Obj) -> dict[str, datetime]:
+    """When the binding's fail-backs were decided against (:data:`SKIPPED_ANNOTATION`); unreadable entries left
+    out (such an eviction may then be recorded, and skipped, once more)."""
+    return _times(objects.annotations(binding).get(SKIPPED_ANNOTATION))
+
+
+def decided_already(binding: Obj, cluster: str, at: datetime | None) -> bool:
+    """Whether an eviction of the binding from ``cluster`` at ``at`` (None: not known) is one whose fail-back was
+    decided against since (:data:`SKIPPED_ANNOTATION`). An eviction of unknown time counts as decided: the task
+    or Event that tells of it was there when the decision was made, or came after an eviction that the binding
+    would then have shown (recorded, which drops the mark)."""
+    decided = skipped_at(binding).get(cluster)
+    return decided is not None and (at is None or at <= decided)
 
 
 def _times(text: str | None) -> dict[str, datetime]:
@@ -116,11 +141,12 @@ def _times_value(times: Mapping[str, datetime]) -> str | None:
 
 
 def progress_patch(binding: Obj, wanted: Progress) -> dict[str, Any]:
-    """A merge patch setting the three annotations, conditional on the binding's resourceVersion."""
+    """A merge patch setting the four annotations, conditional on the binding's resourceVersion."""
     return {"metadata": {"resourceVersion": objects.resource_version(binding),
                          "annotations": {EVICTED_FROM_ANNOTATION: record_value(wanted.record),
                                          FAILING_BACK_ANNOTATION: _times_value(wanted.flight),
-                                         EVICTED_AT_ANNOTATION: _times_value(wanted.evicted_at)}}}
+                                         EVICTED_AT_ANNOTATION: _times_value(wanted.evicted_at),
+                                         SKIPPED_ANNOTATION: _times_value(wanted.skipped)}}}
 
 
 def triggered_in_round(binding: Obj, round_value: str) -> datetime | None:
@@ -158,16 +184,25 @@ def finished_change(cluster: str, started: datetime) -> Change:
     def change(current: Progress) -> Progress:
         if current.flight.get(cluster) != started:
             return current
-        return skipped_change(cluster)(current)
+        return _forgotten(current, cluster)
     return change
 
 
-def skipped_change(cluster: str) -> Change:
-    """``change`` for :func:`rewrite`: the binding does not go back to the cluster (skipped, opted out)."""
+def skipped_change(cluster: str, at: datetime) -> Change:
+    """``change`` for :func:`rewrite`: the binding does not go back to the cluster (skipped, opted out), decided
+    at ``at``: its record goes, and the decision is marked (:data:`SKIPPED_ANNOTATION`). Nothing changes when the
+    record went meanwhile (another decision, or the other controller's)."""
     def change(current: Progress) -> Progress:
-        return Progress(current.record - {cluster}, _without(current.flight, cluster),
-                        _without(current.evicted_at, cluster))
+        if cluster not in current.record:
+            return current
+        return replace(_forgotten(current, cluster), skipped={**current.skipped, cluster: at})
     return change
+
+
+def _forgotten(current: Progress, cluster: str) -> Progress:
+    """``current`` without the cluster's record, move in flight and relapse stamp."""
+    return replace(current, record=current.record - {cluster}, flight=_without(current.flight, cluster),
+                   evicted_at=_without(current.evicted_at, cluster))
 
 
 @dataclass(frozen=True)
@@ -190,18 +225,23 @@ def evicted_change(seen: Mapping[str, Eviction]) -> Change:
     A move that began after the eviction was seen is a newer one (a recorder that lagged behind a whole window):
     it stands. The times are whole seconds from two clocks (ours, or Karmada's for an eviction found in its Event;
     the API server's for a move's start): a skew of a second or more can take a relapse for an older eviction,
-    which the controller then still finds on the binding (healthy elsewhere, this cluster unhealthy)."""
+    which the controller then still finds on the binding (healthy elsewhere, this cluster unhealthy).
+
+    An eviction at or before the cluster's skip mark (:data:`SKIPPED_ANNOTATION`) is the one already decided
+    against: left out. A later one is recorded, and the mark goes."""
     def change(current: Progress) -> Progress:
         record, flight, stamps = set(current.record), dict(current.flight), dict(current.evicted_at)
+        skipped = dict(current.skipped)
         for cluster, eviction in seen.items():
-            started = flight.get(cluster)
-            if started is not None and started > eviction.at:
+            started, decided = flight.get(cluster), skipped.get(cluster)
+            if (started is not None and started > eviction.at) or (decided is not None and eviction.at <= decided):
                 continue
             if eviction.undoes or cluster in record or started is not None:
                 stamps[cluster] = max(eviction.at, stamps.get(cluster, eviction.at))
             record.add(cluster)
             flight.pop(cluster, None)
-        return Progress(frozenset(record), flight, stamps)
+            skipped.pop(cluster, None)  # a newer eviction: its fail-back is decided afresh
+        return Progress(frozenset(record), flight, stamps, skipped)
     return change
 
 
@@ -221,7 +261,8 @@ def _without(times: Mapping[str, datetime], cluster: str) -> dict[str, datetime]
 
 
 def current(binding: Obj) -> Progress:
-    return Progress(frozenset(recorded_clusters(binding)), failing_back(binding), evicted_at(binding))
+    return Progress(frozenset(recorded_clusters(binding)), failing_back(binding), evicted_at(binding),
+                    skipped_at(binding))
 
 
 # --------------------------------------------------------------------------------------------------

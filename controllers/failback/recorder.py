@@ -101,10 +101,13 @@ class EvictionRecorder:
         request = Request.for_object(new)
         seen = now()
         for cluster in evicted:
-            # on the initial list the task may be older than this process: the eviction is when it began
-            at = (recovery.task_created(new, cluster) if old is None else None) or seen
+            # on the initial list the task may be older than this process: the eviction is when it began, and its
+            # fail-back may have been skipped since (the task outliving the decision)
+            began = recovery.task_created(new, cluster) if old is None else None
+            if old is None and progress.decided_already(new, cluster, began):
+                continue
             self._note(self.pending, request, cluster,
-                       progress.Eviction(at, recovery.undoes_a_move(new, cluster, again)))
+                       progress.Eviction(began or seen, recovery.undoes_a_move(new, cluster, again)))
         for cluster in unknown:
             self._note(self.unverified, request, cluster,
                        progress.Eviction(seen, recovery.undoes_a_move(new, cluster, again)))
@@ -135,7 +138,8 @@ class EvictionRecorder:
             return
         in_flight = progress.failing_back(binding)
         for event in told:
-            if recovery.evicted_by_event(binding, event, in_flight):
+            if (recovery.evicted_by_event(binding, event, in_flight)
+                    and not progress.decided_already(binding, event.cluster, event.at)):
                 undoes = recovery.undoes_a_move(binding, event.cluster, in_flight)
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat(), undoes_a_move=undoes)

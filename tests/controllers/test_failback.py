@@ -507,6 +507,39 @@ async def test_skipped_bindings_get_an_event_and_rebalancers_are_chunked(kube: K
             await eventually(failing_back(http, n))
 
 
+def recorder_reconciles() -> float:
+    return sum(REGISTRY.get_sample_value("controller_runtime_reconcile_total",
+                                         {"controller": failback.RECORDER_NAME, "result": result}) or 0.0
+               for result in ("success", "error", "requeue", "requeue_after"))
+
+
+@pytest.mark.parametrize("told_by", ["task", "event"])
+async def test_a_skipped_fail_back_is_neither_recorded_nor_skipped_again_after_a_restart(
+        kube: KubeClient, http: aiohttp.ClientSession, told_by: str) -> None:
+    """What tells of the eviction outlives the decision to skip its fail-back: Karmada's graceful-eviction task
+    (the workload not yet healthy elsewhere) or its EvictWorkloadFromClusterSucceed Event (kept an hour). A
+    restarted controller-manager finds it again; it is the eviction already decided: no record, no second
+    FailbackSkipped Warning."""
+    await make_cluster(http, "member1")
+    moved = await make_binding(http, "moved", ["member1", "member2"],
+                               placement={"clusterAffinity": {"clusterNames": ["member2"]}})
+    async with controller(kube, window=QUICK):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, moved, "member1", ["member2"], over=told_by == "event")
+        if told_by == "event":
+            await eviction_event(http, moved, "member1", now_text())
+        await eventually(recorded(http, "moved", "member1"))
+        await set_health(http, "member1", taints=[])
+        await eventually(lambda: events_about(http, moved, "FailbackSkipped"))
+        await eventually(recorded(http, "moved", None))
+    before = recorder_reconciles()
+    async with controller(kube, window=QUICK):
+        await eventually(lambda: recorder_reconciles() > before)  # the restarted recorder has judged it
+        assert await recorded(http, "moved", None)()
+    warnings = await events_about(http, moved, "FailbackSkipped")
+    assert sum(e.get("count", 1) for e in warnings) == 1
+
+
 async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
         server: ApiServer, kube: KubeClient, http: aiohttp.ClientSession) -> None:
     """Rebalancer, then its marks: a failed write after the second rebalancer (chunks a,b | c) leaves a and b

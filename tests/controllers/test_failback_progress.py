@@ -107,24 +107,26 @@ def binding(annotations: dict[str, str]) -> dict[str, Any]:
 
 def test_the_marks_round_trip_and_bad_entries_are_pending_again() -> None:
     patch = progress.progress_patch(binding({}), progress.Progress(frozenset({"member1", "member2"}),
-                                                                   {"member1": T0}, {"member2": NOW}))
+                                                                   {"member1": T0}, {"member2": NOW}, {"m3": T0}))
     annotations = patch["metadata"]["annotations"]
     assert annotations == {progress.EVICTED_FROM_ANNOTATION: "member1,member2",
                            progress.FAILING_BACK_ANNOTATION: '{"member1": "2026-01-01T00:00:00Z"}',
-                           progress.EVICTED_AT_ANNOTATION: json.dumps({"member2": format_time(NOW)})}
+                           progress.EVICTED_AT_ANNOTATION: json.dumps({"member2": format_time(NOW)}),
+                           progress.SKIPPED_ANNOTATION: '{"m3": "2026-01-01T00:00:00Z"}'}
     assert progress.current(binding(annotations)) == progress.Progress(frozenset({"member1", "member2"}),
-                                                                       {"member1": T0}, {"member2": NOW})
+                                                                       {"member1": T0}, {"member2": NOW}, {"m3": T0})
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: "{bad"})) == {}
     assert progress.failing_back(binding({progress.FAILING_BACK_ANNOTATION: json.dumps({"m": "x"})})) == {}
     assert progress.evicted_at(binding({progress.EVICTED_AT_ANNOTATION: "[]"})) == {}
     cleared = progress.progress_patch(binding({}), progress.Progress())["metadata"]["annotations"]
     assert cleared == {progress.EVICTED_FROM_ANNOTATION: None, progress.FAILING_BACK_ANNOTATION: None,
-                       progress.EVICTED_AT_ANNOTATION: None}
+                       progress.EVICTED_AT_ANNOTATION: None, progress.SKIPPED_ANNOTATION: None}
 
 
 def state(record: set[str], flight: dict[str, datetime] | None = None,
-          evicted_at: dict[str, datetime] | None = None) -> progress.Progress:
-    return progress.Progress(frozenset(record), flight or {}, evicted_at or {})
+          evicted_at: dict[str, datetime] | None = None, skipped: dict[str, datetime] | None = None
+          ) -> progress.Progress:
+    return progress.Progress(frozenset(record), flight or {}, evicted_at or {}, skipped or {})
 
 
 LATER = T0 + timedelta(seconds=1)
@@ -140,8 +142,24 @@ def test_started_and_finished_changes() -> None:
     assert progress.started_change("member1", T0)(state(set())) == state(set())  # finished meanwhile
     done = progress.finished_change("member1", NOW)(state({"member1", "m2"}, {"member1": NOW}, {"member1": T0}))
     assert done == state({"m2"})
-    skipped = progress.skipped_change("member1")(state({"member1", "m2"}, evicted_at={"member1": T0}))
-    assert skipped == state({"m2"})
+    skipped = progress.skipped_change("member1", NOW)(state({"member1", "m2"}, evicted_at={"member1": T0}))
+    assert skipped == state({"m2"}, skipped={"member1": NOW})
+    assert progress.skipped_change("member1", LATER)(skipped) == skipped  # decided already: the first mark stays
+
+
+def test_an_eviction_decided_against_is_not_recorded_again_and_a_newer_one_is() -> None:
+    """The skip mark: the eviction it was decided on (a task or an Event outliving the decision, seen again after
+    a restart) is left out; a later eviction is recorded and drops the mark."""
+    skipped = state(set(), skipped={"member1": LATER})
+    assert progress.evicted_change({"member1": progress.Eviction(T0)})(skipped) == skipped
+    assert progress.evicted_change({"member1": progress.Eviction(LATER)})(skipped) == skipped  # the same second
+    later = LATER + timedelta(seconds=1)
+    assert progress.evicted_change({"member1": progress.Eviction(later)})(skipped) == state({"member1"})
+    marked = binding({progress.SKIPPED_ANNOTATION: json.dumps({"member1": format_time(LATER)})})
+    assert progress.decided_already(marked, "member1", T0)
+    assert progress.decided_already(marked, "member1", None)  # a task of unknown age was there when it was decided
+    assert not progress.decided_already(marked, "member1", later)
+    assert not progress.decided_already(marked, "member2", T0)
 
 
 def test_a_first_eviction_is_only_recorded_and_a_relapse_is_stamped() -> None:
