@@ -215,9 +215,14 @@ class CoolDown:
         for cluster in plan.descheduled:
             self.record(binding_key, cluster, plan.held_by_cluster.get(cluster, 0))
 
-    def forget(self, binding_key: str) -> None:
-        """Drop every entry of a binding (e.g. when it is deleted)."""
-        self._last = {key: entry for key, entry in self._last.items() if key[0] != binding_key}
+    def forget(self, binding_key: str, clusters: Iterable[str] | None = None) -> None:
+        """Drop the entries of a binding (e.g. when it is deleted), or of only these ``clusters``: the binding's
+        own :data:`COOL_DOWN_ANNOTATION` then says whether they cool down."""
+        if clusters is None:
+            self._last = {key: entry for key, entry in self._last.items() if key[0] != binding_key}
+            return
+        for cluster in clusters:
+            self._last.pop((binding_key, cluster), None)
 
     def __len__(self) -> int:
         return len(self._last)

@@ -43,6 +43,7 @@ from karmada_api.resources import RESOURCE_BINDINGS
 
 from .budget import CycleBudget
 from .core import (
+    COOL_DOWN_ANNOTATION,
     EVENT_REASON_DESCHEDULE_FAILED,
     EVENT_REASON_DESCHEDULE_SUCCEED,
     CoolDown,
@@ -71,6 +72,7 @@ QUEUE_NAME = "descheduler"
 
 RBAC_RULES: list[PolicyRule] = [
     *for_resources((RESOURCE_BINDINGS,), "update"),  # _deschedule(): PUT of the shrunk spec.clusters
+    *for_resources((RESOURCE_BINDINGS,), "get"),  # _settle(): a fresh read after an update of unknown result
     *EVENT_RULES,  # DescheduleBindingSucceed / DescheduleBindingFailed on the binding and its template
 ]
 """What the cycle writes on the Karmada API server; it reads bindings from the informer (app.py)."""
@@ -84,6 +86,16 @@ class Outcome:
     binding: str
     plan: Plan
     written: bool
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """An update whose result is unknown (:meth:`Descheduler._unknown_result`): the resourceVersion it was
+    conditional on, the clusters it lowered, and the cool-down annotation it carried."""
+
+    resource_version: str
+    clusters: tuple[str, ...]
+    stamp: str | None
 
 
 class Descheduler:
@@ -106,6 +118,7 @@ class Descheduler:
         self.cool_down = cool_down
         self.budget = budget or CycleBudget()  # unlimited unless configured
         self.queue: WorkQueue[str] = WorkQueue(QUEUE_NAME)  # binding keys (namespace/name)
+        self._unsettled: dict[str, Unsettled] = {}  # binding key -> its update of unknown result
 
     async def run(self) -> None:
         """Karmada's ``wait.Until``: a cycle at once, then one every interval after the previous ends."""
@@ -119,6 +132,7 @@ class Descheduler:
         try:
             bindings = partition_bindings(self.bindings.list(), self.gvks)
             self._report_unsupported(bindings.unsupported)
+            self._forget_unsettled({objects.key(b) for b in bindings.eligible})
             for key in self.budget.start(objects.key(b) for b in bindings.eligible):
                 self.queue.add(key)
             outcomes = await self._work()
@@ -131,6 +145,11 @@ class Descheduler:
                      replicas=sum(o.plan.total for o in outcomes), held_back=held.total(),
                      **{f"held_back_{reason.replace('-', '_')}": n for reason, n in sorted(held.items())})
         return outcomes
+
+    def _forget_unsettled(self, eligible: set[str]) -> None:
+        """Forget the updates of unknown result of bindings this cycle does not judge (gone, or not eligible now):
+        their clusters' cool-down then simply runs out."""
+        self._unsettled = {key: unsettled for key, unsettled in self._unsettled.items() if key in eligible}
 
     def _report_unsupported(self, unsupported: dict[tuple[str, str], list[str]]) -> None:
         """One log line per skipped binding (until it stops being skipped), and the gauge per kind."""
@@ -176,11 +195,43 @@ class Descheduler:
         return outcomes
 
     async def _process(self, key: str) -> Outcome | None:
-        """Karmada's worker: the binding as the cache has it now (a lister GET); gone → nothing to do."""
+        """Karmada's worker: the binding as the cache has it now (a lister GET); gone → nothing to do. After an
+        update of unknown result, the binding as the API server has it (:meth:`_settle`)."""
         binding = self.bindings.get(key)
+        if key in self._unsettled:
+            binding = await self._settle(key, binding)
         if binding is None:
             return None
         return await self._deschedule(binding)
+
+    async def _settle(self, key: str, cached: Obj | None) -> Obj | None:
+        """Find out, with a fresh read, whether the update of unknown result landed; the binding to judge now.
+
+        Until then the cool-down holds its clusters as if it had (:meth:`_unknown_result`). A landed update
+        changed the resourceVersion and wrote its cool-down annotation; one that did not left the binding as it
+        was. Either way the clusters' cool-down is then the binding's own annotation, read from the fresh copy,
+        which this cycle judges instead of the cache (maybe behind): an update that did not land is made again
+        now, not one cool-down later. That it did not land may still be a guess (a 500 whose write etcd commits
+        after this read): the next update is conditional on the resourceVersion read here, so it cannot lower
+        the binding a second time. A failed read settles nothing: the cool-down goes on holding the clusters."""
+        unsettled = self._unsettled[key]
+        namespace, name = objects.split_key(key)
+        try:
+            fresh = await self.client.get_or_none(RESOURCE_BINDINGS, name, namespace)
+        except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.info("deschedule result still unknown, its clusters stay in cool-down", binding=key,
+                     error=_describe_error(exc))
+            return cached
+        del self._unsettled[key]
+        if self.cool_down is not None:
+            self.cool_down.forget(key, unsettled.clusters)
+        if fresh is None:
+            return None
+        changed = objects.resource_version(fresh) != unsettled.resource_version
+        stored = changed and objects.annotations(fresh).get(COOL_DOWN_ANNOTATION) == unsettled.stamp
+        log.info("deschedule result settled", binding=key, stored=stored, binding_changed=changed,
+                 clusters=list(unsettled.clusters))
+        return fresh
 
     async def _deschedule(self, binding: Obj) -> Outcome | None:
         key = objects.key(binding)
@@ -206,14 +257,14 @@ class Descheduler:
             self.budget.spend(new.total)
             log.info("would deschedule (dry run)", binding=key, message=new.message)
             return Outcome(key, new, written=False)
+        update = new.apply(binding)
+        if self.cool_down is not None:
+            self.cool_down.stamp(update, new)
         try:
-            update = new.apply(binding)
-            if self.cool_down is not None:
-                self.cool_down.stamp(update, new)
             await self.client.update(RESOURCE_BINDINGS, update)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             if may_have_landed(exc):
-                self._unknown_result(binding, new, _describe_error(exc))
+                self._unknown_result(binding, update, new, _describe_error(exc))
             else:
                 self._failed(binding, (exc.message or str(exc)) if isinstance(exc, ApiError) else _describe_error(exc))
             return None
@@ -230,18 +281,19 @@ class Descheduler:
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, error)
         log.warning("deschedule failed, next cycle retries", binding=objects.key(binding), error=error)
 
-    def _unknown_result(self, binding: Obj, new: Plan, error: str) -> None:
+    def _unknown_result(self, binding: Obj, update: Obj, new: Plan, error: str) -> None:
         """The write may have landed (:func:`may_have_landed`: a 5xx, a dropped connection, a client timeout).
 
-        Counted as if it did for the budget and the cool-down, so that the next cycles do not take the same
-        replicas again while the scheduler catches up; if it did not land, the replicas are still
-        unschedulable after the cool-down and are taken then. Not counted as descheduled, and a Warning
-        says the result is unknown.
+        Counted as if it did for the budget and the cool-down, so that nothing takes the same replicas again
+        before the next cycle finds out with a fresh read (:meth:`_settle`). Not counted as descheduled, and a
+        Warning says the result is unknown.
         """
         key = objects.key(binding)
         self.budget.spend(new.total)
         if self.cool_down is not None:
             self.cool_down.record_plan(key, new)
+            self._unsettled[key] = Unsettled(objects.resource_version(binding), tuple(new.descheduled),
+                                             objects.annotations(update).get(COOL_DOWN_ANNOTATION))
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED,
                      f"result unknown, the update may have been stored ({error}): {new.message}")
         log.warning("deschedule result unknown, the update may have been stored; counted as written", binding=key,

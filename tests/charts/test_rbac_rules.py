@@ -140,6 +140,7 @@ def test_descheduler_declares_what_it_calls() -> None:
     assert grants(descheduler_rules()) == {
         ("work.karmada.io", "resourcebindings", "list", ""), ("work.karmada.io", "resourcebindings", "watch", ""),
         ("work.karmada.io", "resourcebindings", "update", ""),
+        ("work.karmada.io", "resourcebindings", "get", ""),  # read back after an update of unknown result
         ("cluster.karmada.io", "clusters", "list", ""), ("cluster.karmada.io", "clusters", "watch", ""),
         ("", "secrets", "get", ""),  # each Cluster's secretRef, read by name: never listed nor watched
         ("", "events", "create", ""), ("", "events", "patch", ""),

@@ -237,11 +237,11 @@ async def warnings_on_binding(descheduler: Descheduler, plane: Plane) -> list[st
 
 
 @pytest.mark.parametrize("fault", ["dropped connection", "504 Timeout", "500 ServerTimeout"])
-async def test_a_write_that_may_have_landed_counts_as_made_and_the_cycle_goes_on(fault: str) -> None:
+async def test_a_write_that_may_have_landed_is_made_again_once_a_fresh_read_shows_it_did_not(fault: str) -> None:
     """A lost answer, a 504 (the API server stopped waiting) or a 500 (etcd timed out; the write can still commit)
-    says nothing of the write (here it did not land): the cycle ends normally, a Warning says the result is
-    unknown, and the cool-down holds the cluster as after a write, so the next cycle, whose member data may still
-    count the released replicas, takes nothing there (had it landed, taking them again would double)."""
+    says nothing of the write (here it did not land): the cycle ends normally and a Warning says the result is
+    unknown. The next cycle reads the binding from the API server: unchanged, so the write did not land, and it
+    is made then, not one cool-down (here 4 minutes) later."""
     async with descheduler_plane() as plane:
         await seed_nginx(plane, stuck_for=timedelta(minutes=10),
                          clusters={"member1": 2, "member2": 1, "member3": 1})
@@ -256,8 +256,29 @@ async def test_a_write_that_may_have_landed_counts_as_made_and_the_cycle_goes_on
         assert await binding_clusters(plane) == unchanged
         [warning] = await warnings_on_binding(descheduler, plane)
         assert warning.startswith("result unknown, the update may have been stored")
-        assert await descheduler.cycle() == []  # member1 cools down: the write may have landed
+        assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
+        assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
+
+
+async def test_while_a_write_of_unknown_result_cannot_be_read_back_its_clusters_cool_down() -> None:
+    """The update's answer is lost, and so is the next cycle's fresh read (the API server still unreachable for
+    reads): had the update landed, the member data may still count the replicas it released, so nothing is taken
+    there until a read says whether it landed."""
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10),
+                         clusters={"member1": 2, "member2": 1, "member3": 1})
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        descheduler.client = DroppedUpdates(plane.host_client)
+        unchanged = {"member1": 2, "member2": 1, "member3": 1}
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        reads = plane.host.inject_fault("GET", "/resourcebindings/nginx-deployment", code=503,
+                                        reason="ServiceUnavailable", times=1_000)
+        assert await descheduler.cycle() == []
+        assert reads.times < 1_000  # the cycle did try to read it back
+        reads.times = 0
         assert await binding_clusters(plane) == unchanged
+        assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]  # read back now
+        assert await binding_clusters(plane) == {"member1": 0, "member2": 1, "member3": 1}
 
 
 async def test_a_new_descheduler_keeps_the_cool_down_its_predecessor_wrote_on_the_binding() -> None:
