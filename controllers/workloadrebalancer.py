@@ -297,8 +297,21 @@ class WorkloadRebalancerReconciler:
     async def _trigger_one(self, workload: Workload, rebalancer: Obj) -> Lowering | None:
         """Trigger a fresh reschedule of the workload's binding (None), unless the rebalancer's own write is there
         already: its trigger (None), or a lowering it made in preserve mode before the mode was switched off (that
-        lowering, the workload's result)."""
-        resource, binding = await self._binding(workload)
+        lowering, the workload's result).
+
+        Decided on the cache's copy; a conflict (the binding changed since that copy, as when cluster fail-back
+        marks its batch's bindings in flight right after creating the batch) is decided once more at once, on a
+        fresh read, instead of after the controller's backoff."""
+        try:
+            return await self._trigger_from(workload, rebalancer, fresh=False)
+        except ApiError as exc:
+            if not exc.is_conflict:
+                raise
+        return await self._trigger_from(workload, rebalancer, fresh=True)
+
+    async def _trigger_from(self, workload: Workload, rebalancer: Obj, *, fresh: bool) -> Lowering | None:
+        """:meth:`_trigger_one` on the cache's copy of the binding, or on the API server's (``fresh``)."""
+        resource, binding = await self._binding(workload, fresh=fresh)
         created = parse_time(objects.creation_timestamp(rebalancer))
         last_text = binding_status(binding).get("lastScheduledTime")
         last = parse_time(last_text) if last_text else None

@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller_manager import objects
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
@@ -372,6 +372,44 @@ class LaggingRebalancerWatch(KubeClient):
     async def update_unread(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> None:
         await super().update_unread(resource, obj, subresource=subresource)
         self.binding_writes[objects.name(obj)] += 1
+
+
+class WriterInBetween(KubeClient):
+    """Before its first binding write, another writer labels that binding (as cluster fail-back marks its batch's
+    bindings in flight right after creating the batch): the write, made on the cache's older copy, gets a 409."""
+
+    def __init__(self, base: KubeClient) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.base = base
+        self.conflicts = 0
+
+    async def update_unread(self, resource: Resource, obj: dict[str, Any], *, subresource: str = "") -> None:
+        if self.conflicts == 0:
+            await self.base.patch(resource, objects.name(obj), {"metadata": {"labels": {"in-between": "yes"}}},
+                                  namespace=objects.namespace(obj))
+        try:
+            await super().update_unread(resource, obj, subresource=subresource)
+        except ApiError as exc:
+            self.conflicts += exc.is_conflict
+            raise
+
+
+async def test_a_binding_changed_since_the_cache_saw_it_is_triggered_at_once_on_a_fresh_read(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """No backoff, no retry counted: the conflict is decided again on the API server's copy, which keeps the
+    other writer's change."""
+    client = WriterInBetween(kube)
+    await make_binding(http, "Deployment", "busy")
+    retries = REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": "Retry"}) or 0.0
+    async with running(controller_manager(client)):
+        await create_rebalancer(http, "conflict", [deploy_ref("busy")])
+        done = await finished(http, "conflict")
+    assert client.conflicts == 1
+    assert observed(done) == [("busy", "Successful", "")]
+    assert (REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": "Retry"}) or 0.0) == retries
+    binding = await get_or_none(http, RB.format(ns="default") + "/busy-deployment")
+    assert binding is not None and binding["metadata"]["labels"]["in-between"] == "yes"
+    assert binding["spec"]["rescheduleTriggeredAt"]
 
 
 def triggered_counts(events: list[dict[str, Any]]) -> Counter[str]:
