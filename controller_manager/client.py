@@ -23,6 +23,8 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
+from kube_api.validation import go_quote, is_valid_path_segment_name
+
 from . import objects
 from .metrics import REST_CLIENT_REQUESTS
 from .objects import MutableObj, Obj
@@ -67,6 +69,10 @@ class Resource:
         return {**obj, "kind": self.kind, "apiVersion": self.api_version}
 
     def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
+        """The request path; :class:`InvalidName` for a name or namespace no object can have (as client-go)."""
+        for what, value in (("namespace", namespace), ("resource name", name)):
+            if value and (problems := is_valid_path_segment_name(value)):
+                raise InvalidName(f"invalid {what} {go_quote(value)}: [{', '.join(problems)}]")
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"
@@ -120,6 +126,12 @@ class RequestTarget:
 
 MAX_RETRY_AFTER_RETRIES = 10  # client-go's default maxRetries for answers that carry Retry-After
 MAX_RETRY_AFTER_SECONDS = 60.0  # a server asking for a longer pause is waited for this long, then asked again
+
+
+class InvalidName(ValueError):
+    """A request naming an object or namespace that no object can have (``/`` or ``%`` in it, ``.`` or ``..``):
+    refused before it is sent, with client-go's message. Sent, the name would address another path, and the
+    answer (a ``404 page not found``) would read as a resource not served, retried for ever."""
 
 
 class ApiError(Exception):
@@ -439,8 +451,8 @@ class KubeClient:
         if name in self._unserved:
             return
         self._unserved.add(name)
-        log.warning("resource not served by the API server right now; will retry", resource=name,
-                    server=self._host, answer=error.message[:200])
+        log.warning("resource not served by the API server (its CRD missing, or the server still starting)",
+                    resource=name, server=self._host, answer=error.message[:200])
 
     def _served_again(self, path: str) -> None:
         target = RequestTarget.from_path(path)

@@ -37,7 +37,7 @@ from prometheus_client import Counter
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, InvalidName, KubeClient, Resource, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -244,7 +244,8 @@ class WorkloadRebalancerReconciler:
             workload = item["workload"]
             if isinstance(outcome, TriggerNotDue):
                 due_in = max(due_in, outcome.delay)
-            elif isinstance(outcome, ApiError) and outcome.is_not_found:
+            elif (isinstance(outcome, ApiError) and outcome.is_not_found) or isinstance(outcome, InvalidName):
+                # InvalidName: a workload name or namespace no binding can have ("/" or "%" in it)
                 self._fail(item, Refusal(BINDING_NOT_FOUND, _missing_binding(workload)), events, finals,
                            reason_only=True)
             elif isinstance(outcome, ApiError) or (isinstance(outcome, Refusal) and outcome.transient

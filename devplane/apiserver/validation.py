@@ -30,6 +30,7 @@ from kube_api.validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
+    is_valid_path_segment_name,
     is_valid_port_num,
 )
 
@@ -88,15 +89,6 @@ def _invalid(field: str, value: Any, detail: str) -> Cause:
 
 
 # --- util/validation (the rules themselves are kube_api.validation's) ---------------------------
-
-
-def is_valid_path_segment_name(name: str, *, prefix: bool = False) -> list[str]:
-    """Names that only have to survive as one URL path segment (RBAC objects allow ``:``)."""
-    if not prefix:
-        for illegal in (".", ".."):
-            if name == illegal:
-                return [f"may not be '{illegal}'"]
-    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
 
 
 def _mask_trailing_dash(name: str) -> str:

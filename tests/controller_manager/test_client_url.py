@@ -6,7 +6,9 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from yarl import URL
 
-from controller_manager.client import KubeClient
+from controller_manager.client import InvalidName, KubeClient, Resource
+
+CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 
 
 @pytest.mark.parametrize(("host", "path", "query", "expected"), [
@@ -31,3 +33,16 @@ async def test_request_url(host: str, path: str, query: list[tuple[str, str]], e
         assert str(URL(kube._url("/api/v1/nodes", []))) == "http://10.0.0.1:1/api/v1/nodes"
     finally:
         await kube.close()
+
+
+@pytest.mark.parametrize(("namespace", "name", "message"), [
+    ("default", "a/b-deployment", 'invalid resource name "a/b-deployment": [may not contain \'/\']'),
+    ("default", "x%2Fy", 'invalid resource name "x%2Fy": [may not contain \'%\']'),
+    ("default", "..", 'invalid resource name "..": [may not be \'..\']'),
+    ("a/b", "web", 'invalid namespace "a/b": [may not contain \'/\']'),
+])
+def test_a_name_no_object_can_have_is_refused_before_it_is_sent(namespace: str, name: str, message: str) -> None:
+    """As client-go's request builder: sent, ``a/b`` would address another path (a ``404 page not found``)."""
+    with pytest.raises(InvalidName) as refused:
+        CONFIG_MAPS.path(namespace, name)
+    assert str(refused.value) == message

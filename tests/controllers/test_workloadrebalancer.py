@@ -108,6 +108,20 @@ def observed(wr: dict[str, Any]) -> list[tuple[str, str, str]]:
 # ----------------------------------------------------------------------------- controller test rows
 
 
+async def test_a_name_no_binding_can_have_fails_as_not_found(manager: Manager, http: aiohttp.ClientSession) -> None:
+    """A "/" or "%" in a workload's name or namespace: no object can have that name (sent, it would address
+    another path and be answered ``404 page not found``, retried for ever), so the binding is not found, as
+    Karmada's cached client finds none."""
+    await make_binding(http, "Deployment", "fine")
+    workloads = [deploy_ref("a/b"), deploy_ref("x%2Fy"), deploy_ref("fine"), deploy_ref("web", ns="a/b")]
+    await create_rebalancer(http, "odd", workloads)
+    done = await finished(http, "odd")
+    assert sorted(observed(done)) == [("a/b", "Failed", "ReferencedBindingNotFound"),
+                                      ("fine", "Successful", ""),
+                                      ("web", "Failed", "ReferencedBindingNotFound"),
+                                      ("x%2Fy", "Failed", "ReferencedBindingNotFound")]
+
+
 async def test_pending_rebalancer_sorted_results_and_trigger(manager: Manager, http: aiohttp.ClientSession) -> None:
     await make_binding(http, "Deployment", "deploy1")
     wr = await create_rebalancer(http, "pending", [deploy_ref("deploy2"), deploy_ref("deploy1")])
