@@ -17,7 +17,7 @@ import aiohttp
 import anyio
 import anyio.to_thread
 
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import ApiError, InvalidName, KubeClient
 from sharedcli.flagtypes import duration, format_duration, object_name, positive_duration, positive_int
 
 from . import create, kubeconfig, status
@@ -237,6 +237,12 @@ async def execute(argv: Sequence[str], out: TextIO, err: TextIO, environ: Mappin
         return 3
     except ApiError as exc:
         print(f"Error from server ({exc.reason or exc.status}): {exc.message}", file=err)
+        if exc.is_not_served and exc.target is not None:
+            print(f"{prog} {args.command}: error: the server does not serve {exc.target.key}: is the context a "
+                  "Karmada API server (not a member cluster's)?", file=err)
+        return 1
+    except InvalidName as exc:  # a name no object can have, refused before it was sent
+        print(f"{prog} {args.command}: error: {exc}", file=err)
         return 1
     except CommandError as exc:
         print(f"{prog} {args.command}: error: {exc}", file=err)

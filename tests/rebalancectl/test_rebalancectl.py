@@ -331,6 +331,19 @@ async def test_a_resource_not_served_is_said_once_while_it_is_retried(
                    "--timeout 20s\n")
 
 
+async def test_a_server_that_does_not_serve_karmadas_api_is_named_as_such(
+        world: dict[str, str], server: ApiServer) -> None:
+    """A member cluster's context (an easy slip with a merged KUBECONFIG): the read ends at once, and the user is
+    told what the answer most likely means."""
+    server.inject_fault("GET", "/workloadrebalancers/one", page_not_found=True, times=1)
+    code, out, err = await cli(world, "status", "one")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[-2:] == [
+        "Error from server (NotFound): 404 page not found",
+        "karmada-rebalance status: error: the server does not serve workloadrebalancers.apps.karmada.io: is the "
+        "context a Karmada API server (not a member cluster's)?"]
+
+
 async def test_wait_ends_with_one_line_when_the_rebalancer_is_deleted(world: dict[str, str], kube: KubeClient) -> None:
     async def delete_once_created() -> None:
         await eventually(lambda: kube.get_or_none(WORKLOAD_REBALANCERS, "gone"))
