@@ -32,7 +32,7 @@ from estimator.podselectors import PodSelectorsError
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS
 from sharedcli.flagtypes import boolean, duration, format_duration, positive_int
-from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
+from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag, version_line
 from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
@@ -187,17 +187,28 @@ def build_parser() -> argparse.ArgumentParser:
         add(flag, type=positive_int, default=None, help=argparse.SUPPRESS)
     for flag in ("--graceful-eviction-timeout", "--cluster-status-update-frequency", "--cluster-monitor-period",
                  "--cluster-monitor-grace-period", "--cluster-startup-grace-period", "--cluster-failure-threshold",
-                 "--cluster-success-threshold", "--resync-period"):
+                 "--cluster-success-threshold", "--resync-period", "--federated-resource-quota-sync-period",
+                 "--horizontal-pod-autoscaler-cpu-initialization-period", "--horizontal-pod-autoscaler-downscale-delay",
+                 "--horizontal-pod-autoscaler-downscale-stabilization",
+                 "--horizontal-pod-autoscaler-initial-readiness-delay", "--horizontal-pod-autoscaler-sync-period",
+                 "--horizontal-pod-autoscaler-upscale-delay"):
         add(flag, type=duration, default=None, help=argparse.SUPPRESS)
     for flag in ("--feature-gates", "--skipped-propagating-namespaces", "--no-execute-taint-eviction-purge-mode",
                  "--profiling-bind-address", "--resource-eviction-rate", "--cluster-api-qps", "--cluster-api-burst",
                  "--enable-taint-manager", "--enable-no-execute-taint-eviction", "--enable-cluster-resource-modeling",
                  "--enable-pprof"):
         add(flag, default=None, nargs="?", const="true", help=argparse.SUPPRESS)
+    for flag in ("--cluster-api-context", "--cluster-api-kubeconfig", "--skipped-propagating-apis"):
+        add(flag, default=None, help=argparse.SUPPRESS)
+    add("--horizontal-pod-autoscaler-tolerance", type=float, default=None, help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["version"]:  # Karmada's `version` subcommand
+        print(version_line(COMPONENT))
+        return 0
     args = build_parser().parse_args(argv)
     try:
         kinds = load_workload_kinds(args.unschedulable_pod_selectors)

@@ -42,7 +42,7 @@ from estimator.podselectors import PodSelectorsError
 from karmada_api.buildinfo import register_build_info
 from karmada_api.resources import CLUSTERS, RESOURCE_BINDINGS
 from sharedcli.flagtypes import boolean, duration, port
-from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
+from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag, version_line
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
 from .budget import CycleBudget
@@ -133,6 +133,10 @@ def budget_error(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["version"]:  # Karmada's `version` subcommand
+        print(version_line(COMPONENT))
+        return 0
     args = build_parser().parse_args(argv)
     if error := budget_error(args):
         print(error, file=sys.stderr)

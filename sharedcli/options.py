@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from karmada_api.buildinfo import build_info
+from kube_api.validation import go_quote
+
 from .flagtypes import bind_address, boolean, duration, format_duration, non_negative_int, object_name
 
 LEADER_ELECT_NAMESPACE = "karmada-system"
@@ -74,6 +77,37 @@ def add_common_flags(parser: argparse.ArgumentParser, *, health_port: int, qps: 
         help='Sets the log format: "text" or "json". (default "text")')
     add("-v", "--v", type=non_negative_int, default=0, metavar="LEVEL",
         help="number for the log level verbosity")
+    add_klog_flags(parser)
+
+
+_KLOG_SWITCHES = ("--add-dir-header", "--alsologtostderr", "--legacy-stderr-threshold-behavior",
+                  "--log-text-split-stream", "--logtostderr", "--one-output", "--skip-headers", "--skip-log-headers")
+_KLOG_VALUES = ("--alsologtostderrthreshold", "--log-backtrace-at", "--log-dir", "--log-file",
+                "--log-text-info-buffer-size", "--stderrthreshold", "--vmodule")
+
+
+def add_klog_flags(parser: argparse.ArgumentParser) -> None:
+    """klog's flags, which every Karmada component takes: accepted (their values checked where Go checks the
+    type) and ignored, so that a deployment's arguments keep working. Logs here are structlog's: ``--v`` and
+    ``--logging-format`` apply, the rest has nothing to configure (no log files, no per-file levels)."""
+    add = parser.add_argument
+    for flag in _KLOG_SWITCHES:
+        add(flag, type=boolean, nargs="?", const=True, default=None, help=argparse.SUPPRESS)
+    for flag in _KLOG_VALUES:
+        add(flag, default=None, help=argparse.SUPPRESS)
+    add("--log-file-max-size", type=non_negative_int, default=None, help=argparse.SUPPRESS)
+    add("--log-flush-frequency", type=duration, default=None, help=argparse.SUPPRESS)
+
+
+def version_line(component: str) -> str:
+    """What ``<component> version`` prints, as Karmada's ``version`` subcommand does (Go's ``%#v`` of
+    ``version.Info``), from this process's build metadata (:func:`karmada_api.buildinfo.build_info`)."""
+    info = build_info()
+    fields = ", ".join(f"{name}:{go_quote(value)}" for name, value in (
+        ("GitVersion", info.git_version), ("GitCommit", info.git_commit), ("GitShortCommit", info.git_short_commit),
+        ("GitTreeState", info.git_tree_state), ("BuildDate", info.build_date), ("GoVersion", info.go_version),
+        ("Compiler", info.compiler), ("Platform", info.platform)))
+    return f"{component} version: version.Info{{{fields}}}"
 
 
 def add_lease_name_flag(parser: argparse.ArgumentParser, default: str, *, why: str = "",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,49 @@ def test_a_kubeconfig_that_is_not_there_is_named_and_exits_2(program: str, tmp_p
     assert default.returncode == 2
     assert f"no --kubeconfig given, not running in a cluster (no service account), and no kubeconfig at " \
            f"{tmp_path}/.kube/config" in default.stderr
+
+
+REFERENCE_FLAGS = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "flags"
+_FLAG_LINE = re.compile(r"^\s+(?:-\w, )?--(?P<name>[\w-]+)(?: (?P<type>\S+))?\s{2,}"
+                        r".*?(?:\(default (?P<default>.*)\))?$")
+_SAMPLES = {"duration": "1m0s", "Level": "2", "int": "1", "int32": "1", "int64": "1", "uint": "1", "float": "1.5",
+            "float32": "1.5"}
+
+
+def reference_flags(component: str) -> list[str]:
+    """Each flag of Karmada's ``<component> --help`` (../shared/reference/flags) as ``--name=value``: its default
+    when it shows one, else a value of its type."""
+    argv = []
+    for line in (REFERENCE_FLAGS / f"{component}.md").read_text().splitlines():
+        if (found := _FLAG_LINE.match(line)) is None:
+            continue
+        kind, default = found["type"], (found["default"] or "").strip('"')
+        value = "true" if kind is None else default if default and default != "[]" else _SAMPLES.get(kind, "x")
+        argv.append(f"--{found['name']}={value}")
+    return argv
+
+
+@pytest.mark.skipif(not REFERENCE_FLAGS.is_dir(), reason="no ../shared/reference/flags next to the checkout")
+@pytest.mark.parametrize(("component", "parser"), [("karmada-controller-manager", build_parser),
+                                                   ("karmada-descheduler", descheduler_parser)])
+def test_every_flag_of_karmadas_component_is_accepted(component: str, parser: Callable[[], argparse.ArgumentParser],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """An existing deployment's arguments keep working: implemented, or accepted and ignored (klog's flags,
+    other controllers' settings)."""
+    argv = reference_flags(component)
+    assert len(argv) > 40
+    for flag in argv:
+        try:
+            parser().parse_args([flag])
+        except SystemExit:
+            pytest.fail(f"{component} refuses {flag}: {capsys.readouterr().err.strip()}")
+
+
+@pytest.mark.parametrize("module", ["controller_manager", "descheduler"])
+def test_the_version_subcommand_prints_karmadas_line(module: str) -> None:
+    done = subprocess.run([sys.executable, "-m", module, "version"], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r'karmada-(controller-manager|descheduler) version: version\.Info\{GitVersion:"v[^"]+", '
+                        r'GitCommit:"[^"]*", GitShortCommit:"[^"]*", GitTreeState:"[^"]*", BuildDate:"[^"]*", '
+                        r'GoVersion:"python[\d.]+", Compiler:"\w+", Platform:"\w+/\w+"\}\n', done.stdout)
