@@ -23,11 +23,9 @@ from kubernetes_asyncio import client as k8s
 from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
-from kube_api.validation import go_quote, is_valid_path_segment_name
-
 from . import objects
 from .metrics import REST_CLIENT_REQUESTS
-from .objects import MutableObj, Obj
+from .objects import MutableObj, Obj, is_valid_path_segment_name
 from .ratelimiter import TokenBucket
 
 T = TypeVar("T")
@@ -72,7 +70,7 @@ class Resource:
         """The request path; :class:`InvalidName` for a name or namespace no object can have (as client-go)."""
         for what, value in (("namespace", namespace), ("resource name", name)):
             if value and (problems := is_valid_path_segment_name(value)):
-                raise InvalidName(f"invalid {what} {go_quote(value)}: [{', '.join(problems)}]")
+                raise InvalidName(f"invalid {what} {json.dumps(value)}: [{', '.join(problems)}]")
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         if self.namespaced and namespace:
             base += f"/namespaces/{namespace}"

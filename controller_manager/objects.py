@@ -112,3 +112,13 @@ def is_deleting(obj: Obj) -> bool:
 def deep_copy(obj: Obj) -> MutableObj:
     """A private copy of ``obj`` to change (``copy.deepcopy``), e.g. a cached object made into an update."""
     return copy.deepcopy(dict(obj))
+
+
+def is_valid_path_segment_name(name: str, *, prefix: bool = False) -> list[str]:
+    """Names that only have to survive as one URL path segment (RBAC objects allow ``:``): what kube-apiserver
+    requires of every object name, and what client-go checks before it sends a request naming one."""
+    if not prefix:
+        for illegal in (".", ".."):
+            if name == illegal:
+                return [f"may not be '{illegal}'"]
+    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]

@@ -29,10 +29,10 @@ from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
 from estimator.kinds import load_workload_kinds
 from estimator.podselectors import PodSelectorsError
-from karmada_api.buildinfo import register_build_info
+from karmada_api.buildinfo import register_build_info, version_line
 from karmada_api.resources import CLUSTERS
 from sharedcli.flagtypes import boolean, duration, format_duration, positive_int
-from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag, version_line
+from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
 from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_options
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 

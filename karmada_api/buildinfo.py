@@ -31,9 +31,11 @@ from dataclasses import asdict, dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
+from kube_api.validation import go_quote
+
 __all__ = ["BUILD_INFO", "BUILD_INFO_HELP", "DISTRIBUTION", "ENV_BUILD_DATE", "ENV_GIT_COMMIT",
            "ENV_GIT_SHORT_COMMIT", "ENV_GIT_TREE_STATE", "BuildInfo", "build_info", "go_platform",
-           "register_build_info"]
+           "register_build_info", "version_line"]
 
 BUILD_INFO = "karmada_build_info"
 BUILD_INFO_HELP = "Karmada build metadata exposed as labels with a constant value of 1."
@@ -124,3 +126,14 @@ def register_build_info(registry: CollectorRegistry = REGISTRY, environ: Mapping
         Gauge(BUILD_INFO, BUILD_INFO_HELP, list(labels), registry=registry).labels(**labels).set(1)
         _REGISTERED[registry] = info
     return info
+
+
+def version_line(component: str) -> str:
+    """What ``<component> version`` prints, as Karmada's ``version`` subcommand does (Go's ``%#v`` of
+    ``version.Info``), from this process's build metadata (:func:`build_info`)."""
+    info = build_info()
+    fields = ", ".join(f"{name}:{go_quote(value)}" for name, value in (
+        ("GitVersion", info.git_version), ("GitCommit", info.git_commit), ("GitShortCommit", info.git_short_commit),
+        ("GitTreeState", info.git_tree_state), ("BuildDate", info.build_date), ("GoVersion", info.go_version),
+        ("Compiler", info.compiler), ("Platform", info.platform)))
+    return f"{component} version: version.Info{{{fields}}}"

@@ -141,16 +141,6 @@ def is_dns1123_subdomain(value: str) -> list[str]:
 _PORT_NAME_RE: Final = re.compile(r"[-a-z0-9]+")
 
 
-def is_valid_path_segment_name(name: str, *, prefix: bool = False) -> list[str]:
-    """Names that only have to survive as one URL path segment (RBAC objects allow ``:``): what kube-apiserver
-    requires of every object name, and what client-go checks before it sends a request naming one."""
-    if not prefix:
-        for illegal in (".", ".."):
-            if name == illegal:
-                return [f"may not be '{illegal}'"]
-    return [f"may not contain '{bad}'" for bad in ("/", "%") if bad in name]
-
-
 def is_valid_port_name(value: str) -> list[str]:
     """``IsValidPortName``: an IANA service name (a Service's or container's named port)."""
     errs: list[str] = []

@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from karmada_api.buildinfo import build_info
-from kube_api.validation import go_quote
-
 from .flagtypes import bind_address, boolean, duration, format_duration, non_negative_int, object_name
 
 LEADER_ELECT_NAMESPACE = "karmada-system"
@@ -97,17 +94,6 @@ def add_klog_flags(parser: argparse.ArgumentParser) -> None:
         add(flag, default=None, help=argparse.SUPPRESS)
     add("--log-file-max-size", type=non_negative_int, default=None, help=argparse.SUPPRESS)
     add("--log-flush-frequency", type=duration, default=None, help=argparse.SUPPRESS)
-
-
-def version_line(component: str) -> str:
-    """What ``<component> version`` prints, as Karmada's ``version`` subcommand does (Go's ``%#v`` of
-    ``version.Info``), from this process's build metadata (:func:`karmada_api.buildinfo.build_info`)."""
-    info = build_info()
-    fields = ", ".join(f"{name}:{go_quote(value)}" for name, value in (
-        ("GitVersion", info.git_version), ("GitCommit", info.git_commit), ("GitShortCommit", info.git_short_commit),
-        ("GitTreeState", info.git_tree_state), ("BuildDate", info.build_date), ("GoVersion", info.go_version),
-        ("Compiler", info.compiler), ("Platform", info.platform)))
-    return f"{component} version: version.Info{{{fields}}}"
 
 
 def add_lease_name_flag(parser: argparse.ArgumentParser, default: str, *, why: str = "",

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from controller_manager import objects
+from controller_manager.objects import is_valid_path_segment_name
 from devplane.apiserver import errors
 from devplane.apiserver.errors import Cause
 from devplane.apiserver.resources import ResourceType
@@ -30,7 +31,6 @@ from kube_api.validation import (
     is_dns1123_subdomain,
     is_qualified_name,
     is_valid_label_value,
-    is_valid_path_segment_name,
     is_valid_port_num,
 )
 
