@@ -18,7 +18,13 @@ import anyio
 import anyio.to_thread
 
 from controller_manager.client import ApiError, InvalidName, KubeClient
-from sharedcli.flagtypes import duration, format_duration, object_name, positive_duration, positive_int
+from sharedcli.flagtypes import (
+    format_duration,
+    object_name,
+    positive_duration,
+    positive_int,
+    ttl_after_finished,
+)
 
 from . import create, kubeconfig, status
 from .discovery import Discovered
@@ -72,7 +78,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           help="NAMESPACE/NAME of a PropagationPolicy: the templates it propagated")
     policies.add_argument("--cluster-policy", default="",
                           help="a ClusterPropagationPolicy: the templates it propagated")
-    new.add_argument("--ttl", type=duration, default=DEFAULT_TTL,
+    new.add_argument("--ttl", type=ttl_after_finished, default=DEFAULT_TTL,
                      help="ttlSecondsAfterFinished as a Go duration; 0 keeps the rebalancers (default 30m0s)")
     new.add_argument("--preserve-available-replicas", action="store_true",
                      help="move only the replicas confirmed unschedulable, keep the others where they run "

@@ -76,6 +76,12 @@ duration = _bounded(parse_duration, lambda s: s >= 0, 'invalid duration "{text}"
 """A Go duration, zero or more."""
 positive_duration = _bounded(duration, lambda s: s > 0, 'invalid duration "{text}": must be greater than zero')
 """A Go duration greater than zero (periods and timeouts)."""
+INT32_MAX = 2**31 - 1
+ttl_after_finished = _bounded(duration, lambda s: s == int(s) and s <= INT32_MAX,
+                              'invalid duration "{text}": ttlSecondsAfterFinished takes whole seconds, at most '
+                              f"{format_duration(INT32_MAX)} (an int32)")
+"""A Go duration for a WorkloadRebalancer's ``ttlSecondsAfterFinished``: whole seconds that fit its ``int32``
+(kube-apiserver stores a larger one, which Karmada's Go controller then cannot decode)."""
 non_negative_int = _bounded(_integer, lambda n: n >= 0, "must not be negative: {value}")
 """A whole number, zero or more (counts, bursts, verbosity)."""
 positive_int = _bounded(non_negative_int, lambda n: n >= 1, "must be at least 1")

@@ -48,7 +48,7 @@ from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import BindingSpec, Workload, binding_spec
 from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
-from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int
+from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int, ttl_after_finished
 
 from . import progress, recovery
 from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
@@ -119,7 +119,7 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         help="How long a workload being failed back may take to be healthy again; one that takes longer pauses "
              "the cluster's fail-back until it is healthy or the Cluster is annotated "
              f"{progress.RESUME_ANNOTATION}. (default {format_duration(defaults.progress_deadline)})")
-    add("--failback-rebalancer-ttl", type=duration, default=defaults.rebalancer_ttl, metavar="DURATION",
+    add("--failback-rebalancer-ttl", type=ttl_after_finished, default=defaults.rebalancer_ttl, metavar="DURATION",
         help="ttlSecondsAfterFinished of the fail-back WorkloadRebalancers; 0 keeps them. "
              f"(default {format_duration(defaults.rebalancer_ttl)})")
 

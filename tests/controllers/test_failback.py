@@ -564,7 +564,8 @@ async def test_a_failure_after_one_rebalancer_repeats_only_the_unfinished_part(
 
 
 @pytest.mark.parametrize("flag", ["--failback-max-workloads=0", "--failback-stabilization-window=5x",
-                                  "--failback-rebalancer-ttl=-1s", "--failback-max-concurrent=0",
+                                  "--failback-rebalancer-ttl=-1s", "--failback-rebalancer-ttl=1000000h",
+                                  "--failback-rebalancer-ttl=1.5s", "--failback-max-concurrent=0",
                                   "--failback-max-concurrent=-3", "--failback-progress-deadline=0s",
                                   "--failback-progress-deadline=-1m"])
 def test_bad_flags_exit_2_with_one_line(flag: str, capsys: pytest.CaptureFixture[str]) -> None:

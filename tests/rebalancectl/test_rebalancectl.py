@@ -164,6 +164,7 @@ async def test_bad_flags_and_empty_selections_exit_2_with_one_line(world: dict[s
         (("create", "--cluster", "member1", "--kind", "deploy", "-l", "app.kubernetes.io/part-of=backend"),
          "each selector matches some workload, but none matches them all"),
         (("--context", "nope", "status", "x"), 'context "nope" does not exist'),
+        (("create", "--kind", "cm", "--ttl", "1000000h"), "whole seconds, at most 596523h14m7s (an int32)"),
     ]
     for argv, message in cases:
         code, out, err = await cli(world, *argv)
