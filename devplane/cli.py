@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -145,7 +146,14 @@ async def run_apiserver(args: argparse.Namespace) -> None:
     config = apiserver_config(args)
     admin = config.extra_tokens
     with _stop_signals() as signals:
-        async with ApiServer(config) as server:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                server = await stack.enter_async_context(ApiServer(config))
+            except OSError as exc:  # the port taken: one line, as the products say it, not a traceback
+                why = os.strerror(exc.errno) if exc.errno else str(exc)
+                print(f"karmada-devplane apiserver: error: cannot listen on 127.0.0.1:{args.port} (--port): {why}",
+                      file=sys.stderr)
+                raise SystemExit(1) from None
             if args.kubeconfig:
                 write_kubeconfig(args.kubeconfig, {HOST_CONTEXT: server.url}, HOST_CONTEXT,
                                  {HOST_CONTEXT: next(iter(admin), "")}, {HOST_CONTEXT: server.ca_pem})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,15 @@ def test_deploy_table_is_karmadactls() -> None:
 
 def test_every_demo_name_the_command_offers_can_be_played() -> None:
     assert set(DEMOS) == set(demos()) and set(DOCUMENTS) <= set(DEMOS)
+
+
+def test_apiserver_on_a_port_in_use_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        number = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            main(["apiserver", "--port", str(number)])
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"karmada-devplane apiserver: error: cannot listen on 127.0.0.1:{number} (--port): Address already in use")
