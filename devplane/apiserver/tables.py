@@ -482,11 +482,13 @@ BUILTIN_COLUMNS: dict[str, list[Column]] = {
 
 _FILTER = re.compile(r'^\[\?\(@\.([\w.]+)\s*==\s*["\']([^"\']*)["\']\)\]')
 _INDEX = re.compile(r"^\[(\d+)\]")
+_ALL = re.compile(r"^\[\*\]")
 _FIELD = re.compile(r"^\.([\w-]+)")
 
 
 def json_path(obj: Any, path: str) -> Any:
-    """The small JSONPath subset CRD printer columns use: ``.a.b``, ``[0]``, ``[?(@.type=="X")]``."""
+    """The small JSONPath subset CRD printer columns use: ``.a.b``, ``[0]``, ``[*]``, ``[?(@.type=="X")]``; the
+    first value found, as kube's CRD table convertor takes (Work's ``.spec.workload.manifests[*].kind``)."""
     values: list[Any] = [obj]
     rest = path.strip()
     if rest.startswith("{") and rest.endswith("}"):
@@ -494,6 +496,8 @@ def json_path(obj: Any, path: str) -> Any:
     while rest:
         if m := _FIELD.match(rest):
             values = [v.get(m.group(1)) for v in values if isinstance(v, dict) and m.group(1) in v]
+        elif m := _ALL.match(rest):
+            values = [item for v in values if isinstance(v, list) for item in v]
         elif m := _INDEX.match(rest):
             i = int(m.group(1))
             values = [v[i] for v in values if isinstance(v, list) and len(v) > i]

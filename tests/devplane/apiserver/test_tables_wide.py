@@ -16,6 +16,7 @@ from devplane.apiserver.tables import (
     columns_for,
     format_label_selector,
     format_labels,
+    json_path,
     label_selector_string,
     to_table,
 )
@@ -246,3 +247,15 @@ def test_crd_printer_columns_keep_priority() -> None:
         ("Phase", 0, "Custom resource definition column (in JSONPath format): .status.phase"),
         ("Owner", 1, "Who owns it.")]
     assert table["rows"][0]["cells"][:3] == ["w", "<none>", "me"]
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    (".spec.workload.manifests[*].kind", "Deployment"),  # Work's WORKLOAD-KIND column: the first match, as kube
+    (".spec.workload.manifests[1].kind", "Service"),
+    (".spec.workload.manifests[*].nope", None),
+    (".status.conditions[?(@.type==\"Applied\")].status", "True"),
+])
+def test_crd_printer_column_paths(path: str, expected: str | None) -> None:
+    work = {"spec": {"workload": {"manifests": [{"kind": "Deployment"}, {"kind": "Service"}]}},
+            "status": {"conditions": [{"type": "Applied", "status": "True"}]}}
+    assert json_path(work, path) == expected
