@@ -502,3 +502,12 @@ def test_notes_explain_the_topology_and_the_lease(chart: helm_python.Chart) -> N
     renamed = notes(chart, {"controllerManager": {"leaderElection": {"resourceName": "rebalance-lock"}}})
     assert "get lease rebalance-lock" in renamed
     assert "services/karmada-controller-manager-metrics:metrics/proxy/metrics" in text
+
+
+def test_notes_of_a_host_install_name_the_identities_where_they_were_made(chart: helm_python.Chart) -> None:
+    """docs/deploy.md's install next to Karmada: the workloads in their own namespace, the ServiceAccounts made
+    by the identities install on the Karmada API server (karmada-system there), not in the release's."""
+    text = notes(chart, {"rbac": {"create": False}, "serviceAccount": {"create": False}})
+    assert "system:serviceaccount:<SA-NAMESPACE>:karmada-controller-manager" in text
+    assert "-n <SA-NAMESPACE> create token" in text
+    assert "karmada-system in docs/deploy.md, section 2" in text
