@@ -14,6 +14,7 @@ the demo says so where it differs from the document.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import tempfile
@@ -265,18 +266,27 @@ async def run_demo(which: str, out: TextIO = sys.stdout, workdir: Path | None = 
     narrator = Narrator(out)
     started = time.monotonic()
     base = workdir or Path(tempfile.mkdtemp(prefix="karmada-demo-"))
-    for name in names:
-        directory = base / name
-        directory.mkdir(parents=True, exist_ok=True)
-        try:
-            demo = demos()[name]
-            async with session(directory, narrator, descheduler=demo.descheduler,
-                               controller_manager_flags=demo.controller_manager_flags,
-                               plane_options=demo.plane_options()) as s:
-                await demo.play(s)
-        except StepFailed as exc:
-            print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out, flush=True)
-            return 1
+    try:
+        for name in names:
+            directory = base / name
+            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                demo = demos()[name]
+                async with session(directory, narrator, descheduler=demo.descheduler,
+                                   controller_manager_flags=demo.controller_manager_flags,
+                                   plane_options=demo.plane_options()) as s:
+                    await demo.play(s)
+            except StepFailed as exc:
+                print(f"\nDEMO FAILED ({name}): {exc}\nFiles and product logs kept in {directory}", file=out,
+                      flush=True)
+                return 1
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM: the session has stopped its programs on the way out
+        if workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+            print("\nDemo interrupted. Its files and product logs were removed.", file=out, flush=True)
+        else:
+            print(f"\nDemo interrupted. Files and product logs kept in {base}.", file=out, flush=True)
+        raise
     kept = f" Files and product logs kept in {base}."
     if workdir is None:
         shutil.rmtree(base, ignore_errors=True)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,23 @@ def test_a_statefulset_left_stuck_fails_the_descheduler_demo_naming_the_step(tmp
     assert result.returncode == 1, result.stdout
     assert "web-1   0/1     Pending" in result.stdout
     assert "DEMO FAILED (descheduler): statefulset web: member1 keeps 1 replica" in result.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_demo_stops_its_programs_and_removes_its_files(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C (or a SIGTERM) a few seconds in: exit 130, a line saying so, and nothing left in the temp dir."""
+    demo = subprocess.Popen([sys.executable, "-m", "devplane", "demo", "rebalancer"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob("karmada-demo-*/rebalancer/*")):  # its session has begun
+            assert demo.poll() is None and time.monotonic() < deadline, "the demo did not start"
+            time.sleep(0.1)
+        demo.send_signal(signum)
+        out, err = demo.communicate(timeout=60)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert demo.returncode == 130, err[-2000:]
+    assert out.rstrip().endswith("Demo interrupted. Its files and product logs were removed."), out[-2000:]
+    assert not list(tmp_path.glob("karmada-demo-*"))
