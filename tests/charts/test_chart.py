@@ -211,6 +211,25 @@ def test_two_replicas_without_leader_election_are_refused(chart: helm_python.Cha
         render(chart, {"descheduler": {"leaderElection": {"enabled": False}}})
 
 
+@pytest.mark.parametrize(("election", "complaint"), [
+    ({"renewDeadline": "20s"}, r"leaseDuration \(15s, stored in whole seconds\) must be greater than "
+                               r"leaderElection\.renewDeadline \(20s\)"),
+    ({"leaseDuration": "10.5s", "renewDeadline": "10.2s"}, r"leaseDuration \(10\.5s"),
+    ({"retryPeriod": "9s"}, r"renewDeadline \(10s\) must be greater than 1\.2 \* leaderElection\.retryPeriod"),
+    ({"leaseDuration": "1m0s", "renewDeadline": "1m", "retryPeriod": "500ms"}, r"leaseDuration \(1m0s"),
+])
+def test_leader_election_timings_the_program_refuses_are_refused(chart: helm_python.Chart, election: dict[str, str],
+                                                                  complaint: str) -> None:
+    """Rendered, the pods would exit 2 at start (client-go's rules) and crash-loop."""
+    with pytest.raises(helm_python.HelmRenderError, match=complaint):
+        render(chart, {"controllerManager": {"leaderElection": election}})
+
+
+def test_leader_election_timings_in_other_units_render(chart: helm_python.Chart) -> None:
+    election = {"leaseDuration": "1m30s", "renewDeadline": "1m", "retryPeriod": "2500ms"}
+    assert render(chart, {"controllerManager": {"leaderElection": election}})
+
+
 @pytest.mark.parametrize("docs_fixture", ["default_docs", "custom_docs", "everything_on_docs"],
                          ids=["default", "custom", "everything-on"])
 def test_manifests_are_valid_kubernetes_objects(request: pytest.FixtureRequest, docs_fixture: str) -> None:

@@ -80,10 +80,32 @@ arguments of a running pod say exactly what it runs with; optional ones are left
 {{- end }}
 {{- end }}
 
-{{/* Two replicas without leader election would both act: refuse to render that. */}}
+{{/* A Go duration ("1m30s", "500ms") in seconds, as a string for float64: the values schema has checked its form. */}}
+{{- define "karmada-rebalance.seconds" -}}
+{{- $total := 0.0 -}}
+{{- $factors := dict "h" 3600.0 "m" 60.0 "s" 1.0 "ms" 0.001 "us" 0.000001 "µs" 0.000001 "ns" 0.000000001 -}}
+{{- range regexFindAll "[0-9.]+(h|ms|us|µs|ns|m|s)" (toString .) -1 -}}
+{{- $number := regexFind "^[0-9.]+" . -}}
+{{- $total = addf $total (mulf (float64 $number) (get $factors (trimPrefix $number .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end }}
+
+{{/* Two replicas without leader election would both act, and timings the program refuses would crash-loop
+its pods (client-go's rules, as controller_manager/leaderelection.py checks them at start): refuse to render. */}}
 {{- define "karmada-rebalance.checkLeaderElection" -}}
-{{- if and (not .values.leaderElection.enabled) (gt (int .values.replicaCount) 1) -}}
+{{- $election := .values.leaderElection -}}
+{{- if and (not $election.enabled) (gt (int .values.replicaCount) 1) -}}
 {{- fail (printf "%s: replicaCount %d needs leaderElection.enabled=true (replicas would act at the same time)" .name (int .values.replicaCount)) -}}
+{{- end -}}
+{{- $lease := float64 (include "karmada-rebalance.seconds" $election.leaseDuration) -}}
+{{- $renew := float64 (include "karmada-rebalance.seconds" $election.renewDeadline) -}}
+{{- $retry := float64 (include "karmada-rebalance.seconds" $election.retryPeriod) -}}
+{{- if le $renew (mulf 1.2 $retry) -}}
+{{- fail (printf "%s: leaderElection.renewDeadline (%s) must be greater than 1.2 * leaderElection.retryPeriod (%s)" .name $election.renewDeadline $election.retryPeriod) -}}
+{{- end -}}
+{{- if le (floor $lease) $renew -}}
+{{- fail (printf "%s: leaderElection.leaseDuration (%s, stored in whole seconds) must be greater than leaderElection.renewDeadline (%s)" .name $election.leaseDuration $election.renewDeadline) -}}
 {{- end -}}
 {{- end }}
 
