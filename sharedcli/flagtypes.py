@@ -112,10 +112,10 @@ def object_name(text: str) -> str:
 
 
 def boolean(text: str) -> bool:
-    """``--flag=false`` as well as a bare ``--flag`` (with ``nargs="?", const=True``)."""
-    lowered = text.lower()
-    if lowered in ("true", "t", "1", "yes"):
+    """``--flag=false`` as well as a bare ``--flag`` (with ``nargs="?", const=True``); the spellings Go's
+    ``strconv.ParseBool`` takes, and only those (a value Karmada's flag refuses is refused here too)."""
+    if text in ("1", "t", "T", "TRUE", "true", "True"):
         return True
-    if lowered in ("false", "f", "0", "no"):
+    if text in ("0", "f", "F", "FALSE", "false", "False"):
         return False
-    raise argparse.ArgumentTypeError(f"invalid boolean: {text!r}")
+    raise argparse.ArgumentTypeError(f'invalid boolean "{text}": use true or false')

@@ -16,7 +16,7 @@ from controller_manager.manager import split_bind_address
 from controllers.app import build_parser
 from controllers.registry import is_enabled, parse_selection, unknown_names
 from descheduler.app import build_parser as descheduler_parser
-from sharedcli.flagtypes import bind_address, format_duration, parse_duration
+from sharedcli.flagtypes import bind_address, boolean, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -185,3 +185,15 @@ def test_the_version_subcommand_prints_karmadas_line(module: str) -> None:
     assert re.fullmatch(r'karmada-(controller-manager|descheduler) version: version\.Info\{GitVersion:"v[^"]+", '
                         r'GitCommit:"[^"]*", GitShortCommit:"[^"]*", GitTreeState:"[^"]*", BuildDate:"[^"]*", '
                         r'GoVersion:"python[\d.]+", Compiler:"\w+", Platform:"\w+/\w+"\}\n', done.stdout)
+
+
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("T", True), ("1", True), ("TRUE", True),
+                                             ("false", False), ("F", False), ("0", False), ("False", False)])
+def test_booleans_are_gos(text: str, value: bool) -> None:
+    assert boolean(text) is value
+
+
+@pytest.mark.parametrize("text", ["yes", "no", "on", "off", "tRuE", ""])
+def test_what_go_refuses_as_a_boolean_is_refused(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=f'invalid boolean "{text}": use true or false'):
+        boolean(text)
