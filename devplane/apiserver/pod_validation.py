@@ -13,11 +13,13 @@ order and with its messages (each checked on the refplane):
   known, a mount path, each path once), its image pull policy, its resources (``ValidateResourceRequirements``:
   names, non-negative amounts, requests within limits, limits for resources that cannot be overcommitted,
   HugePages with cpu or memory);
-- the restart policy, the DNS policy, the node selector's labels, the service account, node, host and subdomain
-  names, ``activeDeadlineSeconds`` and each toleration.
+  and its security context (:mod:`.security_context_validation`);
+- the restart policy, the DNS policy, the node selector's labels, the Pod's security context, its affinity
+  (:mod:`.affinity_validation`), its DNS config, readiness gates and topology spread constraints, the service
+  account, node, host and subdomain names, ``activeDeadlineSeconds`` and each toleration.
 
-Not covered: volume sources, ``envFrom``, security contexts, init and ephemeral containers, affinity, topology
-spread, DNS config, readiness gates, and whether an extended resource's amount is an integer. kube
+Not covered: volume sources, ``envFrom``, init and ephemeral containers, and whether an extended resource's
+amount is an integer. kube
 walks a resource list (a Go map) in random order; this goes in the written order.
 """
 
@@ -48,8 +50,10 @@ from kube_api.validation import (
     is_valid_port_name,
 )
 
+from .affinity_validation import affinity_causes, topology_spread_causes
 from .errors import Cause
-from .validation import child, go_int, port_num_causes, validate_labels
+from .security_context_validation import container_security_context_causes, pod_security_context_causes
+from .validation import child, go_int, go_strings, parse_go_ip, port_num_causes, validate_labels
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
@@ -65,6 +69,9 @@ DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "No
 TOLERATION_OPERATORS: Final = ("Equal", "Exists")
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_INT32: Final = 2**31 - 1
+MAX_DNS_NAMESERVERS: Final = 3
+MAX_DNS_SEARCHES: Final = 6
+MAX_DNS_SEARCH_CHARS: Final = 256
 CONTAINER_RESOURCES: Final = frozenset({RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE})
 STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
     "requests.cpu", "requests.memory", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
@@ -101,6 +108,14 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     elif dns not in DNS_POLICIES:
         causes.append(Cause.not_supported(f"{field}.dnsPolicy", go_quote(dns), DNS_POLICIES))
     causes.extend(validate_labels(pod.get("nodeSelector"), f"{field}.nodeSelector"))
+    causes.extend(pod_security_context_causes(pod, field))
+    causes.extend(affinity_causes(pod, field))
+    causes.extend(_dns_config(pod, field))
+    for i, gate in _entries(pod, "readinessGates"):
+        condition = str(gate.get("conditionType") or "")
+        causes.extend(Cause.invalid(f"{field}.readinessGates[{i}].conditionType", go_quote(condition), msg)
+                      for msg in is_qualified_name(condition))
+    causes.extend(topology_spread_causes(pod, field))
     for key, check in (("serviceAccountName", is_dns1123_subdomain), ("nodeName", is_dns1123_subdomain)):
         causes.extend(_named(f"{field}.{key}", str(pod.get(key) or ""), check, optional=True))
     deadline = pod.get("activeDeadlineSeconds")
@@ -111,6 +126,43 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
         causes.extend(_named(f"{field}.{key}", str(pod.get(key) or ""), is_dns1123_label, optional=True))
     for i, toleration in _entries(pod, "tolerations"):
         causes.extend(_toleration(toleration, f"{field}.tolerations[{i}]"))
+    return causes
+
+
+def _dns_config(pod: Mapping[str, Any], field: str) -> list[Cause]:
+    """``validatePodDNSConfig``: policy None needs nameservers; at most 3 nameservers, each an IP; at most 6
+    search paths (256 characters in all), each a DNS subdomain (a trailing dot allowed); each option named."""
+    at, config = f"{field}.dnsConfig", pod.get("dnsConfig")
+    if pod.get("dnsPolicy") == "None":
+        if not isinstance(config, Mapping):
+            return [Cause.required(at, "must provide `dnsConfig` when `dnsPolicy` is None")]
+        if not config.get("nameservers"):
+            return [Cause.required(f"{at}.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` "
+                                                        "is None")]
+    if not isinstance(config, Mapping):
+        return []
+    causes: list[Cause] = []
+    nameservers = [str(n) for n in config.get("nameservers") or [] if n is not None]
+    if len(nameservers) > MAX_DNS_NAMESERVERS:
+        causes.append(Cause.invalid(f"{at}.nameservers", go_strings(nameservers),
+                                    f"must not have more than {MAX_DNS_NAMESERVERS} nameservers"))
+    for i, nameserver in enumerate(nameservers):
+        if parse_go_ip(nameserver) is None:
+            causes.append(Cause.invalid(f"{at}.nameservers[{i}]", go_quote(nameserver), "must be valid IP address"))
+    searches = [str(s) for s in config.get("searches") or [] if s is not None]
+    if len(searches) > MAX_DNS_SEARCHES:
+        causes.append(Cause.invalid(f"{at}.searches", go_strings(searches),
+                                    f"must not have more than {MAX_DNS_SEARCHES} search paths"))
+    if len(" ".join(searches)) > MAX_DNS_SEARCH_CHARS:
+        causes.append(Cause.invalid(f"{at}.searches", go_strings(searches),
+                                    f"must not have more than {MAX_DNS_SEARCH_CHARS} characters (including spaces) "
+                                    "in the search list"))
+    for i, search in enumerate(searches):
+        trimmed = search[:-1] if search.endswith(".") else search
+        causes.extend(_named(f"{at}.searches[{i}]", trimmed, is_dns1123_subdomain))
+    for i, option in enumerate(config.get("options") or []):
+        if not (isinstance(option, Mapping) and option.get("name")):
+            causes.append(Cause.required(f"{at}.options[{i}]", "must not be empty"))
     return causes
 
 
@@ -200,6 +252,7 @@ def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[C
         elif policy not in PULL_POLICIES:
             causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
         causes.extend(_resources(child(container, "resources"), f"{at}.resources"))
+        causes.extend(container_security_context_causes(container, at))
     return causes
 
 

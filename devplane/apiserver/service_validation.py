@@ -23,7 +23,7 @@ from kube_api.validation import (
 )
 
 from .errors import Cause
-from .validation import child, go_int, port_num_causes, validate_labels
+from .validation import child, go_int, parse_go_ip, port_num_causes, validate_labels
 
 SERVICE_TYPES: Final = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES: Final = ("ClientIP", "None")
@@ -163,22 +163,9 @@ def _affinity_timeout(spec: Mapping[str, Any]) -> list[Cause]:
     return []
 
 
-def _parse_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """Go's ``net.ParseIP`` as kube 1.20 applies it: no zone, no prefix, no spaces, no leading zeros (``010.1.1.1``
-    is refused, seen on the refplane); an IPv4-mapped IPv6 address is the IPv4 one."""
-    if "%" in text:
-        return None
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        return None
-    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
-    return mapped or ip
-
-
 def _external_ip_errors(text: str) -> list[str]:
     """``IsValidIP``, then ``ValidateNonSpecialIP``."""
-    ip = _parse_ip(text)
+    ip = parse_go_ip(text)
     if ip is None:
         return [VALID_IP_HINT]
     errs = []
@@ -227,7 +214,7 @@ def _is_cidr(text: str) -> bool:
     """Go's ``net.ParseCIDR``: an address (host bits allowed), a slash, a prefix length in range."""
     address, slash, length = text.partition("/")
     longest = 128 if ":" in address else 32  # an IPv4-mapped IPv6 address takes an IPv6 prefix
-    return (bool(slash) and length.isascii() and length.isdigit() and _parse_ip(address) is not None
+    return (bool(slash) and length.isascii() and length.isdigit() and parse_go_ip(address) is not None
             and int(length) <= longest)
 
 

@@ -10,6 +10,7 @@ attach ``Cause.field`` and the server formats ``field: message``.
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -42,6 +43,7 @@ __all__ = [
     "QUALIFIED_NAME_FMT",
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "SpecCheck",
+    "bad_operator",
     "generate_name",
     "generate_name_suffix",
     "go_quote",
@@ -51,6 +53,8 @@ __all__ = [
     "is_qualified_name",
     "is_valid_label_value",
     "is_valid_path_segment_name",
+    "label_selector_causes",
+    "requirement_causes",
     "spec_check_mutator",
     "validate_annotations",
     "validate_labels",
@@ -77,6 +81,26 @@ def child(parent: Any, key: str) -> Mapping[str, Any]:
 def go_int(value: Any) -> int:
     """An integer field as Go decodes it: a JSON number, else 0 (a wrong type was the decoder's to refuse)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def go_strings(values: Any) -> str:
+    """``%#v`` of a ``[]string``."""
+    if not isinstance(values, list):
+        return "[]string(nil)"
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
+
+
+def parse_go_ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Go's ``net.ParseIP`` as kube 1.20 applies it: no zone, no prefix, no spaces, no leading zeros (``010.1.1.1``
+    is refused, seen on the refplane); an IPv4-mapped IPv6 address is the IPv4 one."""
+    if "%" in text:
+        return None
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return mapped or ip
 
 
 def port_num_causes(field: str, port: int) -> list[Cause]:
@@ -147,6 +171,43 @@ def validate_labels(labels: Any, field: str = "metadata.labels") -> list[Cause]:
         causes.extend(_invalid(field, key, msg) for msg in is_qualified_name(key))
         causes.extend(_invalid(field, value, msg) for msg in is_valid_label_value(value))
     return causes
+
+
+def label_selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
+    """``ValidateLabelSelector``: its labels, and each expression's key, operator and values."""
+    causes = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
+    for i, expression in enumerate(selector.get("matchExpressions") or []):
+        if isinstance(expression, Mapping):
+            causes.extend(requirement_causes(expression, f"{field}.matchExpressions[{i}]"))
+    return causes
+
+
+def requirement_causes(requirement: Mapping[str, Any], field: str, *, numeric: bool = False) -> list[Cause]:
+    """A label selector requirement's operator and values, then its key (``ValidateLabelSelectorRequirement``);
+    ``numeric``: a node selector's, which also has ``Gt`` and ``Lt`` (``ValidateNodeSelectorRequirement``)."""
+    operator, values = requirement.get("operator"), requirement.get("values")
+    values = values if isinstance(values, list) else []
+    causes: list[Cause] = []
+    if operator in ("In", "NotIn"):
+        if not values:
+            causes.append(Cause.required(f"{field}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
+    elif operator in ("Exists", "DoesNotExist"):
+        if values:
+            causes.append(Cause.forbidden(f"{field}.values",
+                                          "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+    elif numeric and operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            causes.append(Cause.required(f"{field}.values",
+                                         "must be specified single value when `operator` is 'Lt' or 'Gt'"))
+    else:
+        causes.append(bad_operator(field, operator))
+    key = str(requirement.get("key") or "")
+    causes.extend(Cause.invalid(f"{field}.key", go_quote(key), msg) for msg in is_qualified_name(key))
+    return causes
+
+
+def bad_operator(field: str, operator: Any) -> Cause:
+    return Cause.invalid(f"{field}.operator", go_quote(str(operator or "")), "not a valid selector operator")
 
 
 def validate_annotations(annotations: Any, field: str = "metadata.annotations") -> list[Cause]:

@@ -37,11 +37,11 @@ from controller_manager import objects
 from kube_api import jobs
 from kube_api.quantity import parse_quantity
 from kube_api.selectors import LabelPredicate, compile_label_selector
-from kube_api.validation import go_quote, is_qualified_name
+from kube_api.validation import go_quote
 
 from .errors import Cause
 from .pod_validation import pod_spec_causes
-from .validation import SpecCheck, child, validate_labels
+from .validation import SpecCheck, child, go_strings, label_selector_causes, validate_labels
 
 SPEC = "spec"
 JOB_RESTART_POLICIES: Final = ("OnFailure", "Never")
@@ -58,46 +58,17 @@ def go_string_map(value: Any) -> str:
                                             for k in sorted(value)) + "}"
 
 
-def _go_strings(values: Any) -> str:
-    if not isinstance(values, list):
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(go_quote(str(v)) for v in values) + "}"
-
-
 def go_label_selector(selector: Mapping[str, Any]) -> str:
     """``%#v`` of a ``metav1.LabelSelector``."""
     expressions = selector.get("matchExpressions")
     if isinstance(expressions, list):
         shown = "[]v1.LabelSelectorRequirement{" + ", ".join(
             f"v1.LabelSelectorRequirement{{Key:{go_quote(str(e.get('key') or ''))}, "
-            f"Operator:{go_quote(str(e.get('operator') or ''))}, Values:{_go_strings(e.get('values'))}}}"
+            f"Operator:{go_quote(str(e.get('operator') or ''))}, Values:{go_strings(e.get('values'))}}}"
             for e in expressions if isinstance(e, Mapping)) + "}"
     else:
         shown = "[]v1.LabelSelectorRequirement(nil)"
     return f"v1.LabelSelector{{MatchLabels:{go_string_map(selector.get('matchLabels'))}, MatchExpressions:{shown}}}"
-
-
-def _selector_causes(selector: Mapping[str, Any], field: str) -> list[Cause]:
-    """``ValidateLabelSelector``: its labels, and each expression's key, operator and values."""
-    causes = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
-    for i, expression in enumerate(selector.get("matchExpressions") or []):
-        if not isinstance(expression, Mapping):
-            continue
-        at = f"{field}.matchExpressions[{i}]"
-        operator, values = expression.get("operator"), expression.get("values") or []
-        if operator in ("In", "NotIn"):
-            if not values:
-                causes.append(Cause.required(f"{at}.values", "must be specified when `operator` is 'In' or 'NotIn'"))
-        elif operator in ("Exists", "DoesNotExist"):
-            if values:
-                causes.append(Cause.forbidden(f"{at}.values",
-                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-        else:
-            causes.append(Cause.invalid(f"{at}.operator", go_quote(str(operator or "")),
-                                        "not a valid selector operator"))
-        key = str(expression.get("key") or "")
-        causes.extend(Cause.invalid(f"{at}.key", go_quote(key), msg) for msg in is_qualified_name(key))
-    return causes
 
 
 def _template(spec: Mapping[str, Any], selector: LabelPredicate, *, pod_spec: bool = True,
@@ -186,7 +157,7 @@ def _selector_and_template(spec: Mapping[str, Any], kind: str | None, *, pod_spe
     if not isinstance(raw, Mapping):
         return [Cause.required("spec.selector"),
                 *_template(spec, compile_label_selector(None), pod_spec=pod_spec, always=always)]
-    causes = _selector_causes(raw, "spec.selector")
+    causes = label_selector_causes(raw, "spec.selector")
     if kind is not None and not raw.get("matchLabels") and not raw.get("matchExpressions"):
         causes.append(Cause.invalid("spec.selector", go_label_selector(raw), f"empty selector is invalid for {kind}"))
     try:

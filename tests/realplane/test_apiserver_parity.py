@@ -28,6 +28,8 @@ J, MERGE, SMP, JSON_PATCH = ("application/json", "application/merge-patch+json",
                              "application/strategic-merge-patch+json", "application/json-patch+json")
 UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 NUMBER = re.compile(r"\b\d{2,}\b")
+POINTER = re.compile(r"\b0xc[0-9a-f]+\b")
+"""A Go pointer in a ``%#v`` of a message (kube prints the address, the dev server a made-up one)."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,8 @@ class Answer:
             shown = [body.get("code"), body.get("reason")]
             if wording:
                 shown += [body.get("message"), body.get("details")]
-            return f"{self.status} " + NUMBER.sub("<n>", UID.sub("<uid>", json.dumps(shown, sort_keys=True)))
+            text = POINTER.sub("<ptr>", UID.sub("<uid>", json.dumps(shown, sort_keys=True)))
+            return f"{self.status} " + NUMBER.sub("<n>", text)
         if isinstance(body, dict):
             return f"{self.status} {body.get('kind')}"
         return f"{self.status} {self.content_type} {body[:200]!r}"
@@ -230,6 +233,80 @@ def pod_template_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
     ])]
 
 
+def required_nodes(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}}
+
+
+def expression(key: str, operator: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+
+
+def placement_and_security_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
+    """Affinity, topology spread, security contexts, DNS config and readiness gates kube refuses."""
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    preferred = "preferredDuringSchedulingIgnoredDuringExecution"
+    return [(f"pod placement, {what}", "POST", dep, pod(f"pp{i}", **spec), J) for i, (what, spec) in enumerate([
+        ("no node selector term", required_nodes()),
+        ("node expressions", required_nodes({"matchExpressions": [
+            expression("a", "Bogus"), expression("b", "In"), expression("c", "Exists", "x"),
+            expression("d", "Gt", "1", "2"), expression("bad key!", "Lt", "1")]})),
+        ("node fields", required_nodes({"matchFields": [
+            expression("metadata.labels", "In", "x"), expression("metadata.name", "In", "a", "b"),
+            expression("metadata.name", "Exists"), expression("metadata.name", "NotIn", "Bad_Node")]})),
+        ("preferred node terms", {"affinity": {"nodeAffinity": {preferred: [
+            {"weight": 0, "preference": {"matchExpressions": [expression("a", "In")]}},
+            {"weight": 101, "preference": {}}]}}}),
+        ("pod affinity terms", {"affinity": {"podAffinity": {required: [
+            {"labelSelector": {"matchLabels": {"bad key!": "v"}, "matchExpressions": [
+                expression("a", "Bogus"), expression("b", "Exists", "x")]}, "topologyKey": "zone"},
+            {"labelSelector": {"matchLabels": {"a": "b"}}}, {"topologyKey": "zone", "namespaces": ["Bad_NS"]}]}}}),
+        ("pod anti-affinity terms", {"affinity": {"podAntiAffinity": {
+            required: [{"labelSelector": {"matchExpressions": [expression("a", "In")]}, "topologyKey": "bad key!"}],
+            preferred: [{"weight": 200, "podAffinityTerm": {"topologyKey": ""}}]}}}),
+        ("valid affinity", {"affinity": {
+            **required_nodes({"matchExpressions": [expression("a", "In", "x")]})["affinity"],
+            "podAntiAffinity": {preferred: [{"weight": 100, "podAffinityTerm": {
+                "topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "x"}}}}]}}}),
+        ("topology spread", {"topologySpreadConstraints": [
+            {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Bogus"},
+            {"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"},
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}),
+        ("pod security context", {"securityContext": {
+            "runAsUser": -1, "runAsGroup": -2, "fsGroup": -3, "supplementalGroups": [-4], "fsGroupChangePolicy": "",
+            "sysctls": [{"name": "bad sysctl", "value": "1"}, {"name": "", "value": "1"},
+                        {"name": "net.core.somaxconn", "value": "1"}, {"name": "net.core.somaxconn", "value": "2"}]}}),
+        ("process namespace with the host's", {"hostPID": True, "shareProcessNamespace": True}),
+        ("host network ports", {"hostNetwork": True, "containers": container(ports=[
+            {"containerPort": 80, "hostPort": 81}, {"containerPort": 82}])}),
+        ("seccomp profiles", {"securityContext": {"seccompProfile": {"type": "Bogus"}},
+                              "containers": container(securityContext={"seccompProfile": {"type": ""}})}),
+        ("seccomp Localhost without a profile", {"securityContext": {"seccompProfile": {"type": "Localhost"}}}),
+        ("seccomp profile not for Localhost", {"securityContext": {
+            "seccompProfile": {"type": "RuntimeDefault", "localhostProfile": "x"}}}),
+        ("container security context", {"containers": container(securityContext={
+            "runAsUser": 2147483648, "runAsGroup": -5, "privileged": True, "allowPrivilegeEscalation": False,
+            "capabilities": {"add": ["CAP_SYS_ADMIN", "SYS_ADMIN"]}})}),
+        ("valid security contexts", {"securityContext": {"runAsUser": 1000, "fsGroup": 2000, "runAsNonRoot": True},
+                                     "containers": container(securityContext={
+                                         "readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False})}),
+        ("DNS policy None without a config", {"dnsPolicy": "None"}),
+        ("DNS policy None without nameservers", {"dnsPolicy": "None", "dnsConfig": {"searches": ["a"]}}),
+        ("DNS config", {"dnsConfig": {"nameservers": ["1.1.1.1", "2.2.2.2", "3.3.3.3", "notanip"],
+                                      "searches": ["Bad_S", "ok.", "a", "b", "c", "d", "e"],
+                                      "options": [{"name": ""}, {"value": "1"}]}}),
+        ("readiness gates", {"readinessGates": [{"conditionType": ""}, {"conditionType": "bad cond!"}]}),
+        ("every part, in kube's order", {
+            "serviceAccountName": "Bad_SA", "dnsPolicy": "Bogus", "nodeSelector": {"bad key!": "v"},
+            "securityContext": {"runAsUser": -1}, **required_nodes(),
+            "topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}],
+            "readinessGates": [{"conditionType": "bad cond!"}], "dnsConfig": {"nameservers": ["notanip"]},
+            "tolerations": [{"operator": "Bogus", "key": "k"}], "containers": container(securityContext={
+                "runAsUser": -1})}),
+    ])]
+
+
 def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
     """(what, method, path, body, content type), sent in this order to both servers."""
     cm, dep = f"/api/v1/namespaces/{ns}/configmaps", f"/apis/apps/v1/namespaces/{ns}/deployments"
@@ -343,6 +420,7 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
         ("job, template's controller-uid label another uid", "POST", jobs,
          job("j8", labels={"controller-uid": "x", "app": "j8"}), J),
         *pod_template_cases(dep),
+        *placement_and_security_cases(dep),
         ("statefulset, active deadline and restart policy", "POST", sts,
          stateful_set("s9", template={"metadata": {"labels": {"app": "s9"}}, "spec": {
              "activeDeadlineSeconds": 5, "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), J),

@@ -320,6 +320,38 @@ POD_CASES = [  # (a Pod spec, causes), as kube-apiserver 1.20 answered (refplane
          'Invalid value: "foo": must be a standard resource type or fully qualified'),
         ("spec.containers[0].resources.requests[foo]",
          'Invalid value: "foo": must be a standard resource for containers')]),
+    ({"containers": [{"name": "c", "image": "x", "securityContext": {
+        "runAsUser": -1, "privileged": True, "allowPrivilegeEscalation": False}}],
+      "securityContext": {"fsGroup": -3, "sysctls": [{"name": ""}], "fsGroupChangePolicy": "Bogus"},
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+          {"matchExpressions": [{"key": "a", "operator": "In"}]}]}},
+          "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone",
+                                                                              "namespaces": ["Bad_NS"]}]}},
+      "dnsPolicy": "None", "readinessGates": [{"conditionType": "bad cond!"}],
+      "topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"},
+                                    {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}]}, [
+        ("spec.containers[0].securityContext.runAsUser",
+         "Invalid value: -1: must be between 0 and 2147483647, inclusive"),
+        ("spec.containers[0].securityContext", "Invalid value: core.SecurityContext{"
+         "Capabilities:(*core.Capabilities)(nil), Privileged:(*bool)(0xc000000000), "
+         "SELinuxOptions:(*core.SELinuxOptions)(nil), WindowsOptions:(*core.WindowsSecurityContextOptions)(nil), "
+         "RunAsUser:(*int64)(0xc000000000), RunAsGroup:(*int64)(nil), RunAsNonRoot:(*bool)(nil), "
+         "ReadOnlyRootFilesystem:(*bool)(nil), AllowPrivilegeEscalation:(*bool)(0xc000000000), "
+         "ProcMount:(*core.ProcMountType)(nil), SeccompProfile:(*core.SeccompProfile)(nil)}: cannot set "
+         "`allowPrivilegeEscalation` to false and `privileged` to true"),
+        ("spec.securityContext.fsGroup", "Invalid value: -3: must be between 0 and 2147483647, inclusive"),
+        ("spec.securityContext.sysctls[0].name", "Required value"),
+        ("spec.securityContext.fsGroupChangePolicy",
+         'Unsupported value: "Bogus": supported values: "Always", "OnRootMismatch"'),
+        ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+         ".matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+        ("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespace",
+         f'Invalid value: "Bad_NS": {RFC1123_LABEL}'),
+        ("spec.dnsConfig", "Required value: must provide `dnsConfig` when `dnsPolicy` is None"),
+        ("spec.readinessGates[0].conditionType", f'Invalid value: "bad cond!": {NAME_PART}'),
+        ("spec.topologySpreadConstraints[0].maxSkew", "Invalid value: 0: must be greater than zero"),
+        ("spec.topologySpreadConstraints[0].{topologyKey, whenUnsatisfiable}",
+         'Duplicate value: "{z, DoNotSchedule}"')]),
 ]
 
 
