@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import ApiError, InvalidName, KubeClient
 from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
 from kube_api.resources import SECRETS
@@ -109,6 +109,8 @@ async def read_credentials(host: KubeClient, cluster_name: str, settings: Member
         raise MemberConfigError(f"cluster {cluster_name} does not have a secret", permanent=True)
     try:
         secret = await host.get(SECRETS, settings.secret_name, settings.secret_namespace)
+    except InvalidName as exc:  # spec.secretRef names what no Secret can be called: nothing will change that
+        raise MemberConfigError(f"cluster {cluster_name}: spec.secretRef: {exc}", permanent=True) from None
     except ApiError as exc:
         if exc.is_not_found:
             raise MemberConfigError(f"secret {settings.secret_namespace}/{settings.secret_name} of cluster "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import fcntl
 import os
 import signal
@@ -150,7 +151,9 @@ async def run_apiserver(args: argparse.Namespace) -> None:
             try:
                 server = await stack.enter_async_context(ApiServer(config))
             except OSError as exc:  # the port taken: one line, as the products say it, not a traceback
-                why = os.strerror(exc.errno) if exc.errno else str(exc)
+                if exc.errno != errno.EADDRINUSE:
+                    raise
+                why = os.strerror(exc.errno)
                 print(f"karmada-devplane apiserver: error: cannot listen on 127.0.0.1:{args.port} (--port): {why}",
                       file=sys.stderr)
                 raise SystemExit(1) from None

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import ApiError, InvalidName, KubeClient, Resource, retry_on_conflict
 from karmada_api.labels import MANAGED_LABEL
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS
@@ -206,7 +206,7 @@ async def run_ctl(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             print(await get_deployment_table(host, args.name, args.namespace), file=out)
         else:
             print(await taint_cluster(host, args.name, args.taints, overwrite=args.overwrite), file=out)
-    except CtlError as exc:
+    except (CtlError, InvalidName) as exc:  # InvalidName: a name with "/" or "%", refused before it is sent
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except ApiError as exc:

@@ -416,6 +416,9 @@ class ClusterFailback:
                 else:
                     chosen[workload].append((kind, binding))
                 continue
+            if _evicting(binding, name):  # decided only once it is over: its end's Event must not postdate the skip
+                held.append((binding, str(_wait_reason(binding, cluster))))
+                continue
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:

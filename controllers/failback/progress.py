@@ -21,7 +21,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller_manager import objects
@@ -104,13 +104,14 @@ def skipped_at(binding: Obj) -> dict[str, datetime]:
     return _times(objects.annotations(binding).get(SKIPPED_ANNOTATION))
 
 
-def decided_already(binding: Obj, cluster: str, at: datetime | None) -> bool:
-    """Whether an eviction of the binding from ``cluster`` at ``at`` (None: not known) is one whose fail-back was
-    decided against since (:data:`SKIPPED_ANNOTATION`). An eviction of unknown time counts as decided: the task
-    or Event that tells of it was there when the decision was made, or came after an eviction that the binding
-    would then have shown (recorded, which drops the mark)."""
+def decided_already(binding: Obj, cluster: str, at: datetime | None, margin: timedelta = timedelta(0)) -> bool:
+    """Whether an eviction of the binding from ``cluster`` at ``at`` is the one whose fail-back was decided against
+    since (:data:`SKIPPED_ANNOTATION`); ``margin`` allows for another clock (an Event's). An eviction of unknown time
+    (a task Karmada has not stamped yet) is not: it may be a new one, and at worst is skipped a second time. No skip
+    is decided while a task names the cluster, so the decided eviction's task had its time, and the Event at its end
+    comes before the mark."""
     decided = skipped_at(binding).get(cluster)
-    return decided is not None and (at is None or at <= decided)
+    return decided is not None and at is not None and at - margin <= decided
 
 
 def _times(text: str | None) -> dict[str, datetime]:

@@ -139,7 +139,7 @@ class EvictionRecorder:
         in_flight = progress.failing_back(binding)
         for event in told:
             if (recovery.evicted_by_event(binding, event, in_flight)
-                    and not progress.decided_already(binding, event.cluster, event.at)):
+                    and not progress.decided_already(binding, event.cluster, event.at, recovery.EVENT_CLOCK_MARGIN)):
                 undoes = recovery.undoes_a_move(binding, event.cluster, in_flight)
                 log.info("eviction found in an Event, not seen on the binding", binding=str(request),
                          cluster=event.cluster, at=event.at.isoformat(), undoes_a_move=undoes)

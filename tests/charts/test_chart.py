@@ -217,6 +217,7 @@ def test_two_replicas_without_leader_election_are_refused(chart: helm_python.Cha
     ({"leaseDuration": "10.5s", "renewDeadline": "10.2s"}, r"leaseDuration \(10\.5s"),
     ({"retryPeriod": "9s"}, r"renewDeadline \(10s\) must be greater than 1\.2 \* leaderElection\.retryPeriod"),
     ({"leaseDuration": "1m0s", "renewDeadline": "1m", "retryPeriod": "500ms"}, r"leaseDuration \(1m0s"),
+    ({"retryPeriod": "0s"}, r"leaderElection\.retryPeriod \(0s\) must be greater than zero"),
 ])
 def test_leader_election_timings_the_program_refuses_are_refused(chart: helm_python.Chart, election: dict[str, str],
                                                                   complaint: str) -> None:
@@ -228,6 +229,8 @@ def test_leader_election_timings_the_program_refuses_are_refused(chart: helm_pyt
 def test_leader_election_timings_in_other_units_render(chart: helm_python.Chart) -> None:
     election = {"leaseDuration": "1m30s", "renewDeadline": "1m", "retryPeriod": "2500ms"}
     assert render(chart, {"controllerManager": {"leaderElection": election}})
+    off = {"enabled": False, "renewDeadline": "20s"}  # not checked by the program without --leader-elect
+    assert render(chart, {"controllerManager": {"leaderElection": off, "replicaCount": 1}})
 
 
 @pytest.mark.parametrize("docs_fixture", ["default_docs", "custom_docs", "everything_on_docs"],

@@ -31,7 +31,13 @@ from prometheus_client import REGISTRY
 
 from benchmarks.support import free_port
 from clusteraccess.client import member_configuration, new_member_client, server_url
-from clusteraccess.config import MemberConfigError, MemberCredentials, MemberSettings, credentials_from_secret
+from clusteraccess.config import (
+    MemberConfigError,
+    MemberCredentials,
+    MemberSettings,
+    credentials_from_secret,
+    read_credentials,
+)
 from clusteraccess.registry import MemberRegistry
 from controller_manager.client import KubeClient, Resource
 from controller_manager.informer import SharedInformer
@@ -309,6 +315,20 @@ def test_server_url_defaults_scheme_like_client_go() -> None:
     with pytest.raises(MemberConfigError, match="user info") as userinfo:
         server_url("https://admin:hunter2@example.com", tls_configured=False)
     assert "hunter2" not in str(userinfo.value)
+
+
+async def test_a_secret_ref_no_secret_can_have_is_a_permanent_configuration_error() -> None:
+    """``spec.secretRef`` is not validated by the Cluster CRD; a "/" in it is refused before any request (no server
+    here: nothing is sent), and said on the member instead of ending its task without a reason."""
+    settings = MemberSettings.from_cluster({"metadata": {"uid": "u1"}, "spec": {
+        "apiEndpoint": "https://m1.example.com:6443", "secretRef": {"namespace": "karmada-cluster", "name": "m1/x"}}})
+    host = KubeClient(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:1")), qps=0)
+    try:
+        with pytest.raises(MemberConfigError, match=r"spec\.secretRef: invalid resource name") as refused:
+            await read_credentials(host, "m1", settings)
+    finally:
+        await host.close()
+    assert refused.value.permanent
 
 
 def test_member_configuration_is_push_mode() -> None:

@@ -513,28 +513,33 @@ def recorder_reconciles() -> float:
                for result in ("success", "error", "requeue", "requeue_after"))
 
 
-@pytest.mark.parametrize("told_by", ["task", "event"])
-async def test_a_skipped_fail_back_is_neither_recorded_nor_skipped_again_after_a_restart(
-        kube: KubeClient, http: aiohttp.ClientSession, told_by: str) -> None:
-    """What tells of the eviction outlives the decision to skip its fail-back: Karmada's graceful-eviction task
-    (the workload not yet healthy elsewhere) or its EvictWorkloadFromClusterSucceed Event (kept an hour). A
-    restarted controller-manager finds it again; it is the eviction already decided: no record, no second
-    FailbackSkipped Warning."""
+async def test_a_skip_waits_for_karmadas_eviction_and_is_made_once_even_across_a_restart(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The workload's placement no longer allows member1, so its fail-back is skipped, but not while Karmada's
+    graceful-eviction task still names member1: its EvictWorkloadFromClusterSucceed Event, sent when the task ends,
+    would postdate the decision and record the eviction again. Once the task is over: one skip. Neither that Event
+    (kept an hour) nor a restarted controller-manager, which finds it again, records or skips it a second time."""
     await make_cluster(http, "member1")
     moved = await make_binding(http, "moved", ["member1", "member2"],
                                placement={"clusterAffinity": {"clusterNames": ["member2"]}})
     async with controller(kube, window=QUICK):
         await set_health(http, "member1", taints=[NO_EXECUTE])
-        await evict(http, moved, "member1", ["member2"], over=told_by == "event")
-        if told_by == "event":
-            await eviction_event(http, moved, "member1", now_text())
+        await evict(http, moved, "member1", ["member2"], over=False)
         await eventually(recorded(http, "moved", "member1"))
         await set_health(http, "member1", taints=[])
+        await eventually(lambda: events_about(http, moved, "FailbackWaiting"))
+        assert await events_about(http, moved, "FailbackSkipped") == []
+        assert await recorded(http, "moved", "member1")()
+        await send(http, "PATCH", f"{RB}/moved-deployment", {"spec": {"gracefulEvictionTasks": None}})
         await eventually(lambda: events_about(http, moved, "FailbackSkipped"))
         await eventually(recorded(http, "moved", None))
+        before = recorder_reconciles()
+        await eviction_event(http, moved, "member1", now_text())  # Karmada's, as the task ended
+        await eventually(lambda: recorder_reconciles() > before)
+        assert await recorded(http, "moved", None)()
     before = recorder_reconciles()
     async with controller(kube, window=QUICK):
-        await eventually(lambda: recorder_reconciles() > before)  # the restarted recorder has judged it
+        await eventually(lambda: recorder_reconciles() > before)  # the restarted recorder has judged the Event
         assert await recorded(http, "moved", None)()
     warnings = await events_about(http, moved, "FailbackSkipped")
     assert sum(e.get("count", 1) for e in warnings) == 1

@@ -172,3 +172,16 @@ def test_apiserver_on_a_port_in_use_says_so_in_one_line(capsys: pytest.CaptureFi
     assert exited.value.code == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"karmada-devplane apiserver: error: cannot listen on 127.0.0.1:{number} (--port): Address already in use")
+
+
+def test_ctl_taint_of_a_name_no_cluster_can_have_is_one_line(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused before any request (the kubeconfig's server is not even listening)."""
+    config = tmp_path / "karmada.config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: karmada-apiserver\n"
+                      "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+                      "users: [{name: u, user: {}}]\n"
+                      "contexts: [{name: karmada-apiserver, context: {cluster: k, user: u}}]\n")
+    assert main(["ctl", "--kubeconfig", str(config), "taint", "clusters", "a/b", "k:NoSchedule"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: invalid resource name \"a/b\": [may not contain '/']")

@@ -98,6 +98,7 @@ its pods (client-go's rules, as controller_manager/leaderelection.py checks them
 {{- if and (not $election.enabled) (gt (int .values.replicaCount) 1) -}}
 {{- fail (printf "%s: replicaCount %d needs leaderElection.enabled=true (replicas would act at the same time)" .name (int .values.replicaCount)) -}}
 {{- end -}}
+{{- if $election.enabled -}}
 {{- $lease := float64 (include "karmada-rebalance.seconds" $election.leaseDuration) -}}
 {{- $renew := float64 (include "karmada-rebalance.seconds" $election.renewDeadline) -}}
 {{- $retry := float64 (include "karmada-rebalance.seconds" $election.retryPeriod) -}}
@@ -106,6 +107,10 @@ its pods (client-go's rules, as controller_manager/leaderelection.py checks them
 {{- end -}}
 {{- if le (floor $lease) $renew -}}
 {{- fail (printf "%s: leaderElection.leaseDuration (%s, stored in whole seconds) must be greater than leaderElection.renewDeadline (%s)" .name $election.leaseDuration $election.renewDeadline) -}}
+{{- end -}}
+{{- if le $retry 0.0 -}}
+{{- fail (printf "%s: leaderElection.retryPeriod (%s) must be greater than zero" .name $election.retryPeriod) -}}
+{{- end -}}
 {{- end -}}
 {{- end }}
 
