@@ -19,17 +19,11 @@ from typing import Any, Final
 from kube_api.validation import go_quote, is_dns1123_label, is_dns1123_subdomain, is_qualified_name
 
 from .errors import Cause
-from .validation import bad_operator, child, go_int, label_selector_causes, requirement_causes
+from .validation import bad_operator, child, entries, go_int, label_selector_causes, requirement_causes
 
 WHEN_UNSATISFIABLE: Final = ("DoNotSchedule", "ScheduleAnyway")
 NODE_NAME_FIELD: Final = "metadata.name"
 """The one key a node field selector may name (``nodeFieldSelectorValidators``)."""
-
-
-def _entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str, Any]]]:
-    value = parent.get(key)
-    return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, Mapping)] if isinstance(value, list) \
-        else []
 
 
 def _values(requirement: Mapping[str, Any]) -> list[Any]:
@@ -49,7 +43,7 @@ def affinity_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
         required = node.get("requiredDuringSchedulingIgnoredDuringExecution")
         if isinstance(required, Mapping):
             causes.extend(_node_selector(required, f"{at}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"))
-        for i, term in _entries(node, "preferredDuringSchedulingIgnoredDuringExecution"):
+        for i, term in entries(node, "preferredDuringSchedulingIgnoredDuringExecution"):
             term_at = f"{at}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
             causes.extend(_weight(term, term_at))
             causes.extend(_node_selector_term(child(term, "preference"), f"{term_at}.preference"))
@@ -57,9 +51,9 @@ def affinity_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
         pods = affinity.get(key)
         if not isinstance(pods, Mapping):
             continue
-        for i, term in _entries(pods, "requiredDuringSchedulingIgnoredDuringExecution"):
+        for i, term in entries(pods, "requiredDuringSchedulingIgnoredDuringExecution"):
             causes.extend(_pod_affinity_term(term, f"{at}.{key}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"))
-        for i, weighted in _entries(pods, "preferredDuringSchedulingIgnoredDuringExecution"):
+        for i, weighted in entries(pods, "preferredDuringSchedulingIgnoredDuringExecution"):
             weighted_at = f"{at}.{key}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
             causes.extend(_weight(weighted, weighted_at))
             causes.extend(_pod_affinity_term(child(weighted, "podAffinityTerm"), f"{weighted_at}.podAffinityTerm"))
@@ -73,7 +67,7 @@ def _weight(term: Mapping[str, Any], field: str) -> list[Cause]:
 
 def _node_selector(selector: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidateNodeSelector``: at least one term, each valid."""
-    terms = _entries(selector, "nodeSelectorTerms")
+    terms = entries(selector, "nodeSelectorTerms")
     if not terms:
         return [Cause.required(f"{field}.nodeSelectorTerms", "must have at least one node selector term")]
     return [cause for i, term in terms for cause in _node_selector_term(term, f"{field}.nodeSelectorTerms[{i}]")]
@@ -82,9 +76,9 @@ def _node_selector(selector: Mapping[str, Any], field: str) -> list[Cause]:
 def _node_selector_term(term: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidateNodeSelectorTerm``: its label expressions, then its field expressions."""
     causes: list[Cause] = []
-    for i, requirement in _entries(term, "matchExpressions"):
+    for i, requirement in entries(term, "matchExpressions"):
         causes.extend(requirement_causes(requirement, f"{field}.matchExpressions[{i}]", numeric=True))
-    for i, requirement in _entries(term, "matchFields"):
+    for i, requirement in entries(term, "matchFields"):
         at = f"{field}.matchFields[{i}]"
         operator, values = requirement.get("operator"), _values(requirement)
         if operator in ("In", "NotIn"):
@@ -120,7 +114,7 @@ def _pod_affinity_term(term: Mapping[str, Any], field: str) -> list[Cause]:
 def topology_spread_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     """``validateTopologySpreadConstraints``: a positive skew, a topology key, a known action, and no two
     constraints with the same (topology key, action): the first of such a pair is the one reported."""
-    constraints = _entries(pod, "topologySpreadConstraints")
+    constraints = entries(pod, "topologySpreadConstraints")
     causes: list[Cause] = []
     for position, (i, constraint) in enumerate(constraints):
         at = f"{field}.topologySpreadConstraints[{i}]"

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any, Final
 
+from kube_api.limits import MAX_INT32
 from kube_api.quantity import (
     RESOURCE_CPU,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -53,7 +54,7 @@ from kube_api.validation import (
 from .affinity_validation import affinity_causes, topology_spread_causes
 from .errors import Cause
 from .security_context_validation import container_security_context_causes, pod_security_context_causes
-from .validation import child, go_int, go_strings, parse_go_ip, port_num_causes, validate_labels
+from .validation import child, entries, go_int, go_strings, parse_go_ip, port_num_causes, validate_labels
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
@@ -68,7 +69,6 @@ TERMINATION_MESSAGE_RULE: Final = "must be 'File' or 'FallbackToLogsOnError'"
 DNS_POLICIES: Final = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 TOLERATION_OPERATORS: Final = ("Equal", "Exists")
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-MAX_INT32: Final = 2**31 - 1
 MAX_DNS_NAMESERVERS: Final = 3
 MAX_DNS_SEARCHES: Final = 6
 MAX_DNS_SEARCH_CHARS: Final = 256
@@ -79,13 +79,6 @@ STANDARD_RESOURCES: Final = CONTAINER_RESOURCES | {
     "configmaps", "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
     "services.loadbalancers"}
 """``IsStandardResourceName``'s set (1.20), beside the HugePages names."""
-
-
-def _entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str, Any]]]:
-    """The objects of a list field, with their index (anything else in it is the decoder's to refuse)."""
-    value = parent.get(key)
-    return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, Mapping)] if isinstance(value, list) \
-        else []
 
 
 def _named(field: str, name: str, check: Callable[[str], list[str]], *, optional: bool = False) -> list[Cause]:
@@ -111,7 +104,7 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     causes.extend(pod_security_context_causes(pod, field))
     causes.extend(affinity_causes(pod, field))
     causes.extend(_dns_config(pod, field))
-    for i, gate in _entries(pod, "readinessGates"):
+    for i, gate in entries(pod, "readinessGates"):
         condition = str(gate.get("conditionType") or "")
         causes.extend(Cause.invalid(f"{field}.readinessGates[{i}].conditionType", go_quote(condition), msg)
                       for msg in is_qualified_name(condition))
@@ -124,7 +117,7 @@ def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
                                     f"must be between 1 and {MAX_INT32}, inclusive"))
     for key in ("hostname", "subdomain"):
         causes.extend(_named(f"{field}.{key}", str(pod.get(key) or ""), is_dns1123_label, optional=True))
-    for i, toleration in _entries(pod, "tolerations"):
+    for i, toleration in entries(pod, "tolerations"):
         causes.extend(_toleration(toleration, f"{field}.tolerations[{i}]"))
     return causes
 
@@ -205,7 +198,7 @@ def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]
     """``ValidateVolumes``' names: the names of the volumes found valid, and the causes of the others."""
     valid: set[str] = set()
     causes: list[Cause] = []
-    for i, volume in _entries(pod, "volumes"):
+    for i, volume in entries(pod, "volumes"):
         at = f"{field}.volumes[{i}].name"
         name = str(volume.get("name") or "")
         found = _named(at, name, is_dns1123_label)
@@ -219,7 +212,7 @@ def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]
 
 
 def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[Cause]:
-    containers = _entries(pod, "containers")
+    containers = entries(pod, "containers")
     if not containers:
         return [Cause.required(f"{field}.containers")]
     causes: list[Cause] = []
@@ -300,7 +293,7 @@ def _action(kind: str, action: Mapping[str, Any], field: str) -> list[Cause]:
         scheme = str(action.get("scheme") or "")
         if scheme not in HTTP_SCHEMES:
             causes.append(Cause.not_supported(f"{field}.scheme", go_quote(scheme), HTTP_SCHEMES))
-        for _, header in _entries(action, "httpHeaders"):
+        for _, header in entries(action, "httpHeaders"):
             name = str(header.get("name") or "")
             causes.extend(Cause.invalid(f"{field}.httpHeaders", go_quote(name), msg)
                           for msg in is_http_header_name(name))
@@ -318,7 +311,7 @@ def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
     """``validateContainerPorts``."""
     causes: list[Cause] = []
     names: set[str] = set()
-    for i, port in _entries(container, "ports"):
+    for i, port in entries(container, "ports"):
         at = f"{field}[{i}]"
         name = str(port.get("name") or "")
         if name:
@@ -346,7 +339,7 @@ def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
 def _env(container: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidateEnv``: each name, and each ``valueFrom`` naming exactly one source, not beside a ``value``."""
     causes: list[Cause] = []
-    for i, var in _entries(container, "env"):
+    for i, var in entries(container, "env"):
         at = f"{field}[{i}]"
         causes.extend(_named(f"{at}.name", str(var.get("name") or ""), is_env_var_name))
         source = var.get("valueFrom")
@@ -369,7 +362,7 @@ def _mounts(container: Mapping[str, Any], field: str, volumes: set[str]) -> list
     """``ValidateVolumeMounts``: the volume known, a mount path, each path once."""
     causes: list[Cause] = []
     paths: set[str] = set()
-    for i, mount in _entries(container, "volumeMounts"):
+    for i, mount in entries(container, "volumeMounts"):
         at = f"{field}[{i}]"
         name, path = str(mount.get("name") or ""), str(mount.get("mountPath") or "")
         if not name:

@@ -16,13 +16,13 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kube_api.limits import MAX_INT32
 from kube_api.validation import go_quote
 
 from .errors import Cause
-from .validation import child, go_int
+from .validation import child, entries, go_int
 
-MAX_ID: Final = 2**31 - 1
-ID_RULE: Final = f"must be between 0 and {MAX_ID}, inclusive"
+ID_RULE: Final = f"must be between 0 and {MAX_INT32}, inclusive"
 FS_GROUP_CHANGE_POLICIES: Final = ("Always", "OnRootMismatch")
 SECCOMP_TYPES: Final = ("Localhost", "RuntimeDefault", "Unconfined")
 SYSCTL_MAX_LENGTH: Final = 253
@@ -36,7 +36,7 @@ def _ids(context: Mapping[str, Any], field: str, keys: tuple[str, ...]) -> list[
     """``IsValidUserID``/``IsValidGroupID`` for each of ``keys`` that is set."""
     causes: list[Cause] = []
     for key in keys:
-        if context.get(key) is not None and not 0 <= (number := go_int(context.get(key))) <= MAX_ID:
+        if context.get(key) is not None and not 0 <= (number := go_int(context.get(key))) <= MAX_INT32:
             causes.append(Cause.invalid(f"{field}.{key}", str(number), ID_RULE))
     return causes
 
@@ -48,12 +48,8 @@ def pod_security_context_causes(pod: Mapping[str, Any], field: str) -> list[Caus
     context = child(pod, "securityContext")
     causes: list[Cause] = []
     if pod.get("hostNetwork") is True:
-        containers = pod.get("containers")
-        for i, container in enumerate(containers if isinstance(containers, list) else []):
-            ports = container.get("ports") if isinstance(container, Mapping) else None
-            for j, port in enumerate(ports if isinstance(ports, list) else []):
-                if not isinstance(port, Mapping):
-                    continue
+        for i, container in entries(pod, "containers"):
+            for j, port in entries(container, "ports"):
                 number = go_int(port.get("containerPort"))
                 if (go_int(port.get("hostPort")) or number) != number:  # unset, it defaults to the container port
                     causes.append(Cause.invalid(f"{field}.containers[{i}].ports[{j}].containerPort", str(number),
@@ -61,7 +57,7 @@ def pod_security_context_causes(pod: Mapping[str, Any], field: str) -> list[Caus
     causes.extend(_ids(context, at, ("fsGroup", "runAsUser", "runAsGroup")))
     groups = context.get("supplementalGroups")
     for i, group in enumerate(groups if isinstance(groups, list) else []):
-        if not 0 <= (number := go_int(group)) <= MAX_ID:
+        if not 0 <= (number := go_int(group)) <= MAX_INT32:
             causes.append(Cause.invalid(f"{at}.supplementalGroups[{i}]", str(number), ID_RULE))
     if pod.get("shareProcessNamespace") is True and pod.get("hostPID") is True:
         causes.append(Cause.invalid(f"{at}.shareProcessNamespace", "true",

@@ -44,6 +44,7 @@ __all__ = [
     "TOTAL_ANNOTATION_SIZE_LIMIT",
     "SpecCheck",
     "bad_operator",
+    "entries",
     "generate_name",
     "generate_name_suffix",
     "go_quote",
@@ -81,6 +82,13 @@ def child(parent: Any, key: str) -> Mapping[str, Any]:
 def go_int(value: Any) -> int:
     """An integer field as Go decodes it: a JSON number, else 0 (a wrong type was the decoder's to refuse)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def entries(parent: Mapping[str, Any], key: str) -> list[tuple[int, Mapping[str, Any]]]:
+    """The objects of a list field, with their index (anything else in it is the decoder's to refuse)."""
+    value = parent.get(key)
+    return [(i, entry) for i, entry in enumerate(value) if isinstance(entry, Mapping)] if isinstance(value, list) \
+        else []
 
 
 def go_strings(values: Any) -> str:
