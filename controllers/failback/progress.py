@@ -110,7 +110,13 @@ def decided_already(binding: Obj, cluster: str, at: datetime | None, margin: tim
     (a task Karmada has not stamped yet) is not: it may be a new one, and at worst is skipped a second time. No skip
     is decided while a task names the cluster, so the decided eviction's task had its time, and the Event at its end
     comes before the mark."""
-    decided = skipped_at(binding).get(cluster)
+    return _decided(skipped_at(binding), cluster, at, margin)
+
+
+def _decided(skipped: Mapping[str, datetime], cluster: str, at: datetime | None,
+             margin: timedelta = timedelta(0)) -> bool:
+    """:func:`decided_already` on the skip marks themselves (also what :func:`evicted_change` checks)."""
+    decided = skipped.get(cluster)
     return decided is not None and at is not None and at - margin <= decided
 
 
@@ -234,8 +240,8 @@ def evicted_change(seen: Mapping[str, Eviction]) -> Change:
         record, flight, stamps = set(current.record), dict(current.flight), dict(current.evicted_at)
         skipped = dict(current.skipped)
         for cluster, eviction in seen.items():
-            started, decided = flight.get(cluster), skipped.get(cluster)
-            if (started is not None and started > eviction.at) or (decided is not None and eviction.at <= decided):
+            started = flight.get(cluster)
+            if (started is not None and started > eviction.at) or _decided(skipped, cluster, eviction.at):
                 continue
             if eviction.undoes or cluster in record or started is not None:
                 stamps[cluster] = max(eviction.at, stamps.get(cluster, eviction.at))
