@@ -29,7 +29,7 @@ from controller_manager.rbac import PolicyRule, informer_rules, merge
 from estimator.client import EstimatorClient
 from estimator.kinds import load_workload_kinds
 from estimator.podselectors import PodSelectorsError
-from karmada_api.buildinfo import register_build_info, version_line
+from karmada_api.buildinfo import register_build_info, version_subcommand
 from karmada_api.resources import CLUSTERS
 from sharedcli.flagtypes import boolean, duration, format_duration, positive_int
 from sharedcli.options import CommonOptions, add_common_flags, add_lease_name_flag
@@ -206,8 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["version"]:  # Karmada's `version` subcommand
-        print(version_line(COMPONENT))
+    if version_subcommand(COMPONENT, argv):
         return 0
     args = build_parser().parse_args(argv)
     try:

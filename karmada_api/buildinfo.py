@@ -35,7 +35,7 @@ from kube_api.validation import go_quote
 
 __all__ = ["BUILD_INFO", "BUILD_INFO_HELP", "DISTRIBUTION", "ENV_BUILD_DATE", "ENV_GIT_COMMIT",
            "ENV_GIT_SHORT_COMMIT", "ENV_GIT_TREE_STATE", "BuildInfo", "build_info", "go_platform",
-           "register_build_info", "version_line"]
+           "register_build_info", "version_line", "version_subcommand"]
 
 BUILD_INFO = "karmada_build_info"
 BUILD_INFO_HELP = "Karmada build metadata exposed as labels with a constant value of 1."
@@ -137,3 +137,11 @@ def version_line(component: str) -> str:
         ("GitTreeState", info.git_tree_state), ("BuildDate", info.build_date), ("GoVersion", info.go_version),
         ("Compiler", info.compiler), ("Platform", info.platform)))
     return f"{component} version: version.Info{{{fields}}}"
+
+
+def version_subcommand(component: str, argv: list[str]) -> bool:
+    """Karmada's ``<component> version``: print :func:`version_line` and say so when ``argv`` asks for it."""
+    if argv[:1] != ["version"]:
+        return False
+    print(version_line(component))
+    return True
