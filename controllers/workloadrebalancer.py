@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
@@ -168,6 +169,21 @@ Outcome = Exception | Lowering | Refusal | None
 T = TypeVar("T")
 
 
+Decided = dict[tuple[str, str, str, str], tuple[str, str]]
+"""Per workload (:func:`workload_key`): the result and reason one reconcile decided for it."""
+
+
+@dataclass
+class _Unrecorded:
+    """What a reconcile decided, and would record, when its status write failed: the write may have been stored
+    with its answer lost. The retry records it if the stored status shows it (:meth:`_record_if_stored`)."""
+
+    uid: str
+    decided: Decided
+    events: list[tuple[str, str, str]]
+    finals: list[str]
+
+
 class WorkloadRebalancerReconciler:
     """One rebalancer per reconcile; bindings read from shared informer caches."""
 
@@ -185,12 +201,16 @@ class WorkloadRebalancerReconciler:
         self._first_retry: dict[str, tuple[str, int, datetime]] = {}
         """Per rebalancer name: (uid, generation, this process's clock) when it first looked at that generation,
         the earliest a retry bound may start (:meth:`_retries_expired`); dropped once nothing is left to retry."""
+        self._unrecorded: dict[str, _Unrecorded] = {}
+        """Per rebalancer name: the Events and results of a reconcile whose status write failed, until the next."""
 
     async def reconcile(self, request: Request) -> Result:
         rebalancer = self.rebalancers.get(request.name)
         if rebalancer is None or objects.is_deleting(rebalancer):
             self._first_retry.pop(request.name, None)
+            self._unrecorded.pop(request.name, None)
             return Result()
+        self._record_if_stored(rebalancer)
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
         finals: list[str] = []
@@ -201,18 +221,40 @@ class WorkloadRebalancerReconciler:
         if _status_view(status) != old:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
-            await self._write_status(request.name, status)
+            try:
+                await self._write_status(request.name, status)
+            except Exception:
+                self._unrecorded[request.name] = _Unrecorded(objects.uid(rebalancer), _decided(rebalancer, status),
+                                                             events, finals)
+                raise
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
         # same results again; recording them before would write each Event, and count each result, twice.
-        for event_type, reason, message in events:
-            self.events.event(rebalancer, event_type, reason, message)
-        for result in finals:
-            WORKLOADS_TOTAL.labels(result).inc()
+        self._record(rebalancer, events, finals)
         if retries == 0 and due_in == 0:
             self._first_retry.pop(request.name, None)  # nothing left to retry: no later reconcile may come
         if retries:
             raise RetryNeeded(f"{retries} resource reschedule triggered failed and need retry")
         return Result(requeue_after=due_in) if due_in else Result()
+
+    def _record(self, rebalancer: Obj, events: list[tuple[str, str, str]], finals: list[str]) -> None:
+        for event_type, reason, message in events:
+            self.events.event(rebalancer, event_type, reason, message)
+        for result in finals:
+            WORKLOADS_TOTAL.labels(result).inc()
+
+    def _record_if_stored(self, rebalancer: Obj) -> None:
+        """Record what the last reconcile decided but could not store, if its status write was stored after all
+        (the answer lost, the watch bringing the status since): the retry then finds those workloads done and would
+        record nothing. If the status does not show them, the write was not stored (or not seen yet): the retry
+        decides them again and records them once its own write is stored."""
+        unrecorded = self._unrecorded.pop(objects.name(rebalancer), None)
+        if unrecorded is None or unrecorded.uid != objects.uid(rebalancer):
+            return
+        stored = _results(rebalancer_status(rebalancer))
+        if all(stored.get(key) == result for key, result in unrecorded.decided.items()):
+            log.info("status write stored although its answer was lost: its events recorded now",
+                     rebalancer=objects.name(rebalancer), workloads=len(unrecorded.decided))
+            self._record(rebalancer, unrecorded.events, unrecorded.finals)
 
     async def _trigger(self, rebalancer: Obj, status: RebalancerStatus, events: list[tuple[str, str, str]],
                        finals: list[str]) -> tuple[int, float]:
@@ -448,6 +490,18 @@ class WorkloadRebalancerReconciler:
             self.rebalancers.mutated(await self.client.patch_status(WORKLOAD_REBALANCERS, name, {"status": status}))
 
         await retry_on_conflict(patch)
+
+
+def _results(status: RebalancerStatus) -> Decided:
+    """Per workload, its final result and reason in ``status`` (workloads without one left out)."""
+    return {workload_key(item.get("workload") or {}): (str(item["result"]), str(item.get("reason", "")))
+            for item in status.get("observedWorkloads") or [] if item.get("result") in (SUCCESSFUL, FAILED)}
+
+
+def _decided(rebalancer: Obj, status: RebalancerStatus) -> Decided:
+    """The results ``status`` has and the rebalancer's stored status has not: what one reconcile decided."""
+    before = _results(rebalancer_status(rebalancer))
+    return {key: result for key, result in _results(status).items() if before.get(key) != result}
 
 
 def _bounded_transient(outcome: Outcome) -> bool:

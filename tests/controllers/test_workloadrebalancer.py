@@ -278,6 +278,34 @@ async def test_a_failed_status_write_records_each_event_once(manager: Manager, s
                                                                  ("RescheduleTriggered", 1)]
 
 
+async def test_a_status_write_stored_with_its_answer_lost_still_records_each_event_once(
+        manager: Manager, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The status write is stored but its answer is lost (a 504 after the write landed). The watch brings the
+    stored results before the retry, which then finds every workload done: the Events and the results metric of
+    the write that landed are recorded then, once."""
+    await make_binding(http, "Deployment", "landed")
+    counted = {result: REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0
+               for result in ("Successful", "Failed")}
+    fault = server.inject_fault("PATCH", "/workloadrebalancers/lost/status", code=504, reason="Timeout",
+                                after_dispatch=True)
+    wr = await create_rebalancer(http, "lost", [deploy_ref("landed"), deploy_ref("missing")])
+    done = await finished(http, "lost")
+    assert fault.times == 0
+    assert observed(done) == [("landed", "Successful", ""), ("missing", "Failed", "ReferencedBindingNotFound")]
+
+    async def recorded() -> list[dict[str, Any]]:
+        events = (await events_about(http, wr, "RescheduleTriggered")
+                  + await events_about(http, wr, "ReferencedBindingNotFound"))
+        assert len(events) == 2
+        return events
+
+    events = await eventually(recorded)
+    assert sorted((e["reason"], e["count"]) for e in events) == [("ReferencedBindingNotFound", 1),
+                                                                 ("RescheduleTriggered", 1)]
+    assert {result: (REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0)
+            - before for result, before in counted.items()} == {"Successful": 1.0, "Failed": 1.0}
+
+
 async def test_a_retry_after_the_scheduler_ran_does_not_trigger_a_second_reschedule(
         manager: Manager, server: ApiServer, http: aiohttp.ClientSession) -> None:
     """The trigger is written, the status write keeps failing, and meanwhile the scheduler consumes the trigger
