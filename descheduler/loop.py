@@ -91,11 +91,15 @@ class Outcome:
 @dataclass(frozen=True)
 class Unsettled:
     """An update whose result is unknown (:meth:`Descheduler._unknown_result`): the resourceVersion it was
-    conditional on, the clusters it lowered, and the cool-down annotation it carried."""
+    conditional on, the cool-down annotation it carried, and its plan (what it lowered, what its Event said)."""
 
     resource_version: str
-    clusters: tuple[str, ...]
     stamp: str | None
+    plan: Plan
+
+    @property
+    def clusters(self) -> tuple[str, ...]:
+        return tuple(self.plan.descheduled)
 
 
 class Descheduler:
@@ -231,6 +235,9 @@ class Descheduler:
         stored = changed and objects.annotations(fresh).get(COOL_DOWN_ANNOTATION) == unsettled.stamp
         log.info("deschedule result settled", binding=key, stored=stored, binding_changed=changed,
                  clusters=list(unsettled.clusters))
+        if stored:  # the Warning said "result unknown": the Event and the count of a made update follow now
+            self._succeeded(fresh, unsettled.plan, f"{unsettled.plan.message} (the update of unknown result was "
+                                                   f"stored, read back)")
         return fresh
 
     async def _deschedule(self, binding: Obj) -> Outcome | None:
@@ -269,13 +276,17 @@ class Descheduler:
                 self._failed(binding, (exc.message or str(exc)) if isinstance(exc, ApiError) else _describe_error(exc))
             return None
         self.budget.spend(new.total)
-        self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, new.message)
-        for cluster, replicas in new.descheduled.items():
-            DESCHEDULED.labels(cluster).inc(replicas)
+        self._succeeded(binding, new, new.message)
         if self.cool_down is not None:
             self.cool_down.record_plan(key, new)
         log.info("descheduled", binding=key, message=new.message)
         return Outcome(key, new, written=True)
+
+    def _succeeded(self, binding: Obj, new: Plan, message: str) -> None:
+        """An update known to be stored: Karmada's success Event, and the replicas counted as descheduled."""
+        self._record(binding, NORMAL, EVENT_REASON_DESCHEDULE_SUCCEED, message)
+        for cluster, replicas in new.descheduled.items():
+            DESCHEDULED.labels(cluster).inc(replicas)
 
     def _failed(self, binding: Obj, error: str) -> None:
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED, error)
@@ -285,15 +296,15 @@ class Descheduler:
         """The write may have landed (:func:`may_have_landed`: a 5xx, a dropped connection, a client timeout).
 
         Counted as if it did for the budget and the cool-down, so that nothing takes the same replicas again
-        before the next cycle finds out with a fresh read (:meth:`_settle`). Not counted as descheduled, and a
-        Warning says the result is unknown.
+        before the next cycle finds out with a fresh read (:meth:`_settle`). A Warning says the result is unknown;
+        counted as descheduled, with a success Event, only once that read shows the update stored.
         """
         key = objects.key(binding)
         self.budget.spend(new.total)
         if self.cool_down is not None:
             self.cool_down.record_plan(key, new)
-            self._unsettled[key] = Unsettled(objects.resource_version(binding), tuple(new.descheduled),
-                                             objects.annotations(update).get(COOL_DOWN_ANNOTATION))
+            self._unsettled[key] = Unsettled(objects.resource_version(binding),
+                                             objects.annotations(update).get(COOL_DOWN_ANNOTATION), new)
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED,
                      f"result unknown, the update may have been stored ({error}): {new.message}")
         log.warning("deschedule result unknown, the update may have been stored; counted as written", binding=key,

@@ -230,10 +230,14 @@ class RefusedUpdates(DroppedUpdates):
         return await super(DroppedUpdates, self).update(resource, obj, subresource=subresource)
 
 
-async def warnings_on_binding(descheduler: Descheduler, plane: Plane) -> list[str]:
+def descheduled_total(cluster: str) -> float:
+    return REGISTRY.get_sample_value("descheduler_descheduled_replicas_total", {"cluster": cluster}) or 0.0
+
+
+async def warnings_on_binding(descheduler: Descheduler, plane: Plane, event_type: str = "Warning") -> list[str]:
     await descheduler.events.flush()
     return [e["message"] for e in (await plane.host_client.list(EVENTS, "default"))["items"]
-            if e["type"] == "Warning" and e["involvedObject"]["kind"] == "ResourceBinding"]
+            if e["type"] == event_type and e["involvedObject"]["kind"] == "ResourceBinding"]
 
 
 @pytest.mark.parametrize("fault", ["dropped connection", "504 Timeout", "500 ServerTimeout"])
@@ -321,8 +325,14 @@ async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_co
         assert await binding_clusters(plane) == landed
         [warning] = await warnings_on_binding(descheduler, plane)
         assert warning.startswith("result unknown, the update may have been stored (500 ServerTimeout")
+        assert await warnings_on_binding(descheduler, plane, "Normal") == []
+        counted = descheduled_total("member1")
         assert await descheduler.cycle() == []
         assert await binding_clusters(plane) == landed
+        # read back: stored, so now the success Event and the count the Warning held back
+        [succeeded] = await warnings_on_binding(descheduler, plane, "Normal")
+        assert succeeded.endswith("(the update of unknown result was stored, read back)")
+        assert descheduled_total("member1") == counted + 1
 
 
 async def test_a_refused_connection_is_a_plain_failure_retried_by_the_next_cycle() -> None:
