@@ -148,6 +148,16 @@ def _display(binding: Obj) -> str:
     return f"{ref.get('kind')}/{namespace + '/' if namespace else ''}{ref.get('name')}"
 
 
+@dataclass(frozen=True)
+class UnrecordedSkip:
+    """A skip whose write failed (:meth:`ClusterFailback._skip`): the binding, when it was decided, its Warning."""
+
+    kind: BindingKind
+    key: str
+    at: datetime
+    message: str
+
+
 class ClusterFailback:
     """One Cluster per reconcile: track its recovery window, then fail its recorded bindings back in batches of
     at most ``--failback-max-concurrent`` in flight, each next one when those are healthy (docs/failback.md)."""
@@ -183,6 +193,8 @@ class ClusterFailback:
         """cluster → the workloads told to wait, and why (:meth:`_tell_waiting`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
+        self.unrecorded_skips: dict[str, list[UnrecordedSkip]] = {}
+        """cluster → skips whose write failed, their Warning not recorded yet (:meth:`_record_stored_skips`)."""
         self.controller: Controller | None = None
 
     # ------------------------------------------------------------------ reads
@@ -233,6 +245,7 @@ class ClusterFailback:
 
     async def reconcile(self, request: Request) -> Result:
         name = request.name
+        self._record_stored_skips(name)
         cluster = self.clusters.get(name)
         keys = self._record_keys(name) if cluster is not None else []
         if cluster is None or not keys:
@@ -422,8 +435,7 @@ class ClusterFailback:
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
-                await self._write(kind, binding, progress.skipped_change(name, now()))
-                self.events.event(binding, WARNING, EVENT_SKIPPED, f"not failed back to cluster {name}: {reason}")
+                await self._skip(kind, binding, name, reason)
                 decided.append(binding)
                 continue
             if (why := _wait_reason(binding, cluster)) is not None:
@@ -468,6 +480,28 @@ class ClusterFailback:
                           f"{self.options.max_concurrent}; {max(waiting, 0)} waiting")
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
+
+    async def _skip(self, kind: BindingKind, binding: Obj, cluster: str, reason: str) -> None:
+        """Decide against failing the binding back to the cluster (its record goes, the decision is marked), and
+        say why in a Warning on the binding once that is stored. A write that fails may have been stored (its
+        answer lost): the retry would no longer see the record, so the Warning is kept for it."""
+        at, message = now(), f"not failed back to cluster {cluster}: {reason}"
+        try:
+            await self._write(kind, binding, progress.skipped_change(cluster, at))
+        except Exception:
+            self.unrecorded_skips.setdefault(cluster, []).append(UnrecordedSkip(kind, objects.key(binding), at,
+                                                                                message))
+            raise
+        self.events.event(binding, WARNING, EVENT_SKIPPED, message)
+
+    def _record_stored_skips(self, cluster: str) -> None:
+        """The Warnings of skips whose write failed but was stored after all: the binding (in the cache, our own
+        writes included) carries that very decision. One not seen there is decided again, or not, by this
+        reconcile, which says so itself."""
+        for skip in self.unrecorded_skips.pop(cluster, []):
+            binding = self.binding_stores[skip.kind].get(skip.key)
+            if binding is not None and progress.skipped_at(binding).get(cluster) == skip.at:
+                self.events.event(binding, WARNING, EVENT_SKIPPED, skip.message)
 
     def _tell_waiting(self, cluster: str, bindings: list[tuple[Obj, str]], decided: Iterable[Obj]) -> None:
         """Say which workloads wait, and why (:func:`_wait_reason`): a ``FailbackWaiting`` Event on each binding and

@@ -507,6 +507,29 @@ async def test_skipped_bindings_get_an_event_and_rebalancers_are_chunked(kube: K
             await eventually(failing_back(http, n))
 
 
+async def test_a_skip_stored_with_its_answer_lost_still_gets_its_warning(
+        server: ApiServer, kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The skip's write lands but its answer is lost (a 504 after the write). The retry finds the record gone (the
+    watch brought the write), so nothing is left to decide there: the Warning of the decision that was stored is
+    recorded then, once."""
+    await make_cluster(http, "member1")
+    moved = await make_binding(http, "moved", ["member1", "member2"],
+                               placement={"clusterAffinity": {"clusterNames": ["member2"]}})
+    async with controller(kube, window=QUICK):
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, moved, "member1", ["member2"])
+        await eventually(recorded(http, "moved", "member1"))
+        lost = server.inject_fault("PATCH", "/resourcebindings/moved-deployment", code=504, reason="Timeout",
+                                   after_dispatch=True)
+        await set_health(http, "member1", taints=[])
+        await eventually(recorded(http, "moved", None))
+        warnings = await eventually(lambda: events_about(http, moved, "FailbackSkipped"))
+        assert lost.times == 0
+        assert [(e["message"], e.get("count", 1)) for e in warnings] == [
+            ("not failed back to cluster member1: its placement's cluster affinity no longer matches cluster "
+             "member1", 1)]
+
+
 def recorder_reconciles() -> float:
     return sum(REGISTRY.get_sample_value("controller_runtime_reconcile_total",
                                          {"controller": failback.RECORDER_NAME, "result": result}) or 0.0
