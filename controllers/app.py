@@ -115,7 +115,8 @@ def controller_manager_rules() -> list[PolicyRule]:
 
 def controller_manager_preserve_rules() -> list[PolicyRule]:
     """Cluster-wide rules added only with ``--enable-preserve-available-replicas`` (the chart follows its
-    value): the Clusters informer and a GET of each Cluster's Secret, as the descheduler's estimator needs."""
+    value): a GET of each Cluster's Secret, as the descheduler's estimator needs, and the Clusters informer (which
+    the base rules grant already, for clusterFailback)."""
     return merge(informer_rules(CLUSTERS), HOST_RBAC_RULES)
 
 

@@ -1,6 +1,6 @@
 """A complete example controller: stamp every ConfigMap with the number of keys it holds.
 
-It watches ConfigMaps (optionally in one namespace) and keeps the annotation
+It watches the ConfigMaps of every namespace and keeps the annotation
 ``example.io/keys`` equal to ``len(data)``. Run it against any cluster or the dev plane::
 
     python examples/configmap_stamper.py --kubeconfig .devplane/kube/karmada.config \\

@@ -59,9 +59,9 @@ MEMBER_NOTE = """\
 PRESERVE_NOTE = """\
 # preserveClusterRules: the ClusterRole's rules instead of clusterRules when the chart's
 # controllerManager.preserveAvailableReplicas.enabled is true (--enable-preserve-available-replicas):
-# clusterRules plus the Clusters informer and a GET of each Cluster's Secret. memberClusterRules: not
-# rendered by the chart; what the identity of each Cluster's spec.secretRef token needs inside that
-# member cluster with preserve mode on (the estimator's informers).
+# clusterRules plus a GET of each Cluster's Secret (the Clusters informer is in clusterRules already).
+# memberClusterRules: not rendered by the chart; what the identity of each Cluster's spec.secretRef
+# token needs inside that member cluster with preserve mode on (the estimator's informers).
 """
 
 RuleSource = Callable[[], Sequence[PolicyRule]]

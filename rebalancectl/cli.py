@@ -65,7 +65,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     new.add_argument("name", nargs="?", default=None, type=object_name,
                      help="the rebalancer's name (default: rebalance- and a random suffix)")
     scope = new.add_mutually_exclusive_group()
-    scope.add_argument("-n", "--namespace", default="", help="the namespace (default: the context's, else default)")
+    scope.add_argument("-n", "--namespace", default="",
+                       help="the namespace (default: --policy's, every one for --cluster-policy, else the context's, "
+                            "else default)")
     scope.add_argument("-A", "--all-namespaces", action="store_true",
                        help="every namespace, and the cluster-scoped templates of ClusterResourceBindings")
     new.add_argument("-l", "--selector", default="", help="label selector on the resource templates (app=web,tier!=db)")
