@@ -50,7 +50,6 @@ from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
 from karmada_api.bindings import spec_update
 from karmada_api.names import binding_name
-from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import (
     ObservedWorkload,
@@ -58,7 +57,6 @@ from karmada_api.shapes import (
     Workload,
     binding_spec,
     binding_status,
-    rebalancer_spec,
     rebalancer_status,
 )
 from kube_api.timeutil import format_time, now, parse_time
@@ -66,17 +64,25 @@ from sharedcli.flagtypes import format_duration
 
 from . import preserve, writemark
 from .preserve import Lowering, PreserveOptions, Refusal
+from .rebalancerstatus import (
+    FAILED,
+    SUCCESSFUL,
+    Decided,
+    decided,
+    describe,
+    results,
+    status_view,
+    summary_message,
+    sync_spec_to_status,
+)
 
 log = structlog.get_logger(__name__)
 
 NAME = "workload-rebalancer"
-SUCCESSFUL = "Successful"
-FAILED = "Failed"
 BINDING_NOT_FOUND = "ReferencedBindingNotFound"
 RESCHEDULE_TRIGGERED = "RescheduleTriggered"
 PRESERVED = "AvailableReplicasPreserved"
 NOTHING_TO_MOVE = "NothingToMove"
-TRIGGERED_SHOWN = 10  # workloads an Event names; the message stays well under an Event's 1 KiB note
 CONFLICT_ATTEMPTS = 5  # a preserve write that meets a newer binding decides again on a fresh read, this often
 
 WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
@@ -86,33 +92,6 @@ WORKLOADS_TOTAL = Counter("workload_rebalancer_workloads_total",
 
 class RetryNeeded(Exception):
     """Some workloads could not be triggered for a transient reason: retry the rebalancer with backoff."""
-
-
-def _sort_key(item: ObservedWorkload) -> str:
-    api_version, kind, namespace, name = workload_key(item.get("workload") or {})
-    return f"{api_version} {kind} {namespace} {name}"
-
-
-def sync_spec_to_status(rebalancer: Obj) -> RebalancerStatus:
-    """The status a rebalancer should have before triggering (``syncWorkloadsFromSpecToStatus``); finishTime later.
-
-    Each item is a new dict (the reconciler sets its result), sharing the rebalancer's ``workload``
-    dicts, which nothing writes to: a deep copy of every item cost more than the rest of this function.
-    """
-    wanted: dict[tuple[str, str, str, str], Workload] = {}
-    for workload in rebalancer_spec(rebalancer).get("workloads") or []:
-        wanted.setdefault(workload_key(workload), workload)
-    observed: list[ObservedWorkload] = []
-    for item in rebalancer_status(rebalancer).get("observedWorkloads") or []:
-        key = workload_key(item.get("workload") or {})
-        if key in wanted:
-            observed.append(item.copy())
-            del wanted[key]
-        elif item.get("result") == SUCCESSFUL:
-            observed.append(item.copy())
-    observed.extend(ObservedWorkload(workload=w) for w in wanted.values())
-    observed.sort(key=_sort_key)
-    return {"observedWorkloads": observed, "observedGeneration": objects.generation(rebalancer)}
 
 
 TRIGGER_CONCURRENCY = 5
@@ -151,11 +130,6 @@ def already_triggered(existing: datetime, last_scheduled: datetime | None, creat
     return pending or first_generation or (own is not None and existing >= parse_time(own))
 
 
-def _status_view(status: RebalancerStatus) -> dict[str, Any]:
-    return {"observedWorkloads": status.get("observedWorkloads") or [],
-            "observedGeneration": status.get("observedGeneration", 0), "finishTime": status.get("finishTime")}
-
-
 class TriggerNotDue(Exception):
     """The trigger to write is a second still to come: write it then (``delay`` seconds from now)."""
 
@@ -167,10 +141,6 @@ class TriggerNotDue(Exception):
 Outcome = Exception | Lowering | Refusal | None
 """What one workload's action ended with: an error, a preserve decision, or None (a trigger written)."""
 T = TypeVar("T")
-
-
-Decided = dict[tuple[str, str, str, str], tuple[str, str]]
-"""Per workload (:func:`workload_key`): the result and reason one reconcile decided for it."""
 
 
 @dataclass
@@ -215,16 +185,16 @@ class WorkloadRebalancerReconciler:
         events: list[tuple[str, str, str]] = []
         finals: list[str] = []
         retries, due_in = await self._trigger(rebalancer, status, events, finals)
-        old = _status_view(rebalancer_status(rebalancer))
+        old = status_view(rebalancer_status(rebalancer))
         if old["finishTime"]:
             status["finishTime"] = old["finishTime"]
-        if _status_view(status) != old:
+        if status_view(status) != old:
             if retries == 0 and due_in == 0:
                 status["finishTime"] = format_time(now())
             try:
                 await self._write_status(request.name, status)
             except Exception:
-                self._unrecorded[request.name] = _Unrecorded(objects.uid(rebalancer), _decided(rebalancer, status),
+                self._unrecorded[request.name] = _Unrecorded(objects.uid(rebalancer), decided(rebalancer, status),
                                                              events, finals)
                 raise
         # Only once the results are stored: a status write that fails is retried, and the retry finds the
@@ -250,7 +220,7 @@ class WorkloadRebalancerReconciler:
         unrecorded = self._unrecorded.pop(objects.name(rebalancer), None)
         if unrecorded is None or unrecorded.uid != objects.uid(rebalancer):
             return
-        stored = _results(rebalancer_status(rebalancer))
+        stored = results(rebalancer_status(rebalancer))
         if all(stored.get(key) == result for key, result in unrecorded.decided.items()):
             log.info("status write stored although its answer was lost: its events recorded now",
                      rebalancer=objects.name(rebalancer), workloads=len(unrecorded.decided))
@@ -302,7 +272,7 @@ class WorkloadRebalancerReconciler:
             else:
                 item["result"] = SUCCESSFUL
                 finals.append(SUCCESSFUL)
-                done[_success_kind(outcome)].append(_describe(workload) + _moved_text(outcome))
+                done[_success_kind(outcome)].append(describe(workload) + _moved_text(outcome))
         threshold = format_duration(self.preserve.threshold.total_seconds())
         for reason, what in ((RESCHEDULE_TRIGGERED, "rescheduling triggered"),
                              (PRESERVED, "unschedulable replicas released, the available ones kept,"),
@@ -324,7 +294,7 @@ class WorkloadRebalancerReconciler:
         """Mark the item Failed (final) with the refusal as its reason, and a Warning Event saying why."""
         item["result"], item["reason"] = FAILED, refusal.reason if reason_only else str(refusal)
         finals.append(FAILED)
-        events.append((WARNING, refusal.reason, f"{_describe(item['workload'])}: {refusal.detail}"))
+        events.append((WARNING, refusal.reason, f"{describe(item['workload'])}: {refusal.detail}"))
 
     async def _binding(self, workload: Workload, *, fresh: bool = False) -> tuple[Resource, Obj]:
         """The workload's binding, from the cache, else (or ``fresh``) from the API server (an ApiError 404 when
@@ -492,33 +462,9 @@ class WorkloadRebalancerReconciler:
         await retry_on_conflict(patch)
 
 
-def _results(status: RebalancerStatus) -> Decided:
-    """Per workload, its final result and reason in ``status`` (workloads without one left out)."""
-    return {workload_key(item.get("workload") or {}): (str(item["result"]), str(item.get("reason", "")))
-            for item in status.get("observedWorkloads") or [] if item.get("result") in (SUCCESSFUL, FAILED)}
-
-
-def _decided(rebalancer: Obj, status: RebalancerStatus) -> Decided:
-    """The results ``status`` has and the rebalancer's stored status has not: what one reconcile decided."""
-    before = _results(rebalancer_status(rebalancer))
-    return {key: result for key, result in _results(status).items() if before.get(key) != result}
-
-
 def _bounded_transient(outcome: Outcome) -> bool:
     """A refusal retried until the retry timeout, then Failed (not one that ends by itself, a first list)."""
     return isinstance(outcome, Refusal) and outcome.transient and outcome.bounded
-
-
-def summary_message(what: str, described: list[str]) -> str:
-    """One Event for every workload a reconcile handled alike: their count and the first few, in status order.
-
-    One per reconcile rather than one per workload: a rebalancer of a thousand workloads (``karmada-rebalance``,
-    fail-back) would otherwise write a thousand Events, as many writes as its binding updates; each
-    workload's own result is in ``status.observedWorkloads``.
-    """
-    shown = ", ".join(described[:TRIGGERED_SHOWN])
-    more = f", and {len(described) - TRIGGERED_SHOWN} more" if len(described) > TRIGGERED_SHOWN else ""
-    return f"{what} for {len(described)} workload(s): {shown}{more}"
 
 
 async def _run_all(workloads: list[Workload], action: Callable[[Workload], Awaitable[T]]) -> list[T | Exception]:
@@ -547,12 +493,12 @@ async def _run_all(workloads: list[Workload], action: Callable[[Workload], Await
 def _log_retry(rebalancer: Obj, workload: Workload, outcome: ApiError | Refusal) -> None:
     if isinstance(outcome, Refusal):
         log.info("preserve mode cannot judge the workload yet, will retry", rebalancer=objects.name(rebalancer),
-                 workload=_describe(workload), reason=str(outcome))
+                 workload=describe(workload), reason=str(outcome))
         return
     # A 403 will not heal by itself: say so loudly, with the API server's own message.
     report = log.warning if outcome.is_forbidden else log.info
     report("reschedule trigger failed, will retry", rebalancer=objects.name(rebalancer),
-           workload=_describe(workload), error=outcome.message, status=outcome.status)
+           workload=describe(workload), error=outcome.message, status=outcome.status)
 
 
 def _outcome_of(mark: writemark.WriteMark, binding: Obj) -> Lowering | None:
@@ -588,12 +534,6 @@ def _moved_text(outcome: Lowering | None) -> str:
     if outcome is None or not outcome.moved:
         return ""
     return " (" + ", ".join(f"{cluster} -{count}" for cluster, count in outcome.moved.items()) + ")"
-
-
-def _describe(workload: Workload) -> str:
-    namespace = workload.get("namespace")
-    target = f"{namespace}/{workload.get('name')}" if namespace else str(workload.get("name"))
-    return f"{workload.get('apiVersion')} {workload.get('kind')} {target}"
 
 
 def _spec_changed(old: Obj, new: Obj) -> bool:

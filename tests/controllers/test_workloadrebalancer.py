@@ -23,7 +23,8 @@ from controller_manager.client import ApiError, KubeClient, Resource
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers import ttlcleaner, workloadrebalancer
-from controllers.workloadrebalancer import already_triggered, summary_message, trigger_time
+from controllers.rebalancerstatus import summary_message
+from controllers.workloadrebalancer import already_triggered, trigger_time
 from devplane.apiserver.server import ApiServer
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from kube_api.timeutil import format_time, now, parse_time

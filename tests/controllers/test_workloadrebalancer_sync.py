@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controllers.workloadrebalancer import SUCCESSFUL, sync_spec_to_status
+from controllers.rebalancerstatus import SUCCESSFUL, sync_spec_to_status
 
 
 def _deployment(name: str) -> dict[str, str]:
