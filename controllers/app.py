@@ -37,7 +37,8 @@ from sharedcli.ratelimiterflag import add_rate_limiter_flags, rate_limiter_optio
 from sharedcli.runner import EXIT_CONFIG, new_manager, run_component
 
 from . import bindingstatus, ttlcleaner, workloadrebalancer
-from .failback import controller as failback
+from .failback import options as failback_options
+from .failback import wiring as failback
 from .preserve import ENABLE_FLAG as PRESERVE_FLAG
 from .preserve import PreserveOptions
 from .registry import KARMADA_CONTROLLERS, Context, ControllerEntry, is_enabled, parse_selection, unknown_names
@@ -92,7 +93,7 @@ def _binding_status(manager: Manager, ctx: Context) -> None:
 
 
 def _cluster_failback(manager: Manager, ctx: Context) -> None:
-    failback.setup(manager, failback.options_from_args(ctx.args), rate_limiter_options=ctx.rate_limiter)
+    failback.setup(manager, failback_options.options_from_args(ctx.args), rate_limiter_options=ctx.rate_limiter)
 
 
 CONTROLLERS = (
@@ -163,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
              f"(default {format_duration(bindingstatus.COALESCE_PERIOD)})")
     add("--cluster-cache-sync-timeout", type=duration, default=120.0, metavar="DURATION",
         help="Timeout period waiting for caches to sync. (default 2m0s)")
-    failback.add_flags(parser)
+    failback_options.add_flags(parser)
     add(PRESERVE_FLAG, type=boolean, nargs="?", const=True, default=False,
         help="Serve WorkloadRebalancers that ask to preserve available replicas (karmada-io/karmada#7662), reading "
              "member clusters through their Cluster secrets; off, such workloads fail closed. (default false)")

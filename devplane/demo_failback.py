@@ -27,8 +27,8 @@ from controllers.failback.controller import (
     EVENT_RESUMED,
     EVENT_SCHEDULED,
     EVENT_TRIGGERED,
-    FailbackOptions,
 )
+from controllers.failback.options import FailbackOptions
 from controllers.failback.progress import FAILING_BACK_ANNOTATION, PAUSED_ANNOTATION, RESUME_ANNOTATION
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS

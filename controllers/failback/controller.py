@@ -1,6 +1,6 @@
 """clusterFailback: put replicas back on a member cluster once it has stayed recovered for a window.
 
-Two controllers share one setup (docs/failback.md):
+Two controllers share one setup (:mod:`.wiring`; docs/failback.md):
 
 * ``failback-recorder`` (:mod:`.recorder`) watches both binding kinds and records, in the annotation
   :data:`~.recovery.EVICTED_FROM_ANNOTATION`, each cluster a binding lost through eviction.
@@ -16,7 +16,6 @@ rebalancer controller or Karmada's own.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import time
 from collections.abc import Callable, Iterable
@@ -31,28 +30,24 @@ from controller_manager import objects
 from controller_manager.cache import Indexer
 from controller_manager.client import MERGE_PATCH, ApiError, KubeClient
 from controller_manager.controller import Controller
-from controller_manager.events import EVENTS, NORMAL, WARNING, EventRecorder
-from controller_manager.events import RBAC_RULES as EVENT_RULES
-from controller_manager.informer import FuncHandler, SharedInformer
-from controller_manager.manager import Manager
+from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.mutationcache import MutationCache
-from controller_manager.objects import MutableObj, Obj
-from controller_manager.predicate import AnnotationChangedPredicate, AnyOf, FuncPredicate
-from controller_manager.rbac import PolicyRule, for_resources, informer_rules
+from controller_manager.objects import Obj
 from controller_manager.reconcile import Request, Result
 from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names, workload_reference
 from karmada_api.names import binding_name
-from karmada_api.placement import assigned_replicas, in_graceful_eviction_tasks, target_contains
+from karmada_api.placement import assigned_replicas, target_contains
 from karmada_api.rebalancers import chunks, workload_key
-from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
+from karmada_api.resources import CLUSTERS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import BindingSpec, Workload, binding_spec
 from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
-from sharedcli.flagtypes import duration, format_duration, positive_duration, positive_int, ttl_after_finished
+from sharedcli.flagtypes import format_duration
 
 from . import progress, recovery
-from .caches import POLICY_RESOURCES, TEMPLATE_RESOURCES, Policies, Templates, WorkloadKey
-from .recorder import EvictionRecorder, rewrite
+from .caches import Policies, Templates, WorkloadKey
+from .options import FailbackOptions
+from .recorder import rewrite
 
 log = structlog.get_logger(__name__)
 
@@ -87,48 +82,6 @@ IN_FLIGHT = Gauge("failback_in_flight_workloads",
                   "Workloads being failed back to a cluster and not healthy yet, by cluster.", ["cluster"])
 PAUSES = Counter("failback_pauses_total", "Times a cluster's fail-back paused on a missed deadline.", ["cluster"])
 PAUSED_CLUSTERS = Gauge("failback_paused_clusters", "Clusters whose fail-back is paused now.")
-
-
-@dataclass(frozen=True)
-class FailbackOptions:
-    """The ``--failback-*`` flags."""
-
-    stabilization_window: float = 300.0
-    max_workloads: int = 100
-    rebalancer_ttl: float = 3600.0
-    max_concurrent: int = 10
-    progress_deadline: float = 600.0
-
-
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """The ``--failback-*`` flags of karmada-controller-manager (used only with ``clusterFailback`` on)."""
-    defaults = FailbackOptions()
-    add = parser.add_argument
-    add("--failback-stabilization-window", type=duration, default=defaults.stabilization_window, metavar="DURATION",
-        help="How long a recovered cluster must stay Ready and untainted before workloads evicted from it are "
-             "rebalanced back (clusterFailback controller). "
-             f"(default {format_duration(defaults.stabilization_window)})")
-    add("--failback-max-workloads", type=positive_int, default=defaults.max_workloads,
-        help="The most workloads one fail-back WorkloadRebalancer lists; more make several. "
-             f"(default {defaults.max_workloads})")
-    add("--failback-max-concurrent", type=positive_int, default=defaults.max_concurrent,
-        help="The most workloads being failed back to one recovered cluster at a time; the next start as those "
-             f"are healthy again. (default {defaults.max_concurrent})")
-    add("--failback-progress-deadline", type=positive_duration, default=defaults.progress_deadline,
-        metavar="DURATION",
-        help="How long a workload being failed back may take to be healthy again; one that takes longer pauses "
-             "the cluster's fail-back until it is healthy or the Cluster is annotated "
-             f"{progress.RESUME_ANNOTATION}. (default {format_duration(defaults.progress_deadline)})")
-    add("--failback-rebalancer-ttl", type=ttl_after_finished, default=defaults.rebalancer_ttl, metavar="DURATION",
-        help="ttlSecondsAfterFinished of the fail-back WorkloadRebalancers; 0 keeps them. "
-             f"(default {format_duration(defaults.rebalancer_ttl)})")
-
-
-def options_from_args(args: argparse.Namespace) -> FailbackOptions:
-    return FailbackOptions(stabilization_window=args.failback_stabilization_window,
-                           max_workloads=args.failback_max_workloads, rebalancer_ttl=args.failback_rebalancer_ttl,
-                           max_concurrent=args.failback_max_concurrent,
-                           progress_deadline=args.failback_progress_deadline)
 
 
 Entry = tuple[BindingKind, Obj]
@@ -405,8 +358,8 @@ class ClusterFailback:
         graceful-eviction task from the cluster, or whose placement does not tolerate a taint of it, waits (no slot
         either): Karmada's scheduler leaves such a cluster out (its ``ClusterEviction`` and ``TaintToleration``
         filters), so a fresh schedule now would not place it back, and the move would look finished with the
-        workload still elsewhere (:func:`_wait_reason`). Loads only the bindings it looks at. A failure between a
-        create and its marks leaves the batch unsettled (:meth:`_settle`)."""
+        workload still elsewhere (:func:`.recovery.wait_reason`). Loads only the bindings it looks at. A failure
+        between a create and its marks leaves the batch unsettled (:meth:`_settle`)."""
         name = objects.name(cluster)
         round_start = parse_optional_time(objects.annotations(cluster).get(progress.ROUND_ANNOTATION))
         chosen: dict[WorkloadKey, list[Entry]] = {}
@@ -424,13 +377,13 @@ class ClusterFailback:
                 return
             workload = workload_key(workload_reference(binding))
             if workload in chosen:  # one workload, two bindings (a kind under two apiVersions): one entry
-                if (why := _wait_reason(binding, cluster)) is not None:
+                if (why := recovery.wait_reason(binding, cluster)) is not None:
                     held.append((binding, why))
                 else:
                     chosen[workload].append((kind, binding))
                 continue
-            if _evicting(binding, name):  # decided only once it is over: its end's Event must not postdate the skip
-                held.append((binding, str(_wait_reason(binding, cluster))))
+            if recovery.evicting(binding, name):  # decided once it is over: its end's Event must not postdate the skip
+                held.append((binding, str(recovery.wait_reason(binding, cluster))))
                 continue
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
@@ -438,7 +391,7 @@ class ClusterFailback:
                 await self._skip(kind, binding, name, reason)
                 decided.append(binding)
                 continue
-            if (why := _wait_reason(binding, cluster)) is not None:
+            if (why := recovery.wait_reason(binding, cluster)) is not None:
                 held.append((binding, why))
                 continue
             chosen[workload] = [(kind, binding)]
@@ -504,8 +457,8 @@ class ClusterFailback:
                 self.events.event(binding, WARNING, EVENT_SKIPPED, skip.message)
 
     def _tell_waiting(self, cluster: str, bindings: list[tuple[Obj, str]], decided: Iterable[Obj]) -> None:
-        """Say which workloads wait, and why (:func:`_wait_reason`): a ``FailbackWaiting`` Event on each binding and
-        a log line, once per reason (in this process) until it is ``decided`` (chosen, skipped)."""
+        """Say which workloads wait, and why (:func:`.recovery.wait_reason`): a ``FailbackWaiting`` Event on each
+        binding and a log line, once per reason (in this process) until it is ``decided`` (chosen, skipped)."""
         told = self.waiting.setdefault(cluster, {})
         for binding in decided:
             told.pop(_display(binding), None)
@@ -625,12 +578,12 @@ class ClusterFailback:
             await self._write(kind, binding, progress.started_change(cluster, began))
 
     def _held(self, binding: Obj, cluster: str) -> bool:
-        """Whether the binding's fail-back to the cluster must wait (:func:`_wait_reason`): whatever moved it, the
-        scheduler left the cluster out, so that move is no fail-back to adopt."""
+        """Whether the binding's fail-back to the cluster must wait (:func:`.recovery.wait_reason`): whatever moved
+        it, the scheduler left the cluster out, so that move is no fail-back to adopt."""
         cluster_obj = self.clusters.get(cluster)
         if cluster_obj is None or cluster in binding_cluster_names(binding_spec(binding)):
-            return _evicting(binding, cluster)  # back on it already: a taint added since did not hold that move
-        return _wait_reason(binding, cluster_obj) is not None
+            return recovery.evicting(binding, cluster)  # back on it already: a taint added since did not hold that move
+        return recovery.wait_reason(binding, cluster_obj) is not None
 
     # ------------------------------------------------------------------ writes
 
@@ -678,102 +631,3 @@ class ClusterFailback:
         return self.clusters.mutated(written)
 
 
-def _wait_reason(binding: Obj, cluster: Obj) -> str | None:
-    """Why the binding's fail-back to ``cluster`` cannot start yet, though it is its turn (None: it can). Either
-    makes a fresh schedule leave the cluster out, so the move would look finished with the workload elsewhere."""
-    name = objects.name(cluster)
-    if _evicting(binding, name):
-        return "Karmada's graceful eviction from it is not over (a task of spec.gracefulEvictionTasks names it)"
-    taint = recovery.blocking_taint(binding, cluster)
-    if taint is not None:
-        return (f"its placement does not tolerate the taint {taint} of cluster {name}; it fails back once the taint "
-                f"is removed (or tolerated)")
-    return None
-
-
-def _evicting(binding: Obj, cluster: str) -> bool:
-    """Karmada's graceful eviction of the binding from the cluster is going on (a task names it): its scheduler
-    leaves the cluster out (``ClusterEviction``), so no fail-back to it can start."""
-    return in_graceful_eviction_tasks(binding_spec(binding), cluster)
-
-
-def _eviction_tasks_changed(old: MutableObj, new: MutableObj) -> bool:
-    return bool(binding_spec(old).get("gracefulEvictionTasks") != binding_spec(new).get("gracefulEvictionTasks"))
-
-
-RECORD_CHANGED = AnyOf([AnnotationChangedPredicate(), FuncPredicate(on_update=_eviction_tasks_changed)])
-"""A recorded binding's update worth a look at its clusters: its fail-back annotations, or its graceful-eviction
-tasks (one that ends lets a waiting fail-back start)."""
-
-
-def _clusters_of_record(binding: MutableObj) -> list[Request]:
-    return [Request("", cluster) for cluster in recovery.recorded_clusters(binding)]
-
-
-def _clusters_in_flight(binding: MutableObj) -> list[Request]:
-    return [Request("", cluster) for cluster in progress.failing_back_clusters(binding)]
-
-
-def _round_of(rebalancer: MutableObj) -> list[str]:
-    value = objects.labels(rebalancer).get(progress.ROUND_LABEL)
-    return [value] if value else []
-RBAC_RULES: list[PolicyRule] = [
-    # setup(): informers on the Clusters, both binding kinds, the rebalancers and the policies; caches.Templates:
-    # one on each template kind whose readiness its status reports, from the first workload of it in flight
-    *informer_rules(CLUSTERS, RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, WORKLOAD_REBALANCERS,
-                    *POLICY_RESOURCES, *TEMPLATE_RESOURCES.values()),
-    # the recorder: Karmada's EvictWorkloadFromClusterSucceed Events (an informer with a field selector)
-    *informer_rules(EVENTS),
-    # recorder.rewrite(): a merge patch of the record and in-flight marks (a fresh GET first for the recorder, on 409)
-    *for_resources((RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS), ("get", "patch")),
-    # _create_once(): the batches' WorkloadRebalancers (get: the one an earlier attempt made, on 409)
-    *for_resources((WORKLOAD_REBALANCERS,), ("create", "get")),
-    # _annotate(): the round and pause annotations of a Cluster
-    *for_resources((CLUSTERS,), ("patch",)),
-    *EVENT_RULES,  # FailbackScheduled, FailbackTriggered, FailbackSkipped, FailbackPaused, FailbackResumed, ...
-]
-"""The permissions this controller needs on the Karmada API server (see controller_manager.rbac)."""
-
-
-def _record_handler(recorder: EvictionRecorder) -> FuncHandler:
-    return FuncHandler(add=lambda obj, _initial: recorder.observe(None, obj),
-                       update=recorder.observe)
-
-
-def setup(manager: Manager, options: FailbackOptions, **controller_options: Any) -> list[Controller]:
-    """Register ``failback-recorder`` and ``cluster-failback`` on shared informers."""
-    clusters = manager.informer(CLUSTERS)
-    binding_informers: list[SharedInformer] = [manager.informer(RESOURCE_BINDINGS),
-                                               manager.informer(CLUSTER_RESOURCE_BINDINGS)]
-    rebalancers = manager.informer(WORKLOAD_REBALANCERS)
-    policy_informers = [manager.informer(resource) for resource in POLICY_RESOURCES]
-    # Karmada's EvictWorkloadFromClusterSucceed Events: the evictions that began and ended while no recorder ran
-    eviction_events = manager.informer(EVENTS, field_selector=recovery.EVICTION_EVENTS_SELECTOR)
-    recorder = EvictionRecorder(manager.client, clusters.store,
-                                {RB_KIND: binding_informers[0].store, CRB_KIND: binding_informers[1].store})
-    record_controller = Controller(RECORDER_NAME, recorder, workers=2, **controller_options)
-    recorder.controller = record_controller
-    # not on the Events: their handler only queues a binding, judged on the binding caches; a failing Events list
-    # (an install whose RBAC predates it) must not hold back the recording from the bindings
-    record_controller.wait_for_caches(clusters, *binding_informers)
-    eviction_events.add_event_handler(FuncHandler(add=lambda obj, _initial: recorder.observe_event(obj),
-                                                  update=lambda _old, new: recorder.observe_event(new)))
-    for informer in binding_informers:
-        informer.ensure_indexer(RECORD_INDEX, recovery.recorded_clusters)
-        informer.ensure_indexer(FLIGHT_INDEX, progress.failing_back_clusters)
-    rebalancers.ensure_indexer(ROUND_INDEX, _round_of)
-    failback = ClusterFailback(manager.client, clusters.mutation_cache(), binding_informers[0].mutation_cache(),
-                               binding_informers[1].mutation_cache(), events=manager.event_recorder(FAILBACK_NAME),
-                               options=options, policies=Policies(*policy_informers), rebalancers=rebalancers.store)
-    failback.templates = Templates(manager.informers, failback.template_changed)
-    failback_controller = Controller(FAILBACK_NAME, failback, workers=1, **controller_options)
-    failback.controller = failback_controller
-    failback_controller.watches(clusters)
-    failback_controller.wait_for_caches(rebalancers, *policy_informers)
-    for informer in binding_informers:
-        informer.add_event_handler(_record_handler(recorder))
-        failback_controller.watches(informer, map_func=_clusters_of_record, predicates=[RECORD_CHANGED])
-        failback_controller.watches(informer, map_func=_clusters_in_flight)  # their health: any change
-    manager.add_controller(record_controller)
-    manager.add_controller(failback_controller)
-    return [record_controller, failback_controller]

@@ -17,7 +17,7 @@ from controller_manager.objects import Obj
 from controller_manager.reconcile import Request
 from karmada_api.bindings import CRB_KIND, RB_KIND, binding_cluster_names
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready
-from karmada_api.placement import affinity_allows, applied_placement
+from karmada_api.placement import affinity_allows, applied_placement, in_graceful_eviction_tasks
 from karmada_api.shapes import as_placement, binding_spec, cluster_spec
 from karmada_api.taints import has_no_execute_taints
 from kube_api.timeutil import parse_optional_time
@@ -284,3 +284,22 @@ def evicted_by_event(binding: Obj, event: EvictionEvent, in_flight: Mapping[str,
         return False
     triggered = parse_optional_time(spec.get("rescheduleTriggeredAt"))
     return triggered is None or event.at > triggered + EVENT_CLOCK_MARGIN
+
+
+def wait_reason(binding: Obj, cluster: Obj) -> str | None:
+    """Why the binding's fail-back to ``cluster`` cannot start yet, though it is its turn (None: it can). Either
+    makes a fresh schedule leave the cluster out, so the move would look finished with the workload elsewhere."""
+    name = objects.name(cluster)
+    if evicting(binding, name):
+        return "Karmada's graceful eviction from it is not over (a task of spec.gracefulEvictionTasks names it)"
+    taint = blocking_taint(binding, cluster)
+    if taint is not None:
+        return (f"its placement does not tolerate the taint {taint} of cluster {name}; it fails back once the taint "
+                f"is removed (or tolerated)")
+    return None
+
+
+def evicting(binding: Obj, cluster: str) -> bool:
+    """Karmada's graceful eviction of the binding from the cluster is going on (a task names it): its scheduler
+    leaves the cluster out (``ClusterEviction``), so no fail-back to it can start."""
+    return in_graceful_eviction_tasks(binding_spec(binding), cluster)

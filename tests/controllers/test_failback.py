@@ -22,6 +22,8 @@ from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
 from controllers.app import main
 from controllers.failback import controller as failback
+from controllers.failback import wiring
+from controllers.failback.options import FailbackOptions
 from controllers.failback.progress import (
     EVICTED_AT_ANNOTATION,
     FAILING_BACK_ANNOTATION,
@@ -56,9 +58,9 @@ DEPLOY = "/apis/apps/v1/namespaces/default/deployments"
 async def controller(kube: KubeClient, *, max_workloads: int = 100, window: float = WINDOW, max_concurrent: int = 10,
                      deadline: float = 60.0) -> AsyncIterator[Manager]:
     mgr = Manager(kube, ManagerOptions(name="test-cm", metrics_bind_address="0", health_probe_bind_address="0"))
-    options = failback.FailbackOptions(stabilization_window=window, max_workloads=max_workloads, rebalancer_ttl=60,
-                                       max_concurrent=max_concurrent, progress_deadline=deadline)
-    failback.setup(mgr, options, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=1.0))
+    options = FailbackOptions(stabilization_window=window, max_workloads=max_workloads, rebalancer_ttl=60,
+                              max_concurrent=max_concurrent, progress_deadline=deadline)
+    wiring.setup(mgr, options, rate_limiter_options=RateLimiterOptions(base_delay=0.05, max_delay=1.0))
     async with running(mgr):
         yield mgr
 
