@@ -186,13 +186,30 @@ def is_env_var_name(value: str) -> list[str]:
         errs.append(_regex_error("a valid environment variable name must consist of alphabetic characters, digits, "
                                  "'_', '-', or '.', and must not start with a digit", _ENV_VAR_NAME_FMT,
                                  "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
+    return errs + _chdir_prefix_errors(value)
+
+
+def _chdir_prefix_errors(value: str) -> list[str]:
+    """apimachinery's ``hasChDirPrefix``: a name that would change the directory it is a file of."""
     if value == ".":
-        errs.append("must not be '.'")
-    elif value == "..":
-        errs.append("must not be '..'")
-    elif value.startswith(".."):
-        errs.append("must not start with '..'")
-    return errs
+        return ["must not be '.'"]
+    if value == "..":
+        return ["must not be '..'"]
+    return ["must not start with '..'"] if value.startswith("..") else []
+
+
+_CONFIG_MAP_KEY_FMT: Final = "[-._a-zA-Z0-9]+"
+_CONFIG_MAP_KEY_RE: Final = re.compile(_CONFIG_MAP_KEY_FMT)
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """``IsConfigMapKey``: a key of a ConfigMap's or Secret's data (at most 253 characters, letters, digits,
+    ``-``, ``_`` and ``.``, no ``.``/``..`` prefix), as an environment variable's ``configMapKeyRef`` names one."""
+    errs = _too_long(value, _DNS1123_SUBDOMAIN_MAX)
+    if _CONFIG_MAP_KEY_RE.fullmatch(value) is None:
+        errs.append(_regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                                 _CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
+    return errs + _chdir_prefix_errors(value)
 
 
 _INT64_MIN: Final = -(1 << 63)

@@ -55,6 +55,56 @@ def _container(container: Any) -> None:
     if isinstance(lifecycle, dict):
         for key in ("postStart", "preStop"):
             _handler(lifecycle.get(key))
+    for var in container.get("env") or []:
+        source = var.get("valueFrom") if isinstance(var, dict) else None
+        if isinstance(source, dict):
+            _downward_selectors(source)
+
+
+def _downward_selectors(source: MutableObj) -> None:
+    """SetDefaults_ObjectFieldSelector (a field of the ``v1`` Pod), and a resource's divisor as kube writes an unset
+    one back (``"0"``: a Quantity that is not a pointer)."""
+    if isinstance(source.get("fieldRef"), dict):
+        _default(source["fieldRef"], "apiVersion", "v1")
+    if isinstance(source.get("resourceFieldRef"), dict) and source["resourceFieldRef"].get("divisor") is None:
+        source["resourceFieldRef"]["divisor"] = "0"
+
+
+VOLUME_SOURCES: tuple[str, ...] = (
+    "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
+    "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
+    "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk",
+    "storageos", "projected", "scaleIO", "csi", "ephemeral")
+"""A volume's sources (given none, SetDefaults_Volume makes it an ``emptyDir``)."""
+DEFAULT_FILE_MODE = 0o644
+"""The ``defaultMode`` of a Secret, ConfigMap, Downward API or projected volume."""
+
+
+def _volume(volume: Any) -> None:
+    """SetDefaults_Volume and its sources': the file modes, a host path's type, a token's expiration (an hour),
+    each Downward API field's version."""
+    if not isinstance(volume, dict):
+        return
+    if not any(isinstance(volume.get(key), dict) for key in VOLUME_SOURCES):
+        volume["emptyDir"] = {}
+    for key in ("secret", "configMap", "downwardAPI", "projected"):
+        if isinstance(volume.get(key), dict) and volume[key].get("defaultMode") is None:
+            volume[key]["defaultMode"] = DEFAULT_FILE_MODE
+    if isinstance(volume.get("hostPath"), dict) and volume["hostPath"].get("type") is None:
+        volume["hostPath"]["type"] = ""
+    downward, projected = volume.get("downwardAPI"), volume.get("projected")
+    files = list(downward.get("items") or []) if isinstance(downward, dict) else []
+    for source in (projected.get("sources") or []) if isinstance(projected, dict) else []:
+        if not isinstance(source, dict):
+            continue
+        token = source.get("serviceAccountToken")
+        if isinstance(token, dict) and token.get("expirationSeconds") is None:
+            token["expirationSeconds"] = 3600
+        if isinstance(source.get("downwardAPI"), dict):
+            files.extend(source["downwardAPI"].get("items") or [])
+    for file in files:
+        if isinstance(file, dict):
+            _downward_selectors(file)
 
 
 PROBE_DEFAULTS: dict[str, int] = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1,
@@ -80,7 +130,9 @@ def _handler(handler: Any) -> None:
 
 
 def pod_spec(spec: Any) -> None:
-    """SetDefaults_PodSpec and its containers."""
+    """SetDefaults_PodSpec, its containers' and volumes'; and what 1.20 drops because its feature gate is off
+    (``dropDisabledFields``): ephemeral containers and ``ephemeral`` volumes (a volume with only that is left
+    without a source, and refused)."""
     if not isinstance(spec, dict):
         return
     _default(spec, "restartPolicy", "Always")
@@ -91,6 +143,11 @@ def pod_spec(spec: Any) -> None:
     for key in ("containers", "initContainers"):
         for container in spec.get(key) or []:
             _container(container)
+    for volume in spec.get("volumes") or []:
+        _volume(volume)
+        if isinstance(volume, dict):
+            volume.pop("ephemeral", None)
+    spec.pop("ephemeralContainers", None)
 
 
 def _template(spec: MutableObj) -> None:
@@ -105,7 +162,7 @@ def pod(obj: MutableObj) -> None:
     if isinstance(spec, dict):
         _default(spec, "enableServiceLinks", True)
         _default(spec, "priority", 0)
-        for container in spec.get("containers") or []:
+        for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
             # SetDefaults_Pod: limits without requests → requests = limits.
             if isinstance(container, dict) and isinstance(container.get("resources"), dict):
                 resources = container["resources"]

@@ -5,22 +5,24 @@ variable named ``1BAD``, a mount of a volume that is not there, or a request abo
 stored them, so a manifest that works on the dev plane could fail on Karmada's API server. Covered, in kube's
 order and with its messages (each checked on the refplane):
 
-- volumes: each name required, a DNS-1123 label, unique (a volume refused so is unknown to the mounts);
+- volumes (:mod:`.volume_validation`: their names and sources; a volume refused is unknown to the mounts);
 - per container: its name (required, a DNS-1123 label, unique), its image, its lifecycle hooks and probes (one
   handler each, valid; counts not negative; a liveness or startup probe's success threshold 1), its termination
   message policy, its ports (``validateContainerPorts``: name, container and host port, protocol, duplicate
-  names), its environment (``ValidateEnv``: names, one source per ``valueFrom``), its volume mounts (the volume
-  known, a mount path, each path once), its image pull policy, its resources (``ValidateResourceRequirements``:
+  names), its environment (:mod:`.env_validation`: ``env`` and ``envFrom``), its volume mounts and devices
+  (:mod:`.volume_validation`), its image pull policy, its resources (``ValidateResourceRequirements``:
   names, non-negative amounts, requests within limits, limits for resources that cannot be overcommitted,
-  HugePages with cpu or memory);
-  and its security context (:mod:`.security_context_validation`);
+  HugePages with cpu or memory) and its security context (:mod:`.security_context_validation`); then the host
+  ports the containers share;
+- init containers: the same per container (their host ports each on its own), then each name unique among
+  all containers and no lifecycle hooks or probes;
 - the restart policy, the DNS policy, the node selector's labels, the Pod's security context, its affinity
   (:mod:`.affinity_validation`), its DNS config, readiness gates and topology spread constraints, the service
   account, node, host and subdomain names, ``activeDeadlineSeconds`` and each toleration.
 
-Not covered: volume sources, ``envFrom``, init and ephemeral containers, and whether an extended resource's
-amount is an integer. kube
-walks a resource list (a Go map) in random order; this goes in the written order.
+Not covered: ephemeral containers (1.20 drops them: their feature gate is off), the contents of exotic volume
+sources, and whether an extended resource's amount is an integer. kube walks a resource list (a Go map) in
+random order; this goes in the written order.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from kube_api.validation import (
     go_quote,
     is_dns1123_label,
     is_dns1123_subdomain,
-    is_env_var_name,
     is_http_header_name,
     is_qualified_name,
     is_valid_label_value,
@@ -52,14 +53,18 @@ from kube_api.validation import (
 )
 
 from .affinity_validation import affinity_causes, topology_spread_causes
+from .env_validation import env_causes, env_from_causes
 from .errors import Cause
 from .security_context_validation import container_security_context_causes, pod_security_context_causes
 from .validation import child, entries, go_int, go_strings, parse_go_ip, port_num_causes, validate_labels
+from .volume_validation import device_causes, mount_causes, volume_causes
 
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never")
 PULL_POLICIES: Final = ("Always", "IfNotPresent", "Never")
 PROTOCOLS: Final = ("SCTP", "TCP", "UDP")
-ENV_SOURCES: Final = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+INIT_RULE: Final = "must not be set for init containers"
+GO_ADDRESS: Final = "0xc000000000"
+"""The address the dev server prints for a Go pointer that is not nil (kube prints a real one)."""
 HANDLERS: Final = ("exec", "httpGet", "tcpSocket")
 """A probe's or hook's handler types, in the order kube looks at them (the first found counts)."""
 PROBE_COUNTS: Final = ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold")
@@ -90,8 +95,13 @@ def _named(field: str, name: str, check: Callable[[str], list[str]], *, optional
 
 def pod_spec_causes(pod: Mapping[str, Any], field: str) -> list[Cause]:
     """``ValidatePodSpec``'s covered part (see the module docstring), for the Pod spec at ``field``."""
-    volumes, causes = _volumes(pod, field)
-    causes.extend(_containers(pod, field, volumes))
+    volumes, causes = volume_causes(pod, field)
+    containers = entries(pod, "containers")
+    if containers:
+        causes.extend(_containers(containers, f"{field}.containers", volumes, init=False))
+    else:
+        causes.append(Cause.required(f"{field}.containers"))
+    causes.extend(_init_containers(pod, f"{field}.initContainers", volumes))
     policy = pod.get("restartPolicy", "Always")
     if policy not in RESTART_POLICIES:
         causes.append(Cause.not_supported(f"{field}.restartPolicy", go_quote(str(policy)), RESTART_POLICIES))
@@ -194,59 +204,107 @@ def _go_toleration(toleration: Mapping[str, Any]) -> str:
     return f"core.Toleration{{{fields}, TolerationSeconds:{seconds}}}"
 
 
-def _volumes(pod: Mapping[str, Any], field: str) -> tuple[set[str], list[Cause]]:
-    """``ValidateVolumes``' names: the names of the volumes found valid, and the causes of the others."""
-    valid: set[str] = set()
-    causes: list[Cause] = []
-    for i, volume in entries(pod, "volumes"):
-        at = f"{field}.volumes[{i}].name"
-        name = str(volume.get("name") or "")
-        found = _named(at, name, is_dns1123_label)
-        if name in valid:
-            found.append(Cause.duplicate(at, go_quote(name)))
-        if found:
-            causes.extend(found)
-        else:
-            valid.add(name)
-    return valid, causes
-
-
-def _containers(pod: Mapping[str, Any], field: str, volumes: set[str]) -> list[Cause]:
-    containers = entries(pod, "containers")
-    if not containers:
-        return [Cause.required(f"{field}.containers")]
+def _containers(containers: list[tuple[int, Mapping[str, Any]]], field: str,
+                volumes: Mapping[str, Mapping[str, Any]], *, init: bool) -> list[Cause]:
+    """``validateContainers``: each container, then the host ports they share (an init container runs alone, so
+    only its own ports may not collide)."""
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, container in containers:
-        at = f"{field}.containers[{i}]"
+        at = f"{field}[{i}]"
         name = str(container.get("name") or "")
         causes.extend(_named(f"{at}.name", name, is_dns1123_label))
         if name in seen:  # kube: an empty name twice is a duplicate too
             causes.append(Cause.duplicate(f"{at}.name", go_quote(name)))
         seen.add(name)
-        if not container.get("image"):
-            causes.append(Cause.required(f"{at}.image"))
-        causes.extend(_lifecycle(container, f"{at}.lifecycle"))
-        for key in ("livenessProbe", "startupProbe"):  # then the readiness probe, after the termination policy
-            causes.extend(_probe(container, key, at, success_must_be_one=True))
-        policy = container.get("terminationMessagePolicy")
-        if not policy:
-            causes.append(Cause.required(f"{at}.terminationMessagePolicy", TERMINATION_MESSAGE_RULE))
-        elif policy not in TERMINATION_MESSAGE_POLICIES:
-            causes.append(Cause.invalid(f"{at}.terminationMessagePolicy", go_quote(str(policy)),
-                                        TERMINATION_MESSAGE_RULE))
-        causes.extend(_probe(container, "readinessProbe", at, success_must_be_one=False))
-        causes.extend(_ports(container, f"{at}.ports"))
-        causes.extend(_env(container, f"{at}.env"))
-        causes.extend(_mounts(container, f"{at}.volumeMounts", volumes))
-        policy = str(container.get("imagePullPolicy") or "")
-        if not policy:
-            causes.append(Cause.required(f"{at}.imagePullPolicy"))
-        elif policy not in PULL_POLICIES:
-            causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
-        causes.extend(_resources(child(container, "resources"), f"{at}.resources"))
-        causes.extend(container_security_context_causes(container, at))
+        causes.extend(_container(container, at, volumes))
+    groups = [[entry] for entry in containers] if init else [containers]
+    for group in groups:
+        causes.extend(_host_port_conflicts(group, field))
     return causes
+
+
+def _container(container: Mapping[str, Any], at: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[Cause]:
+    """One container's fields after its name, in ``validateContainers``' order."""
+    causes = [] if container.get("image") else [Cause.required(f"{at}.image")]
+    causes.extend(_lifecycle(container, f"{at}.lifecycle"))
+    for key in ("livenessProbe", "startupProbe"):  # then the readiness probe, after the termination policy
+        causes.extend(_probe(container, key, at, success_must_be_one=True))
+    policy = container.get("terminationMessagePolicy")
+    if not policy:
+        causes.append(Cause.required(f"{at}.terminationMessagePolicy", TERMINATION_MESSAGE_RULE))
+    elif policy not in TERMINATION_MESSAGE_POLICIES:
+        causes.append(Cause.invalid(f"{at}.terminationMessagePolicy", go_quote(str(policy)),
+                                    TERMINATION_MESSAGE_RULE))
+    causes.extend(_probe(container, "readinessProbe", at, success_must_be_one=False))
+    causes.extend(_ports(container, f"{at}.ports"))
+    causes.extend(env_causes(container, f"{at}.env"))
+    causes.extend(env_from_causes(container, f"{at}.envFrom"))
+    causes.extend(mount_causes(container, f"{at}.volumeMounts", volumes))
+    causes.extend(device_causes(container, f"{at}.volumeDevices", volumes))
+    policy = str(container.get("imagePullPolicy") or "")
+    if not policy:
+        causes.append(Cause.required(f"{at}.imagePullPolicy"))
+    elif policy not in PULL_POLICIES:
+        causes.append(Cause.not_supported(f"{at}.imagePullPolicy", go_quote(policy), PULL_POLICIES))
+    causes.extend(_resources(child(container, "resources"), f"{at}.resources"))
+    causes.extend(container_security_context_causes(container, at))
+    return causes
+
+
+def _host_port_conflicts(containers: list[tuple[int, Mapping[str, Any]]], field: str) -> list[Cause]:
+    """``checkHostPortConflicts``: a protocol, host IP and host port used twice."""
+    causes: list[Cause] = []
+    used: set[str] = set()
+    for i, container in containers:
+        for j, port in entries(container, "ports"):
+            number = go_int(port.get("hostPort"))
+            if number == 0:
+                continue
+            key = f"{port.get('protocol') or ''}/{port.get('hostIP') or ''}/{number}"
+            if key in used:
+                causes.append(Cause.duplicate(f"{field}[{i}].ports[{j}].hostPort", go_quote(key)))
+            used.add(key)
+    return causes
+
+
+def _init_containers(pod: Mapping[str, Any], field: str, volumes: Mapping[str, Mapping[str, Any]]) -> list[Cause]:
+    """``validateInitContainers``: each as a container, then its name unique among all containers, and no
+    lifecycle hooks or probes (kube prints the refused value as Go's ``%#v``)."""
+    containers = entries(pod, "initContainers")
+    causes = _containers(containers, field, volumes, init=True) if containers else []
+    names = {str(container.get("name") or "") for _, container in entries(pod, "containers")}
+    for i, container in containers:
+        at, name = f"{field}[{i}]", str(container.get("name") or "")
+        if name in names:
+            causes.append(Cause.duplicate(f"{at}.name", go_quote(name)))
+        if name:
+            names.add(name)
+        if isinstance(container.get("lifecycle"), Mapping):
+            causes.append(Cause.invalid(f"{at}.lifecycle", _go_lifecycle(container["lifecycle"]), INIT_RULE))
+        for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+            if isinstance(container.get(key), Mapping):
+                causes.append(Cause.invalid(f"{at}.{key}", _go_probe(container[key]), INIT_RULE))
+    return causes
+
+
+def _go_pointer(parent: Mapping[str, Any], key: str, kind: str) -> str:
+    """``%#v`` of a pointer field: nil, or an address (the dev server's is made up)."""
+    return f"(*{kind})({GO_ADDRESS if isinstance(parent.get(key), Mapping) else 'nil'})"
+
+
+def _go_lifecycle(lifecycle: Mapping[str, Any]) -> str:
+    return (f"core.Lifecycle{{PostStart:{_go_pointer(lifecycle, 'postStart', 'core.Handler')}, "
+            f"PreStop:{_go_pointer(lifecycle, 'preStop', 'core.Handler')}}}")
+
+
+def _go_probe(probe: Mapping[str, Any]) -> str:
+    """``%#v`` of a 1.20 ``core.Probe`` (its counts as defaulted)."""
+    handler = ", ".join(f"{name}:{_go_pointer(probe, key, kind)}" for name, key, kind in (
+        ("Exec", "exec", "core.ExecAction"), ("HTTPGet", "httpGet", "core.HTTPGetAction"),
+        ("TCPSocket", "tcpSocket", "core.TCPSocketAction")))
+    counts = ", ".join(f"{key[0].upper()}{key[1:]}:{go_int(probe.get(key))}" for key in PROBE_COUNTS)
+    return f"core.Probe{{Handler:core.Handler{{{handler}}}, {counts}}}"
 
 
 def _lifecycle(container: Mapping[str, Any], field: str) -> list[Cause]:
@@ -333,47 +391,6 @@ def _ports(container: Mapping[str, Any], field: str) -> list[Cause]:
             causes.append(Cause.required(f"{at}.protocol"))
         elif protocol not in PROTOCOLS:
             causes.append(Cause.not_supported(f"{at}.protocol", go_quote(protocol), PROTOCOLS))
-    return causes
-
-
-def _env(container: Mapping[str, Any], field: str) -> list[Cause]:
-    """``ValidateEnv``: each name, and each ``valueFrom`` naming exactly one source, not beside a ``value``."""
-    causes: list[Cause] = []
-    for i, var in entries(container, "env"):
-        at = f"{field}[{i}]"
-        causes.extend(_named(f"{at}.name", str(var.get("name") or ""), is_env_var_name))
-        source = var.get("valueFrom")
-        if not isinstance(source, Mapping):
-            continue
-        sources = sum(1 for key in ENV_SOURCES if isinstance(source.get(key), Mapping))
-        if sources == 0:
-            detail = "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"
-        elif var.get("value"):
-            detail = "may not be specified when `value` is not empty"
-        elif sources > 1:
-            detail = "may not have more than one field specified at a time"
-        else:
-            continue
-        causes.append(Cause.invalid(f"{at}.valueFrom", '""', detail))
-    return causes
-
-
-def _mounts(container: Mapping[str, Any], field: str, volumes: set[str]) -> list[Cause]:
-    """``ValidateVolumeMounts``: the volume known, a mount path, each path once."""
-    causes: list[Cause] = []
-    paths: set[str] = set()
-    for i, mount in entries(container, "volumeMounts"):
-        at = f"{field}[{i}]"
-        name, path = str(mount.get("name") or ""), str(mount.get("mountPath") or "")
-        if not name:
-            causes.append(Cause.required(f"{at}.name"))
-        if name not in volumes:
-            causes.append(Cause.not_found(f"{at}.name", go_quote(name)))
-        if not path:
-            causes.append(Cause.required(f"{at}.mountPath"))
-        if path in paths:
-            causes.append(Cause.invalid(f"{at}.mountPath", go_quote(path), "must be unique"))
-        paths.add(path)
     return causes
 
 
