@@ -307,6 +307,146 @@ def placement_and_security_cases(dep: str) -> list[tuple[str, str, str, Any, str
     ])]
 
 
+def volume_sources() -> dict[str, dict[str, Any]]:
+    """Every in-tree volume source, empty (kube validates the first in its order and forbids the others)."""
+    return {key: {} for key in (
+        "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs", "iscsi",
+        "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte", "downwardAPI", "fc",
+        "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume",
+        "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral")}
+
+
+def init_env_and_volume_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
+    """Init containers, ``envFrom``, environment sources, volume sources, mounts and devices kube refuses."""
+    exec_action = {"exec": {"command": ["a"]}}
+    return [(f"pod volumes, {what}", "POST", dep, pod(f"pv{i}", **spec), J) for i, (what, spec) in enumerate([
+        ("init container hooks and probes", {"initContainers": [{
+            "name": "i", "image": "x", "lifecycle": {"preStop": exec_action}, "livenessProbe": exec_action,
+            "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 5}, "startupProbe": exec_action}]}),
+        ("init container names", {"initContainers": [
+            {"name": "c", "image": "x"}, {"name": "i", "image": ""}, {"name": "i", "image": "x"},
+            {"name": "Bad_I", "image": "x"}, {"name": "", "image": "x"}]}),
+        ("init container fields", {"volumes": [{"name": "v", "emptyDir": {}}], "initContainers": [{
+            "name": "i", "image": "x", "env": [{"name": "1B"}], "envFrom": [{}],
+            "volumeMounts": [{"name": "nope", "mountPath": "/a"}], "imagePullPolicy": "Bogus",
+            "resources": {"requests": {"cpu": "-1"}}, "securityContext": {"runAsUser": -1},
+            "terminationMessagePolicy": "X", "ports": [{"containerPort": 0}]}]}),
+        ("host port conflicts", {
+            "containers": [{"name": "a", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]},
+                           {"name": "b", "image": "x", "ports": [{"containerPort": 81, "hostPort": 80},
+                                                                 {"containerPort": 82, "hostPort": 80,
+                                                                  "protocol": "UDP"}]}],
+            "initContainers": [{"name": "i", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80},
+                                                                     {"containerPort": 83, "hostPort": 80}]},
+                               {"name": "j", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]}),
+        ("envFrom", {"containers": container(envFrom=[
+            {}, {"prefix": "1bad", "configMapRef": {"name": ""}},
+            {"configMapRef": {"name": "Bad_N"}, "secretRef": {"name": "s"}}, {"secretRef": {"name": "bad name"}},
+            {"prefix": "a=b", "secretRef": {"name": "ok"}}, {"prefix": "A_", "configMapRef": {"name": "x-"}}])}),
+        ("environment sources", {"containers": container(env=[
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.bogus"}}},
+            {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels"}}},
+            {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "spec.schedulerName"}}},
+            {"name": "D", "valueFrom": {"fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}}},
+            {"name": "E", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['Bad Key']"}}},
+            {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name['x']"}}},
+            {"name": "G", "valueFrom": {"resourceFieldRef": {"resource": "limits.bogus"}}},
+            {"name": "H", "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "3"}}},
+            {"name": "I", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "2"}}},
+            {"name": "J", "valueFrom": {"resourceFieldRef": {}}},
+            {"name": "K", "valueFrom": {"configMapKeyRef": {"name": "", "key": ""}}},
+            {"name": "L", "valueFrom": {"secretKeyRef": {"name": "Bad_N", "key": "bad key!"}}},
+            {"name": "M", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k" * 254}}},
+            {"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['x']"},
+                                        "configMapKeyRef": {"name": "a", "key": ".."}}}])}),
+        ("valid environment sources", {"containers": container(
+            env=[{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.host"}}},
+                 {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "status.podIPs"}}},
+                 {"name": "C", "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1000m"}}},
+                 {"name": "D", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k", "optional": True}}}],
+            envFrom=[{"secretRef": {"name": "s", "optional": True}}])}),
+        ("every volume source", {"volumes": [{"name": "v", **volume_sources()}]}),
+        ("ephemeral volume, dropped", {"volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}]}),
+        ("empty dir and host path", {"volumes": [
+            {"name": "a", "emptyDir": {"sizeLimit": "-1", "medium": "Bogus"}},
+            {"name": "b", "hostPath": {"path": ""}}, {"name": "c", "hostPath": {"path": "/a/../b", "type": "Bogus"}},
+            {"name": "d", "hostPath": {"path": "rel"}}],
+            "containers": container(volumeMounts=[{"name": "a", "mountPath": "/a"},
+                                                  {"name": "d", "mountPath": "/d"}])}),
+        ("config map and secret", {"volumes": [
+            {"name": "a", "configMap": {"defaultMode": 1000, "items": [
+                {"key": "", "path": ""}, {"key": "k", "path": "/abs", "mode": -1}, {"key": "k", "path": "a/../b"},
+                {"key": "k", "path": "..a"}, {"key": "bad key!", "path": "..", "mode": 512}]}},
+            {"name": "b", "secret": {"defaultMode": -1, "items": [{"key": "", "path": "x"}]}},
+            {"name": "c", "secret": {"secretName": "Bad_N"}}]}),
+        ("claims, nfs and csi", {"volumes": [
+            {"name": "a", "persistentVolumeClaim": {}}, {"name": "b", "persistentVolumeClaim": {"claimName": "Bad_N"}},
+            {"name": "c", "nfs": {}}, {"name": "d", "nfs": {"server": "s", "path": "rel"}}, {"name": "e", "csi": {}},
+            {"name": "f", "csi": {"driver": "Bad_Driver!", "nodePublishSecretRef": {"name": ""}}},
+            {"name": "g", "csi": {"driver": "a" * 70, "nodePublishSecretRef": {"name": "Bad_S"}}}]}),
+        ("downward API", {"volumes": [{"name": "a", "downwardAPI": {"defaultMode": 4096, "items": [
+            {"path": "", "fieldRef": {"fieldPath": "metadata.name"}},
+            {"path": "/x", "fieldRef": {"fieldPath": "spec.nodeName"}},
+            {"path": "y", "fieldRef": {"fieldPath": "metadata.labels['bad key!']"}}, {"path": "z"},
+            {"path": "w", "fieldRef": {"fieldPath": "metadata.name"}, "resourceFieldRef": {"resource": "limits.cpu"}},
+            {"path": "r", "resourceFieldRef": {"resource": "limits.cpu"}},
+            {"path": "q", "resourceFieldRef": {"containerName": "c", "resource": "bogus"}},
+            {"path": "d", "resourceFieldRef": {"containerName": "c", "resource": "limits.cpu", "divisor": "2"}},
+            {"path": "f", "fieldRef": {"fieldPath": "metadata.name['x']"}, "mode": 999}]}}]}),
+        ("projected", {"volumes": [{"name": "a", "projected": {"defaultMode": -2, "sources": [
+            {"secret": {"items": [{"key": "k", "path": "p"}]}},
+            {"configMap": {"name": "c", "items": [{"key": "k", "path": "p"}, {"key": "", "path": "/abs"}]}},
+            {"downwardAPI": {"items": [{"path": "p", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+            {"serviceAccountToken": {"expirationSeconds": 5, "path": ""}},
+            {"serviceAccountToken": {"path": "t", "expirationSeconds": 5000000000}},
+            {"serviceAccountToken": {"path": "u", "expirationSeconds": 0}},
+            {"secret": {"name": "s"}, "configMap": {"name": "c"}}, {}]}}]}),
+        ("valid volumes", {"volumes": [
+            {"name": "a"}, {"name": "b", "secret": {"secretName": "s", "optional": True}},
+            {"name": "c", "configMap": {"name": "c", "items": [{"key": "k", "path": "dir/p", "mode": 0o400}]}},
+            {"name": "d", "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                                                    {"path": "cpu", "resourceFieldRef": {
+                                                        "containerName": "c", "resource": "limits.cpu"}}]}},
+            {"name": "e", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}},
+                                                    {"configMap": {"name": "c"}}]}},
+            {"name": "f", "hostPath": {"path": "/var/log", "type": "Directory"}},
+            {"name": "g", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}},
+            {"name": "h", "nfs": {"server": "nfs.example.com", "path": "/exports"}},
+            {"name": "i", "csi": {"driver": "secrets-store.csi.k8s.io", "nodePublishSecretRef": {"name": "s"}}},
+            {"name": "j", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}],
+            "containers": container(volumeMounts=[
+                {"name": "a", "mountPath": "/a", "subPath": "x"}, {"name": "b", "mountPath": "/b", "readOnly": True},
+                {"name": "c", "mountPath": "/c", "subPathExpr": "$(POD)"},
+                {"name": "f", "mountPath": "/f", "mountPropagation": "HostToContainer"}],
+                volumeDevices=[{"name": "g", "devicePath": "/dev/xvda"}])}),
+        ("mount sub paths and propagation", {"volumes": [{"name": "v", "emptyDir": {}}],
+                                             "containers": container(volumeMounts=[
+            {"name": "v", "mountPath": "/a", "subPath": "/abs"}, {"name": "v", "mountPath": "/b", "subPath": "../x"},
+            {"name": "v", "mountPath": "/c", "subPath": "a", "subPathExpr": "$(X)"},
+            {"name": "v", "mountPath": "/d", "subPathExpr": "/abs/.."},
+            {"name": "v", "mountPath": "/e", "mountPropagation": "Bogus"},
+            {"name": "v", "mountPath": "/f", "mountPropagation": "Bidirectional"}])}),
+        ("bidirectional mount when privileged", {"volumes": [{"name": "v", "emptyDir": {}}],
+                                                 "containers": container(
+            securityContext={"privileged": True},
+            volumeMounts=[{"name": "v", "mountPath": "/a", "mountPropagation": "Bidirectional"}])}),
+        ("volume devices", {"volumes": [{"name": "v", "emptyDir": {}},
+                                        {"name": "p", "persistentVolumeClaim": {"claimName": "x"}}],
+                            "containers": container(volumeMounts=[{"name": "p", "mountPath": "/dev/x"}], volumeDevices=[
+                                {"name": "v", "devicePath": "/dev/a"}, {"name": "nope", "devicePath": ""},
+                                {"name": "p", "devicePath": "/dev/x"}, {"name": "p", "devicePath": "/dev/../y"},
+                                {"name": "", "devicePath": "/dev/a"}])}),
+        ("every part, in kube's order", {
+            "volumes": [{"name": "v", "configMap": {}}, {"name": "w", "emptyDir": {}}],
+            "initContainers": [{"name": "c", "image": "x", "envFrom": [{}], "livenessProbe": exec_action}],
+            "containers": container(envFrom=[{"prefix": "1"}], env=[{"name": "A", "valueFrom": {
+                "fieldRef": {"fieldPath": "x"}}}], volumeMounts=[{"name": "v", "mountPath": "/v", "subPath": "/"}],
+                volumeDevices=[{"name": "w", "devicePath": "/w"}], imagePullPolicy="X"),
+            "restartPolicy": "Bogus"}),
+    ])]
+
+
 def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
     """(what, method, path, body, content type), sent in this order to both servers."""
     cm, dep = f"/api/v1/namespaces/{ns}/configmaps", f"/apis/apps/v1/namespaces/{ns}/deployments"
@@ -421,6 +561,7 @@ def cases(ns: str, tag: str) -> list[tuple[str, str, str, Any, str]]:
          job("j8", labels={"controller-uid": "x", "app": "j8"}), J),
         *pod_template_cases(dep),
         *placement_and_security_cases(dep),
+        *init_env_and_volume_cases(dep),
         ("statefulset, active deadline and restart policy", "POST", sts,
          stateful_set("s9", template={"metadata": {"labels": {"app": "s9"}}, "spec": {
              "activeDeadlineSeconds": 5, "restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}), J),
