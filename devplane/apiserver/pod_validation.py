@@ -207,7 +207,8 @@ def _go_toleration(toleration: Mapping[str, Any]) -> str:
 def _containers(containers: list[tuple[int, Mapping[str, Any]]], field: str,
                 volumes: Mapping[str, Mapping[str, Any]], *, init: bool) -> list[Cause]:
     """``validateContainers``: each container, then the host ports they share (an init container runs alone, so
-    only its own ports may not collide)."""
+    only its own ports may not collide; kube then names it the list's first, ``initContainers[0]``, whichever
+    it is)."""
     causes: list[Cause] = []
     seen: set[str] = set()
     for i, container in containers:
@@ -218,7 +219,7 @@ def _containers(containers: list[tuple[int, Mapping[str, Any]]], field: str,
             causes.append(Cause.duplicate(f"{at}.name", go_quote(name)))
         seen.add(name)
         causes.extend(_container(container, at, volumes))
-    groups = [[entry] for entry in containers] if init else [containers]
+    groups = [[(0, container)] for _, container in containers] if init else [containers]
     for group in groups:
         causes.extend(_host_port_conflicts(group, field))
     return causes

@@ -338,7 +338,8 @@ def init_env_and_volume_cases(dep: str) -> list[tuple[str, str, str, Any, str]]:
                                                                   "protocol": "UDP"}]}],
             "initContainers": [{"name": "i", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80},
                                                                      {"containerPort": 83, "hostPort": 80}]},
-                               {"name": "j", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80}]}]}),
+                               {"name": "j", "image": "x", "ports": [{"containerPort": 80, "hostPort": 80},
+                                                                     {"containerPort": 84, "hostPort": 80}]}]}),
         ("envFrom", {"containers": container(envFrom=[
             {}, {"prefix": "1bad", "configMapRef": {"name": ""}},
             {"configMapRef": {"name": "Bad_N"}, "secretRef": {"name": "s"}}, {"secretRef": {"name": "bad name"}},
