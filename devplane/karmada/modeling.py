@@ -123,14 +123,16 @@ class ResourceTotal:
         return result
 
     def resource_list(self) -> dict[str, str]:
-        """``ResourceList()`` rendered: cpu and pods DecimalSI, memory, storage and hugepages BinarySI."""
-        result = {RESOURCE_CPU: format_quantity(Fraction(self.milli_cpu, 1000), DECIMAL_SI),
-                  RESOURCE_MEMORY: format_quantity(self.memory, BINARY_SI),
-                  RESOURCE_EPHEMERAL_STORAGE: format_quantity(self.ephemeral_storage, BINARY_SI),
-                  RESOURCE_PODS: format_quantity(self.pods, DECIMAL_SI)}
-        for name, units in self.scalars.items():
-            result[name] = format_quantity(units, BINARY_SI if is_hugepage_resource_name(name) else DECIMAL_SI)
-        return result
+        """``ResourceList()`` rendered: cpu and pods DecimalSI, memory, storage and hugepages BinarySI; only the
+        amounts above zero (Karmada's ``util.Resource.ResourceList``: no pods, no entries, and the field is omitted)."""
+        amounts: list[tuple[str, Fraction, str]] = [
+            (RESOURCE_CPU, Fraction(self.milli_cpu, 1000), DECIMAL_SI),
+            (RESOURCE_MEMORY, Fraction(self.memory), BINARY_SI),
+            (RESOURCE_EPHEMERAL_STORAGE, Fraction(self.ephemeral_storage), BINARY_SI),
+            (RESOURCE_PODS, Fraction(self.pods), DECIMAL_SI)]
+        amounts += [(name, Fraction(units), BINARY_SI if is_hugepage_resource_name(name) else DECIMAL_SI)
+                    for name, units in self.scalars.items()]
+        return {name: format_quantity(amount, unit) for name, amount, unit in amounts if amount > 0}
 
 
 # ----------------------------------------------------------------------------------- summaries
@@ -310,8 +312,9 @@ def resource_summary(nodes: Sequence[Obj], pods: Sequence[Obj], models: Sequence
     allocatable = cluster_allocatable(nodes)
     if allocatable:
         summary["allocatable"] = allocatable
-    summary["allocating"] = allocating_resources(pods)
-    summary["allocated"] = allocated_resources(pods)
+    for name, resources in (("allocating", allocating_resources(pods)), ("allocated", allocated_resources(pods))):
+        if resources:  # a nil ResourceList, omitted
+            summary[name] = resources
     if modeling:
         modelings = allocatable_modelings(models, nodes, pods)
         if modelings:

@@ -154,8 +154,8 @@ async def test_status_describes_the_member(plane: Plane) -> None:
     assert status["nodeSummary"] == {"totalNum": 2, "readyNum": 2}
     assert status["resourceSummary"] == {
         "allocatable": {"cpu": "6", "memory": "12Gi", "pods": "220"},
-        "allocating": {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "0", "pods": "1"},
-        "allocated": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "0", "pods": "1"},
+        "allocating": {"cpu": "500m", "memory": "512Mi", "pods": "1"},
+        "allocated": {"cpu": "1", "memory": "1Gi", "pods": "1"},
         # both nodes have >= 1 cpu and >= 4Gi (but < 16Gi) left: grade 1
         "allocatableModelings": [{"grade": g, "count": 2 if g == 1 else 0} for g in range(9)]}
     # two grade-1 model nodes (1 cpu, 4Gi, 110 pods) take 100 replicas of 10m each
@@ -176,7 +176,7 @@ async def test_status_describes_the_member(plane: Plane) -> None:
 
     async def recounted() -> bool:
         summary = (await plane.cluster())["status"]["resourceSummary"]
-        return bool(summary["allocated"] == {"cpu": "4", "memory": "2Gi", "ephemeral-storage": "0", "pods": "2"})
+        return bool(summary["allocated"] == {"cpu": "4", "memory": "2Gi", "pods": "2"})
 
     await eventually(recounted, timeout=10)
     cluster = await plane.cluster()

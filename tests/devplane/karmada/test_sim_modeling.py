@@ -30,7 +30,7 @@ from karmada_api.taints import generate_taints_message as taints_message
 
 Obj = dict[str, Any]
 MODELS = default_resource_models()
-NO_PODS_USED = {"cpu": "0", "memory": "0", "ephemeral-storage": "0", "pods": "0"}
+NO_PODS_USED: dict[str, str] = {}  # Karmada: only amounts above zero, so none at all
 
 
 def node(name: str, cpu: str, memory: str, pods: str = "110", *, ready: bool = True) -> Obj:
@@ -134,8 +134,8 @@ def test_pending_bound_and_terminated_pods() -> None:
             pod("running", "1", "1Gi", node_name="a"),
             pod("succeeded", "2", "2Gi", node_name="a", phase="Succeeded"),
             pod("failed", "2", "2Gi", node_name="a", phase="Failed")]
-    assert allocating_resources(pods) == {"cpu": "750m", "memory": "768Mi", "ephemeral-storage": "0", "pods": "2"}
-    assert allocated_resources(pods) == {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "0", "pods": "1"}
+    assert allocating_resources(pods) == {"cpu": "750m", "memory": "768Mi", "pods": "2"}
+    assert allocated_resources(pods) == {"cpu": "1", "memory": "1Gi", "pods": "1"}
     assert allocating_resources([]) == NO_PODS_USED
     assert allocated_resources([]) == NO_PODS_USED
 
@@ -168,8 +168,8 @@ def test_summary_feeds_the_general_estimator() -> None:
     summary = resource_summary(nodes, pods, MODELS)
     assert summary == {
         "allocatable": {"cpu": "6", "memory": "12Gi", "pods": "220"},
-        "allocating": {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "0", "pods": "1"},
-        "allocated": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "0", "pods": "1"},
+        "allocating": {"cpu": "500m", "memory": "512Mi", "pods": "1"},
+        "allocated": {"cpu": "1", "memory": "1Gi", "pods": "1"},
         "allocatableModelings": [{"grade": g, "count": 2 if g == 1 else 0} for g in range(9)]}
     cluster = {"metadata": {"name": "m"}, "spec": {"resourceModels": MODELS}, "status": {"resourceSummary": summary}}
     # two grade-1 virtual nodes (1 cpu, 4Gi, 110 pods): 100 replicas of 10m each
