@@ -1,0 +1,289 @@
+"""The dev plane's simulation of Karmada against Karmada: the same inputs, the same answers.
+
+The dev plane simulates Karmada's detector, cluster-status controller and scheduler (``devplane/karmada``) so that
+the user's documents play out there as on a real Karmada. Here Karmada's own components do the work on the
+reference plane, and the simulation's functions are given what Karmada's were given:
+
+- the binding the detector makes of a template and its policy (``build_binding``);
+- each Cluster's ``nodeSummary`` and ``resourceSummary``, from the member's Nodes and Pods (what the general
+  estimator reads);
+- karmada-scheduler's result for each case and each step of it (scale up, scale down, a fresh reschedule): the
+  simulation's ``Algorithm`` gets the binding as the scheduler found it, the Clusters as Karmada's controller wrote
+  them and the members' Nodes and Pods for the accurate estimator, and must answer the same ``spec.clusters`` and
+  the same ``Scheduled`` condition, message included.
+
+The readiness faker is paused meanwhile, so that no Pod of a case changes what the next one is estimated against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from benchmarks.refplane import RefPlane
+from controller_manager import objects
+from controller_manager.client import KubeClient
+from controller_manager.objects import Obj
+from devplane.karmada.modeling import node_summary, resource_summary
+from devplane.karmada.policies import PP_KIND
+from devplane.karmada.policybinding import build_binding
+from devplane.karmada.scheduler.algorithm import Algorithm
+from devplane.karmada.scheduler.controller import condition_for
+from devplane.karmada.scheduler.division import SchedulingError
+from devplane.karmada.scheduler.filters import FitError
+from devplane.karmada.workloads import kind_for
+from estimator.accurate import max_available_replicas
+from estimator.general import GeneralEstimator
+from estimator.merge import combine_available_replicas
+from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS
+from karmada_api.shapes import BindingSpec, binding_spec
+from kube_api.conditions import find_condition
+from kube_api.resources import DEPLOYMENTS, NODES, PODS
+from kube_api.timeutil import format_time, now, parse_time
+from tests.conftest import eventually
+from tests.realplane.conftest import Ours
+from tests.realplane.support import SCHEDULED, binding_of, delete_quietly, deployment, faker_paused, fresh_namespace
+
+MEMBERS = ("member1", "member2")
+BOTH = {"clusterNames": list(MEMBERS)}
+SMALL = {"cpu": "10m", "memory": "10Mi"}
+LARGE = {"cpu": "3", "memory": "10Mi"}  # two per 8-CPU Node: capacity decides
+
+
+def divided(preference: dict[str, Any], affinity: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"clusterAffinity": affinity or BOTH,
+            "replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                                  "weightPreference": preference}}
+
+
+def static(weight1: int, weight2: int) -> dict[str, Any]:
+    return divided({"staticWeightList": [{"targetCluster": {"clusterNames": ["member1"]}, "weight": weight1},
+                                         {"targetCluster": {"clusterNames": ["member2"]}, "weight": weight2}]})
+
+
+DYNAMIC = divided({"dynamicWeight": "AvailableReplicas"})
+AGGREGATED = {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                             "replicaDivisionPreference": "Aggregated"}}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A workload under a placement, then each step of ``then``: new replicas, or "reschedule" (a fresh one)."""
+
+    name: str
+    placement: dict[str, Any]
+    replicas: int
+    requests: dict[str, str] = field(default_factory=lambda: dict(SMALL))
+    then: tuple[int | str, ...] = ()
+
+
+CASES = (
+    Case("duplicated", {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}, 2),
+    Case("static-halves", static(1, 1), 3, then=(7, 2)),
+    Case("static-two-to-one", static(2, 1), 5),
+    Case("dynamic-small", DYNAMIC, 5, then=(9, 3, "reschedule")),
+    Case("dynamic-large", DYNAMIC, 6, LARGE, then=(7,)),
+    Case("dynamic-too-large", DYNAMIC, 20, LARGE),
+    Case("aggregated-small", AGGREGATED, 3),
+    Case("aggregated-large", AGGREGATED, 5, LARGE),
+    Case("spread-one-cluster", {**DYNAMIC, "spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}, 4),
+    Case("member2-only", divided({"dynamicWeight": "AvailableReplicas"}, {"clusterNames": ["member2"]}), 4),
+    Case("no-cluster-fits", divided({"dynamicWeight": "AvailableReplicas"}, {"clusterNames": ["member9"]}), 2),
+)
+
+
+@pytest.fixture
+async def members(ours: Ours) -> AsyncIterator[dict[str, KubeClient]]:
+    clients = {name: await KubeClient.from_kubeconfig(str(ours.plane.member_kubeconfig(name)), qps=0)
+               for name in MEMBERS}
+    try:
+        yield clients
+    finally:
+        for client in clients.values():
+            await client.close()
+
+
+async def scheduled(karmada: KubeClient, namespace: str, name: str, replicas: int,
+                    triggered: datetime | None = None) -> Obj:
+    """The binding once karmada-scheduler has judged its current generation with ``replicas`` (and, with
+    ``triggered``, rescheduled it at or after that second). A failure is taken as it comes: the cases fail only on
+    their first schedule."""
+
+    async def judged() -> Obj | None:
+        binding = await binding_of(karmada, namespace, name)
+        if binding is None or objects.spec(binding).get("replicas") != replicas:
+            return None
+        status = objects.status(binding)
+        condition = find_condition(status.get("conditions"), "Scheduled")
+        if condition is None:
+            return None
+        # Karmada stamps the generation (and lastScheduledTime) only on success, leaving a failure to its retries
+        observed = status.get("schedulerObservedGeneration") == objects.metadata(binding).get("generation")
+        if condition.get("status") == "True" and not observed:
+            return None
+        if triggered is not None and parse_time(str(status.get("lastScheduledTime"))) < triggered:
+            return None
+        return binding
+
+    found: Obj = await eventually(judged, timeout=SCHEDULED, interval=0.25,
+                                  what=f"{namespace}/{name} scheduled with {replicas} replica(s)")
+    return found
+
+
+async def next_second(last_scheduled: datetime) -> datetime:
+    """Now, once it is a second later than ``last_scheduled``: a trigger the scheduler takes once. One in the same
+    second would not be after the schedule; one in the future would be taken again until a schedule reaches it."""
+    await eventually(lambda: now() > last_scheduled, timeout=3, what="the next second")
+    return now()
+
+
+async def simulated(karmada: KubeClient, members: dict[str, KubeClient], before: Obj | None,
+                    after: Obj) -> tuple[dict[str, int], dict[str, Any]]:
+    """What the simulation decides for the binding as karmada-scheduler found it: ``after``'s spec with
+    ``before``'s clusters and ``before``'s status. Its assignment and Scheduled condition."""
+    spec = BindingSpec(**binding_spec(after))
+    previous = objects.spec(before).get("clusters") if before is not None else None
+    spec.pop("clusters", None)
+    if previous:
+        spec["clusters"] = previous
+    status = dict(objects.status(before)) if before is not None else {}
+    clusters = (await karmada.list(CLUSTERS))["items"]
+    usage = {name: ((await client.list(NODES))["items"], (await client.list(PODS))["items"])
+             for name, client in members.items()}
+
+    async def available(candidates: list[dict[str, Any]], requirements: dict[str, Any] | None,
+                        replicas: int) -> dict[str, int]:
+        names = [objects.name(c) for c in candidates]
+        general = GeneralEstimator().estimate(candidates, requirements)
+        accurate = {name: max_available_replicas(*usage[name], requirements) for name in names if name in usage}
+        return combine_available_replicas(names, [general, accurate], replicas)
+
+    result: list[dict[str, Any]] | None = None
+    error: BaseException | None = None
+    try:
+        result = await Algorithm(lambda: clusters, available).schedule(spec, status)
+    except (SchedulingError, FitError) as exc:
+        error = exc
+    condition, _ = condition_for(error)
+    return placed(result), condition
+
+
+SCHEDULER_FIELDS = ("clusters", "rescheduleTriggeredAt")
+
+
+async def binding_spec_differences(karmada: KubeClient, binding: Obj, policy: str) -> list[str]:
+    """Where the binding Karmada's detector made differs from the simulation's, for the same template and policy
+    (what the scheduler writes left out, and the template's resourceVersion, which status writes move on)."""
+    resource = objects.spec(binding)["resource"]
+    template = await karmada.get(DEPLOYMENTS, resource["name"], resource["namespace"])
+    pp = await karmada.get(PROPAGATION_POLICIES, policy, resource["namespace"])
+    kind = kind_for(template["apiVersion"], template["kind"])
+    assert kind is not None
+    wanted = build_binding(template, kind, pp, PP_KIND)["spec"]
+    theirs = dict(objects.spec(binding))
+    for spec in (wanted, theirs):
+        for name in SCHEDULER_FIELDS:
+            spec.pop(name, None)
+        spec["resource"] = {k: v for k, v in spec["resource"].items() if k != "resourceVersion"}
+    return [f"spec.{key}: Karmada {theirs.get(key)}, the simulation {wanted.get(key)}"
+            for key in sorted(set(wanted) | set(theirs)) if wanted.get(key) != theirs.get(key)]
+
+
+def placed(clusters: list[dict[str, Any]] | None) -> dict[str, int]:
+    return {str(c["name"]): int(c.get("replicas") or 0) for c in clusters or []}
+
+
+def karmadas(binding: Obj) -> tuple[dict[str, int], dict[str, Any]]:
+    condition = find_condition(objects.status(binding).get("conditions"), "Scheduled") or {}
+    return placed(objects.spec(binding).get("clusters")), {k: condition.get(k) for k in
+                                                           ("type", "status", "reason", "message")}
+
+
+async def status_differences(karmada: KubeClient, members: dict[str, KubeClient]) -> list[str]:
+    """Where the Clusters' ``nodeSummary`` and ``resourceSummary`` differ from the simulation's, computed from the
+    members' Nodes and Pods now."""
+    found = []
+    for name, client in members.items():
+        nodes, pods = (await client.list(NODES))["items"], (await client.list(PODS))["items"]
+        cluster = await karmada.get(CLUSTERS, name)
+        theirs = objects.status(cluster)
+        models = objects.spec(cluster).get("resourceModels")
+        simulation = {"nodeSummary": node_summary(nodes), "resourceSummary": resource_summary(nodes, pods, models)}
+        for key, value in simulation.items():
+            if theirs.get(key) != value:
+                found.append(f"{name} {key}: Karmada {theirs.get(key)}, the simulation {value}")
+    return found
+
+
+async def status_settled(karmada: KubeClient, members: dict[str, KubeClient]) -> None:
+    """Wait for Karmada's status refresh (every 10 s) to show the members as they are (the faker paused, nothing
+    changes there), and fail with the differences if it never does."""
+
+    async def same() -> bool:
+        assert await status_differences(karmada, members) == []  # the last difference is the failure's cause
+        return True
+
+    await eventually(same, timeout=25, interval=1, what="Karmada's cluster status as simulated")
+
+
+async def test_the_simulated_cluster_status_summarises_members_as_karmadas(ours: Ours, karmada: KubeClient,
+                                                                          members: dict[str, KubeClient]) -> None:
+    """What the general estimator reads: once Karmada has refreshed the Clusters, their summaries are what the
+    simulation computes from the same Nodes and Pods."""
+    async with faker_paused(ours.plane):
+        await status_settled(karmada, members)
+
+
+async def test_the_simulated_scheduler_places_as_karmadas(ours: Ours, karmada: KubeClient,
+                                                          members: dict[str, KubeClient]) -> None:
+    plane: RefPlane = ours.plane
+    namespace = await fresh_namespace(karmada, "fidelity")
+    differences: list[str] = []
+    async with faker_paused(plane):
+        await status_settled(karmada, members)  # what karmada-scheduler reads from now on is what is replayed
+        try:
+            for case in CASES:
+                workload = deployment(case.name, case.replicas)
+                workload["metadata"]["labels"]["case"] = case.name
+                workload["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] = case.requests
+                await karmada.create(PROPAGATION_POLICIES, {
+                    "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+                    "metadata": {"name": case.name},
+                    "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                    "name": case.name}],
+                             "placement": case.placement}}, namespace)
+                await karmada.create(DEPLOYMENTS, workload, namespace)
+                before: Obj | None = None
+                after = await scheduled(karmada, namespace, case.name, case.replicas)
+                differences += [f"{case.name}: {difference}"
+                                for difference in await binding_spec_differences(karmada, after, case.name)]
+                steps: list[int | str] = [case.replicas, *case.then]
+                for index, step in enumerate(steps):
+                    if index:
+                        before = after
+                        replicas = int(objects.spec(before)["replicas"])
+                        if step == "reschedule":
+                            triggered = await next_second(parse_time(str(objects.status(before)["lastScheduledTime"])))
+                            await karmada.patch(RESOURCE_BINDINGS, objects.name(before),
+                                                {"spec": {"rescheduleTriggeredAt": format_time(triggered)}},
+                                                namespace=namespace)
+                            after = await scheduled(karmada, namespace, case.name, replicas, triggered)
+                        else:
+                            replicas = int(step)
+                            await karmada.patch(DEPLOYMENTS, case.name, {"spec": {"replicas": replicas}},
+                                                namespace=namespace)
+                            after = await scheduled(karmada, namespace, case.name, replicas)
+                    ours_now = await simulated(karmada, members, before, after)
+                    theirs = karmadas(after)
+                    if ours_now != theirs:
+                        differences.append(f"{case.name}, step {index} ({step}): Karmada {theirs}, the "
+                                           f"simulation {ours_now}")
+        finally:
+            for case in CASES:
+                await delete_quietly(karmada, DEPLOYMENTS, case.name, namespace)
+    assert differences == []
