@@ -103,10 +103,12 @@ KNOWN_DIFFERENT = (
     Case("spread-one-cluster", {**DYNAMIC, "spreadConstraints": [
         {"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}, 4),
 )
-"""Known defects of the simulation (this stop's issue note): where capacity decides (500m requests), Karmada finds
-no room at all ("Clusters available replicas 0") where the simulation places them; the spread constraint's one
-cluster is chosen on available replicas that differ from Karmada's accurate estimator's once other workloads have
-come and gone on the members."""
+"""Where the reference plane is not Karmada's default: its karmada-scheduler runs with
+``--feature-gates=AllAlpha=true``, so the alpha ``SchedulingOvercommitProtection`` deducts every assignment still in
+flight (an "assumed workload": here all of them, the faker being paused) from what the estimators find. With
+capacity deciding (500m requests) that leaves no room after the first schedules ("Clusters available replicas 0"),
+and it changes which cluster has more room for a one-cluster spread constraint. The simulation models Karmada's
+default, the gate off; modelling the gate is a known gap (this stop's issue note)."""
 
 
 @pytest.fixture
@@ -251,8 +253,12 @@ async def test_the_simulated_cluster_status_summarises_members_as_karmadas(ours:
         await status_settled(karmada, members)
 
 
-@pytest.mark.parametrize("cases", [pytest.param(CASES, id="agreeing"), pytest.param(
-    KNOWN_DIFFERENT, id="known-different", marks=pytest.mark.xfail(reason="known defects, see KNOWN_DIFFERENT"))])
+OVERCOMMIT_GAP = pytest.mark.xfail(reason="SchedulingOvercommitProtection (alpha) is on in the reference plane, off in "
+                                          "the simulation: see KNOWN_DIFFERENT")
+
+
+@pytest.mark.parametrize("cases", [pytest.param(CASES, id="agreeing"),
+                                   pytest.param(KNOWN_DIFFERENT, id="known-different", marks=OVERCOMMIT_GAP)])
 async def test_the_simulated_scheduler_places_as_karmadas(ours: Ours, karmada: KubeClient,
                                                           members: dict[str, KubeClient],
                                                           cases: tuple[Case, ...]) -> None:
