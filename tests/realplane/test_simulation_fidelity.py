@@ -67,7 +67,9 @@ def static(weight1: int, weight2: int) -> dict[str, Any]:
                                          {"targetCluster": {"clusterNames": ["member2"]}, "weight": weight2}]})
 
 
-DYNAMIC = divided({"dynamicWeight": "AvailableReplicas"})
+DYNAMIC_WEIGHT = {"dynamicWeight": "AvailableReplicas"}
+DYNAMIC = divided(DYNAMIC_WEIGHT)
+DUPLICATED = {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}
 AGGREGATED = {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Divided",
                                                              "replicaDivisionPreference": "Aggregated"}}
 
@@ -84,22 +86,21 @@ class Case:
 
 
 CASES = (
-    Case("duplicated", {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}}, 2),
+    Case("duplicated", DUPLICATED, 2),
     Case("static-halves", static(1, 1), 3, then=(7, 2)),
     Case("static-two-to-one", static(2, 1), 5, then=("reschedule",)),
     Case("dynamic-small", DYNAMIC, 5, then=(9, 3, "reschedule")),
     Case("dynamic-beyond-the-models", DYNAMIC, 20, {"cpu": "3", "memory": "10Mi"}),
     Case("aggregated-small", AGGREGATED, 3),
-    Case("member2-only", divided({"dynamicWeight": "AvailableReplicas"}, {"clusterNames": ["member2"]}), 4),
-    Case("no-cluster-fits", divided({"dynamicWeight": "AvailableReplicas"}, {"clusterNames": ["member9"]}), 2),
+    Case("member2-only", divided(DYNAMIC_WEIGHT, {"clusterNames": ["member2"]}), 4),
+    Case("no-cluster-fits", divided(DYNAMIC_WEIGHT, {"clusterNames": ["member9"]}), 2),
 )
 """Cases the simulation answers as Karmada does."""
 
 KNOWN_DIFFERENT = (
     Case("dynamic-large", DYNAMIC, 6, LARGE, then=(7, 2, "reschedule")),
     Case("aggregated-large", AGGREGATED, 5, LARGE, then=(3, 6)),
-    Case("duplicated-medium", {"clusterAffinity": BOTH, "replicaScheduling": {"replicaSchedulingType": "Duplicated"}},
-         3, LARGE),
+    Case("duplicated-medium", DUPLICATED, 3, LARGE),
     Case("spread-one-cluster", {**DYNAMIC, "spreadConstraints": [
         {"spreadByField": "cluster", "maxGroups": 1, "minGroups": 1}]}, 4),
 )
