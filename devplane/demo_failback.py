@@ -21,15 +21,15 @@ from typing import Any
 import yaml
 
 from controller_manager import objects
-from controllers.failback.controller import (
+from controllers.failback.options import FailbackOptions
+from controllers.failback.progress import FAILING_BACK_ANNOTATION, PAUSED_ANNOTATION, RESUME_ANNOTATION
+from controllers.failback.reasons import (
     EVENT_PAUSED,
     EVENT_RESUME_INVALID,
     EVENT_RESUMED,
     EVENT_SCHEDULED,
     EVENT_TRIGGERED,
 )
-from controllers.failback.options import FailbackOptions
-from controllers.failback.progress import FAILING_BACK_ANNOTATION, PAUSED_ANNOTATION, RESUME_ANNOTATION
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS
 from sharedcli.flagtypes import format_duration

@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import Any
 
 import structlog
-from prometheus_client import Counter, Gauge
 
 from controller_manager import objects
 from controller_manager.cache import Indexer
@@ -37,15 +36,15 @@ from controller_manager.reconcile import Request, Result
 from karmada_api import health
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, binding_cluster_names, workload_reference
 from karmada_api.names import binding_name
-from karmada_api.placement import assigned_replicas, target_contains
 from karmada_api.rebalancers import chunks, workload_key
 from karmada_api.resources import CLUSTERS, WORKLOAD_REBALANCERS
-from karmada_api.shapes import BindingSpec, Workload, binding_spec
+from karmada_api.shapes import Workload, binding_spec
 from kube_api.timeutil import format_time, now, parse_optional_time, parse_time
 from sharedcli.flagtypes import format_duration
 
-from . import progress, recovery
+from . import progress, reasons, recovery
 from .caches import Policies, Templates, WorkloadKey
+from .metrics import BATCHES, IN_FLIGHT, PAUSED_CLUSTERS, PAUSES, REBALANCERS_CREATED, WORKLOADS_FAILED_BACK
 from .options import FailbackOptions
 from .recorder import rewrite
 
@@ -53,16 +52,8 @@ log = structlog.get_logger(__name__)
 
 RECORDER_NAME = "failback-recorder"
 FAILBACK_NAME = "cluster-failback"
-EVENT_SCHEDULED = "FailbackScheduled"
-EVENT_TRIGGERED = "FailbackTriggered"
-EVENT_SKIPPED = "FailbackSkipped"
-EVENT_PAUSED = "FailbackPaused"
-EVENT_RESUMED = "FailbackResumed"
 TEMPLATES_FILLING = 1.0
 """Seconds before looking again at a cluster whose in-flight workloads' template cache is still filling."""
-EVENT_RESUME_INVALID = "FailbackResumeInvalid"
-EVENT_WAITING = "FailbackWaiting"
-EVENT_NOT_PLACED = "FailbackNotPlaced"
 RECORD_INDEX = "failback.evictedFrom"
 """Binding informer index: the clusters a binding's record names."""
 FLIGHT_INDEX = "failback.failingBack"
@@ -72,27 +63,9 @@ WRITE_CONCURRENCY = 8
 ROUND_INDEX = "failback.round"
 """Rebalancer informer index: the round digest of a fail-back batch."""
 
-REBALANCERS_CREATED = Counter("failback_rebalancers_created_total",
-                              "WorkloadRebalancers created by the cluster-failback controller, by cluster.",
-                              ["cluster"])
-WORKLOADS_FAILED_BACK = Counter("failback_workloads_total",
-                                "Workloads listed in fail-back WorkloadRebalancers, by cluster.", ["cluster"])
-BATCHES = Counter("failback_batches_total", "Fail-back batches started, by cluster.", ["cluster"])
-IN_FLIGHT = Gauge("failback_in_flight_workloads",
-                  "Workloads being failed back to a cluster and not healthy yet, by cluster.", ["cluster"])
-PAUSES = Counter("failback_pauses_total", "Times a cluster's fail-back paused on a missed deadline.", ["cluster"])
-PAUSED_CLUSTERS = Gauge("failback_paused_clusters", "Clusters whose fail-back is paused now.")
-
-
 Entry = tuple[BindingKind, Obj]
 Flight = tuple[BindingKind, Obj, datetime]
 """A binding in flight back to a cluster, and since when."""
-
-
-def _placed(spec: BindingSpec, cluster: str) -> bool:
-    """The schedule gives the cluster replicas; a binding without any (a ConfigMap, a ClusterRole) is placed
-    wherever it is listed."""
-    return target_contains(spec, cluster) and (not spec.get("replicas") or assigned_replicas(spec, cluster) > 0)
 
 
 def _display(binding: Obj) -> str:
@@ -233,7 +206,7 @@ class ClusterFailback:
         if pending:
             started, left = self.windows.observe(name, recovered, time.monotonic())
             if started:
-                self.events.event(cluster, NORMAL, EVENT_SCHEDULED,
+                self.events.event(cluster, NORMAL, reasons.EVENT_SCHEDULED,
                                   f"cluster {name} has recovered; {len(pending)} evicted workload(s) fail back if it "
                                   f"stays recovered for {format_duration(self.options.stabilization_window)}")
                 log.info("fail-back scheduled", cluster=name, bindings=len(pending))
@@ -267,19 +240,11 @@ class ClusterFailback:
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
 
     def _report_not_placed(self, cluster: str, finished: list[Obj]) -> None:
-        """A Warning on each binding whose fail-back to the cluster ended healthy with no replica there: the fresh
-        schedule placed it elsewhere (the cluster excluded for a moment the recovery check did not see, its
-        estimator still starting, a policy changed meanwhile). Its record is gone, so it is not tried again; the
-        Event says so rather than letting the move look done."""
+        """A Warning on each binding whose fail-back to the cluster ended healthy with no replica there
+        (:func:`.progress.not_placed_message`): its record is gone, so it is not tried again."""
         for binding in finished:
-            spec = binding_spec(binding)
-            if _placed(spec, cluster) or cluster in progress.current(binding).record:
-                continue  # back as it should be, or not over after all (an eviction made it pending again)
-            elsewhere = [name for name in binding_cluster_names(spec) if _placed(spec, name)]
-            self.events.event(binding, WARNING, EVENT_NOT_PLACED,
-                              f"fail-back to cluster {cluster} is over without a replica there: Karmada's scheduler "
-                              f"placed the workload on {', '.join(elsewhere) or 'no cluster'}; it is not failed back "
-                              "again (a WorkloadRebalancer asks for another fresh schedule)")
+            if (message := progress.not_placed_message(binding, cluster)) is not None:
+                self.events.event(binding, WARNING, reasons.EVENT_NOT_PLACED, message)
 
     async def _undo_relapsed(self, cluster: str, flights: list[Flight], health_now: list[progress.InFlight]
                              ) -> tuple[list[Flight], list[progress.InFlight]]:
@@ -319,7 +284,7 @@ class ClusterFailback:
             self.warned_resume.pop(name, None)
         elif self.warned_resume.get(name) != value:
             self.warned_resume[name] = value
-            self.events.event(cluster, WARNING, EVENT_RESUME_INVALID, resume.invalid)
+            self.events.event(cluster, WARNING, reasons.EVENT_RESUME_INVALID, resume.invalid)
 
     async def _pause_or_resume(self, cluster: Obj, plan: progress.Plan) -> Obj:
         """Write the pause (or its end) and say so; while paused, name each workload that gets stuck too."""
@@ -335,7 +300,7 @@ class ClusterFailback:
             cluster = await self._annotate(cluster, {progress.PAUSED_ANNOTATION: None})
             why = (f"resumed by {progress.RESUME_ANNOTATION}; given up: {', '.join(plan.given_up)}"
                    if plan.given_up else "the workloads that held it are healthy")
-            self.events.event(cluster, NORMAL, EVENT_RESUMED, f"fail-back to cluster {name} resumed: {why}")
+            self.events.event(cluster, NORMAL, reasons.EVENT_RESUMED, f"fail-back to cluster {name} resumed: {why}")
             self.reported.pop(name, None)
         elif stuck - self.reported.get(name, set()):  # paused, and more are stuck now (or first seen since a start)
             self._paused_event(cluster, plan, "still paused")
@@ -345,7 +310,7 @@ class ClusterFailback:
 
     def _paused_event(self, cluster: Obj, plan: progress.Plan, state: str) -> None:
         stuck = "; ".join(f"{f.workload}: {f.not_healthy}" for f in plan.stuck)
-        self.events.event(cluster, WARNING, EVENT_PAUSED,
+        self.events.event(cluster, WARNING, reasons.EVENT_PAUSED,
                           f"fail-back to cluster {objects.name(cluster)} {state}: {len(plan.stuck)} workload(s) not "
                           f"healthy within {format_duration(self.options.progress_deadline)} ({stuck}); it resumes "
                           f"when they are healthy, or with the annotation {progress.RESUME_ANNOTATION}=<a time at or "
@@ -427,7 +392,7 @@ class ClusterFailback:
         self.flights.setdefault(name, set()).update(chosen)
         waiting = len(pending) - len(chosen)
         listed = ", ".join(_display(entries[0][1]) for entries in chosen.values())
-        self.events.event(cluster, NORMAL, EVENT_TRIGGERED,
+        self.events.event(cluster, NORMAL, reasons.EVENT_TRIGGERED,
                           f"created WorkloadRebalancer(s) {', '.join(created)} for {len(chosen)} workload(s) evicted "
                           f"from cluster {name} ({listed}); {in_flight + len(chosen)} in flight, at most "
                           f"{self.options.max_concurrent}; {max(waiting, 0)} waiting")
@@ -445,7 +410,7 @@ class ClusterFailback:
             self.unrecorded_skips.setdefault(cluster, []).append(UnrecordedSkip(kind, objects.key(binding), at,
                                                                                 message))
             raise
-        self.events.event(binding, WARNING, EVENT_SKIPPED, message)
+        self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, message)
 
     def _record_stored_skips(self, cluster: str) -> None:
         """The Warnings of skips whose write failed but was stored after all: the binding (in the cache, our own
@@ -454,7 +419,7 @@ class ClusterFailback:
         for skip in self.unrecorded_skips.pop(cluster, []):
             binding = self.binding_stores[skip.kind].get(skip.key)
             if binding is not None and progress.skipped_at(binding).get(cluster) == skip.at:
-                self.events.event(binding, WARNING, EVENT_SKIPPED, skip.message)
+                self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, skip.message)
 
     def _tell_waiting(self, cluster: str, bindings: list[tuple[Obj, str]], decided: Iterable[Obj]) -> None:
         """Say which workloads wait, and why (:func:`.recovery.wait_reason`): a ``FailbackWaiting`` Event on each
@@ -464,7 +429,8 @@ class ClusterFailback:
             told.pop(_display(binding), None)
         new = {shown: (b, why) for b, why in bindings if told.get(shown := _display(b)) != why}
         for binding, why in new.values():
-            self.events.event(binding, NORMAL, EVENT_WAITING, f"not failed back to cluster {cluster} yet: {why}")
+            self.events.event(binding, NORMAL, reasons.EVENT_WAITING,
+                              f"not failed back to cluster {cluster} yet: {why}")
         if new:
             told.update((shown, why) for shown, (_, why) in new.items())
             log.info("fail-back waits", cluster=cluster, bindings={shown: why for shown, (_, why) in new.items()})
@@ -527,7 +493,7 @@ class ClusterFailback:
                 REBALANCERS_CREATED.labels(cluster).inc()
                 WORKLOADS_FAILED_BACK.labels(cluster).inc(len(listed))
                 BATCHES.labels(cluster).inc()
-                self.events.event(cluster_obj, NORMAL, EVENT_TRIGGERED,
+                self.events.event(cluster_obj, NORMAL, reasons.EVENT_TRIGGERED,
                                   f"created WorkloadRebalancer {objects.name(rebalancer)} for {len(listed)} "
                                   f"workload(s) evicted from cluster {cluster}, after a failure left it unsettled")
                 log.info("fail-back batch settled", cluster=cluster, rebalancer=objects.name(rebalancer))

@@ -26,8 +26,10 @@ from typing import Any
 
 from controller_manager import objects
 from controller_manager.objects import Obj
+from karmada_api.bindings import binding_cluster_names
+from karmada_api.placement import assigned_replicas, target_contains
 from karmada_api.rebalancers import rebalancer_body, workload_key
-from karmada_api.shapes import Workload, binding_spec
+from karmada_api.shapes import BindingSpec, Workload, binding_spec
 from kube_api.timeutil import format_time, parse_optional_time
 
 from .recovery import EVICTED_FROM_ANNOTATION, record_value, recorded_clusters
@@ -404,3 +406,23 @@ def plan(in_flight: Sequence[InFlight], pending: int, *, now: datetime, max_conc
     if may_start and not held:
         result.start = max(0, min(pending, max_concurrent - busy))
     return result
+
+
+def _placed(spec: BindingSpec, cluster: str) -> bool:
+    """The schedule gives the cluster replicas; a binding without any (a ConfigMap, a ClusterRole) is placed
+    wherever it is listed."""
+    return target_contains(spec, cluster) and (not spec.get("replicas") or assigned_replicas(spec, cluster) > 0)
+
+
+def not_placed_message(binding: Obj, cluster: str) -> str | None:
+    """What to tell of a fail-back to the cluster that ended healthy with no replica there: the fresh schedule
+    placed the workload elsewhere (the cluster excluded for a moment the recovery check did not see, its estimator
+    still starting, a policy changed meanwhile). Saying so keeps the move from looking done. None: back as it
+    should be, or not over after all (an eviction made it pending again)."""
+    spec = binding_spec(binding)
+    if _placed(spec, cluster) or cluster in current(binding).record:
+        return None
+    elsewhere = [name for name in binding_cluster_names(spec) if _placed(spec, name)]
+    return (f"fail-back to cluster {cluster} is over without a replica there: Karmada's scheduler placed the "
+            f"workload on {', '.join(elsewhere) or 'no cluster'}; it is not failed back again (a WorkloadRebalancer "
+            "asks for another fresh schedule)")

@@ -28,7 +28,6 @@ import anyio
 from benchmarks.support import log_tail
 from controller_manager import objects
 from controller_manager.client import KubeClient
-from controllers.failback.controller import EVENT_PAUSED, EVENT_RESUMED, EVENT_SKIPPED
 from controllers.failback.progress import (
     CLUSTER_LABEL,
     OPT_OUT_ANNOTATION,
@@ -36,6 +35,7 @@ from controllers.failback.progress import (
     RESUME_ANNOTATION,
     failing_back,
 )
+from controllers.failback.reasons import EVENT_PAUSED, EVENT_RESUMED, EVENT_SKIPPED
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS
