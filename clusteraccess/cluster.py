@@ -32,10 +32,12 @@ import structlog
 
 from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.informer import Backoff, FuncHandler, SharedInformer, Transform, strip_managed_fields
 from controller_manager.rbac import PolicyRule, informer_rules
+from controller_manager.resource import Resource
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
 from estimator.slim import transform_for

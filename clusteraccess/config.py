@@ -16,9 +16,11 @@ import hashlib
 from dataclasses import dataclass
 
 from controller_manager import objects
-from controller_manager.client import ApiError, InvalidName, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.objects import Obj
 from controller_manager.rbac import PolicyRule, for_resources
+from controller_manager.resource import InvalidName
 from kube_api.resources import SECRETS
 
 HOST_RBAC_RULES: list[PolicyRule] = for_resources((SECRETS,), "get")

@@ -23,9 +23,11 @@ from prometheus_client import Gauge
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.informer import FuncHandler, SharedInformer
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 
 log = structlog.get_logger(__name__)
 

@@ -3,18 +3,17 @@
 Objects stay plain parsed JSON (dicts): no model conversion on the hot path, and custom
 resources look like built-ins. Requests go through kubernetes_asyncio (its auth, TLS and
 proxy handling) with a client-side QPS/burst limiter, a timeout on every call, the
-``rest_client_requests_total`` metric, and errors typed by the API ``Status`` reason.
+``rest_client_requests_total`` metric, and errors typed by the API ``Status`` reason
+(:mod:`.apierrors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
@@ -24,11 +23,11 @@ from kubernetes_asyncio import config as k8s_config
 from yarl import URL
 
 from . import objects
+from .apierrors import MAX_RETRY_AFTER_RETRIES, MAX_RETRY_AFTER_SECONDS, ApiError
 from .metrics import REST_CLIENT_REQUESTS
-from .objects import MutableObj, Obj, is_valid_path_segment_name
 from .ratelimiter import TokenBucket
+from .resource import RequestTarget, Resource
 
-T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
 DEFAULT_TIMEOUT = 32.0  # kubectl's default request timeout; every call has one
@@ -38,237 +37,6 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _BODY_ENCODER = json.JSONEncoder(separators=(",", ":"))  # what json.dumps(separators=...) builds on every call
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/._:~-]*")  # needs no percent-encoding: the URL can be built without parsing
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """A resource type by its REST coordinates."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def key(self) -> str:
-        """``plural.group`` (``deployments.apps``, ``configmaps``): how kube names a resource."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-    def with_type_meta(self, obj: Obj) -> MutableObj:
-        """A shallow copy of ``obj`` with this resource's ``kind`` and ``apiVersion``, which list items
-        lack and an event's ``involvedObject`` needs (kept when the object carries both)."""
-        if obj.get("kind") and obj.get("apiVersion"):
-            return dict(obj)
-        return {**obj, "kind": self.kind, "apiVersion": self.api_version}
-
-    def path(self, namespace: str = "", name: str = "", subresource: str = "") -> str:
-        """The request path; :class:`InvalidName` for a name or namespace no object can have (as client-go)."""
-        for what, value in (("namespace", namespace), ("resource name", name)):
-            if value and (problems := is_valid_path_segment_name(value)):
-                raise InvalidName(f"invalid {what} {json.dumps(value)}: [{', '.join(problems)}]")
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-
-@dataclass(frozen=True, slots=True)
-class RequestTarget:
-    """What a request path names, as kube-apiserver's RequestInfo reads it.
-
-    ``/apis/work.karmada.io/v1alpha2/namespaces/ns/resourcebindings/rb/status`` is group
-    ``work.karmada.io``, resource ``resourcebindings``, namespace ``ns``, name ``rb``, subresource
-    ``status``; a collection has no name; ``/api/v1/namespaces/ns`` is the namespace ``ns`` itself.
-    """
-
-    group: str
-    resource: str
-    namespace: str = ""
-    name: str = ""
-    subresource: str = ""
-
-    @property
-    def key(self) -> str:
-        """``resource.group``, how kube names a resource (``resourcebindings.work.karmada.io``)."""
-        return f"{self.resource}.{self.group}" if self.group else self.resource
-
-    @classmethod
-    def from_path(cls, path: str) -> RequestTarget | None:
-        """The target of an API path; None for a path that names no resource (discovery, /healthz...)."""
-        parts = [part for part in path.split("?", 1)[0].split("/") if part]
-        if len(parts) >= 2 and parts[0] == "api":
-            group, rest = "", parts[2:]
-        elif len(parts) >= 3 and parts[0] == "apis":
-            group, rest = parts[1], parts[3:]
-        else:
-            return None
-        namespace = ""
-        if len(rest) >= 2 and rest[0] == "namespaces":
-            if len(rest) == 2 or (len(rest) == 3 and rest[2] in ("status", "finalize")):
-                return cls(group, "namespaces", name=rest[1], subresource=rest[2] if len(rest) == 3 else "")
-            namespace, rest = rest[1], rest[2:]
-        if not rest:
-            return None
-        return cls(group, rest[0], namespace, rest[1] if len(rest) > 1 else "", rest[2] if len(rest) > 2 else "")
-
-
-MAX_RETRY_AFTER_RETRIES = 10  # client-go's default maxRetries for answers that carry Retry-After
-MAX_RETRY_AFTER_SECONDS = 60.0  # a server asking for a longer pause is waited for this long, then asked again
-
-
-class InvalidName(ValueError):
-    """A request naming an object or namespace that no object can have (``/`` or ``%`` in it, ``.`` or ``..``):
-    refused before it is sent, with client-go's message. Sent, the name would address another path, and the
-    answer (a ``404 page not found``) would read as a resource not served, retried for ever."""
-
-
-class ApiError(Exception):
-    """A non-2xx answer, carrying the ``Status`` reason (NotFound, Conflict, AlreadyExists, Invalid...).
-
-    ``target`` is what the request named. A 404 means "this object does not exist" (``is_not_found``)
-    only when it is a Status with reason NotFound whose ``details`` name that object (or the namespace
-    it is in). Any other 404 (kube-apiserver's text/plain ``404 page not found``, or a Status without
-    details) says the *resource* is not served right now: a missing CRD, or an API server that is
-    still starting and has not installed its custom-resource handler yet. That is ``is_not_served``,
-    and callers treat it as transient, never as a final result.
-    """
-
-    def __init__(self, status: int, reason: str, message: str, body: dict[str, Any] | None = None, *,
-                 target: RequestTarget | None = None, retry_after: float | None = None) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.body = body or {}
-        self.target = target
-        self.retry_after = retry_after
-        self.resent_into_conflict = False
-        """A 5xx whose write this client sent again, and a 409 Conflict answered: the write's own, stored after
-        all (:meth:`KubeClient.request`)."""
-
-    @classmethod
-    def from_body(cls, status: int, raw: bytes, *, target: RequestTarget | None = None,
-                  retry_after_header: str | None = None) -> ApiError:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        if isinstance(body, dict) and body.get("kind") == "Status":
-            error = cls(status, str(body.get("reason") or ""), str(body.get("message") or ""), body, target=target)
-        else:
-            text = raw.decode("utf-8", "replace").strip()
-            reason = {404: "NotFound", 401: "Unauthorized", 403: "Forbidden", 429: "TooManyRequests"}.get(status, "")
-            error = cls(status, reason, text[:500], target=target)
-        error.retry_after = _retry_after(status, retry_after_header, error.body)
-        return error
-
-    @property
-    def is_not_found(self) -> bool:
-        """The object (or the namespace it is in) does not exist: a Status that names it."""
-        return self.status == 404 and self.reason == "NotFound" and _names_target(self.body, self.target)
-
-    @property
-    def is_not_served(self) -> bool:
-        """A 404 that names no object: the resource is not served right now. Transient; retry with backoff."""
-        return self.status == 404 and not self.is_not_found
-
-    @property
-    def is_conflict(self) -> bool:
-        return self.status == 409 and self.reason == "Conflict"
-
-    @property
-    def met_newer_object(self) -> bool:
-        """The write met an object newer than the one it was computed from: a 409 Conflict, or a 5xx whose resent
-        write met one (its own, stored). Either way, read the object again and decide again."""
-        return self.is_conflict or self.resent_into_conflict
-
-    @property
-    def is_already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    @property
-    def is_invalid(self) -> bool:
-        return self.status == 422
-
-    @property
-    def is_gone(self) -> bool:
-        return self.status == 410
-
-    @property
-    def is_forbidden(self) -> bool:
-        return self.status == 403
-
-
-def may_have_landed(exc: BaseException) -> bool:
-    """Whether a write that raised ``exc`` may have been stored all the same, so a retry must not take it for undone.
-
-    Any 5xx: kube-apiserver answers 504 when it stops waiting ("may still be processing the request"), 500
-    ``ServerTimeout`` or ``InternalError`` when etcd timed out on a write that can still commit, and a proxy in
-    front of it a 502 or 503 after passing the request on. A lost answer (a dropped connection, a client timeout).
-    Not a refused connection (nothing was sent), and not a 4xx (the server looked at it and refused).
-    """
-    if isinstance(exc, ApiError):
-        return exc.status >= 500
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        return False
-    return isinstance(exc, (aiohttp.ClientError, TimeoutError, OSError))
-
-
-def _names_target(body: dict[str, Any], target: RequestTarget | None) -> bool:
-    """Whether a NotFound Status's ``details`` name what was requested.
-
-    kube-apiserver names the object with its plural resource (``details.kind``, ``deployments/scale``
-    for a subresource's own errors), its ``group`` (omitted for the core group) and ``name``; a create
-    or list in a missing namespace names the namespace (``kind: namespaces``). Without a target (an
-    error made by hand) a Status that names anything counts.
-    """
-    details = body.get("details")
-    if not isinstance(details, dict):
-        return False
-    kind = str(details.get("kind") or "").lower()
-    name = str(details.get("name") or "")
-    if target is None:
-        return bool(kind or name)
-    if kind == "namespaces" and name and name == (target.namespace or
-                                                  (target.name if target.resource == "namespaces" else "")):
-        return True
-    if kind not in (target.resource, f"{target.resource}/{target.subresource}"):
-        return False
-    group = details.get("group")
-    if group is not None and str(group) != target.group:
-        return False
-    return name == target.name
-
-
-def _retry_after(status: int, header: str | None, body: dict[str, Any]) -> float | None:
-    """Seconds the server asked to wait before the same request (client-go's checkWait): a 429 or a 5xx
-    with a ``Retry-After`` header, or a Status whose ``details.retryAfterSeconds`` says so. None: no ask."""
-    if status != 429 and status < 500:
-        return None
-    if header is not None:
-        try:
-            return max(0.0, float(int(header.strip())))
-        except ValueError:
-            pass
-    details = body.get("details")
-    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
-    if isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 0:
-        return float(seconds)
-    return None
-
-
-def is_not_found(exc: BaseException) -> bool:
-    return isinstance(exc, ApiError) and exc.is_not_found
 
 
 def _object_path(resource: Resource, obj: dict[str, Any], subresource: str = "") -> str:
@@ -611,29 +379,3 @@ def _env_applies(url: str) -> bool:
     except LookupError:
         return False
     return True
-
-
-async def retry_on_conflict(operation: Callable[[], Awaitable[T]], *, steps: int = 5,
-                            delay: float = 0.01, jitter: float = 0.1) -> T:
-    """client-go's RetryOnConflict(DefaultRetry): re-run ``operation`` (which must re-read) on 409 Conflict, or on
-    a 5xx whose resent write met a Conflict (:attr:`ApiError.met_newer_object`), as client-go, seeing that 409,
-    would."""
-    for attempt in range(steps):
-        try:
-            return await operation()
-        except ApiError as exc:
-            if not exc.met_newer_object or attempt == steps - 1:
-                raise
-        await asyncio.sleep(delay * (1 + jitter * random.random()))
-    raise AssertionError("unreachable")
-
-
-async def retry_on_conflict_unless_gone(operation: Callable[[], Awaitable[T]]) -> T | None:
-    """:func:`retry_on_conflict`; None when the object is gone meanwhile (404 NotFound: deleted between the
-    read and the write), which ends a read-modify-write with nothing left to write."""
-    try:
-        return await retry_on_conflict(operation)
-    except ApiError as exc:
-        if exc.is_not_found:
-            return None
-        raise

@@ -20,9 +20,11 @@ from typing import Any
 import structlog
 
 from . import objects
-from .client import ApiError, KubeClient, Resource
+from .apierrors import ApiError
+from .client import KubeClient
 from .objects import Obj
 from .rbac import PolicyRule, rule
+from .resource import Resource
 
 log = structlog.get_logger(__name__)
 

@@ -21,10 +21,12 @@ import aiohttp
 import structlog
 
 from . import objects
+from .apierrors import MAX_RETRY_AFTER_SECONDS, ApiError
 from .cache import Delta, Indexer, IndexFunc, share_item_strings, share_strings
-from .client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient, Resource, object_json
+from .client import KubeClient, object_json
 from .mutationcache import DEFAULT_TTL, MutationCache
 from .objects import MutableObj
+from .resource import Resource
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 """What an informer applies to each object before caching it (:attr:`SharedInformer.transform`)."""

@@ -56,7 +56,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from . import objects
-from .client import ApiError
+from .apierrors import ApiError
 from .leaselock import LeaseLock, micro_time, status_reason, with_spec
 from .metrics import LEADER_ELECTION_MASTER_STATUS, LEADER_ELECTION_SLOWPATH
 from .rbac import PolicyRule, rule

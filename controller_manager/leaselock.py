@@ -15,7 +15,8 @@ import aiohttp
 from kubernetes_asyncio import client
 
 from . import objects
-from .client import ApiError, RequestTarget
+from .apierrors import ApiError
+from .resource import RequestTarget
 
 MICROTIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 """Go's ``metav1.MicroTime`` layout (``2006-01-02T15:04:05.000000Z07:00`` in UTC)."""

@@ -26,12 +26,13 @@ import prometheus_client
 import structlog
 from aiohttp import web
 
-from .client import KubeClient, Resource
+from .client import KubeClient
 from .controller import Controller
 from .events import EventRecorder
 from .informer import InformerFactory, SharedInformer, SyncTimeout
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
 from .metrics import REGISTRY
+from .resource import Resource
 
 log = structlog.get_logger(__name__)
 

@@ -38,7 +38,7 @@ class Permission(NamedTuple):
 
 
 class ResourceLike(Protocol):
-    """Anything with REST coordinates (``controller_manager.client.Resource`` is one)."""
+    """Anything with REST coordinates (``controller_manager.resource.Resource`` is one)."""
 
     @property
     def group(self) -> str: ...

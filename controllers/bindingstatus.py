@@ -44,8 +44,9 @@ import structlog
 from prometheus_client import Counter
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -56,6 +57,7 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result, TerminalError
+from controller_manager.resource import Resource
 from interpreter.aggregatestatus import INTERPRETED_RESOURCES, aggregate_status, template_resource
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, work_index
 from karmada_api.labels import CRB_NAME_ANNOTATION, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION

@@ -37,8 +37,9 @@ import structlog
 from prometheus_client import Counter
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, InvalidName, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
@@ -48,6 +49,7 @@ from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.rbac import PolicyRule, for_resources, informer_rules
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import InvalidName, Resource
 from karmada_api.bindings import spec_update
 from karmada_api.names import binding_name
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS

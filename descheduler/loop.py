@@ -30,8 +30,9 @@ import structlog
 from prometheus_client import Counter, Gauge, Histogram
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, may_have_landed
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, may_have_landed
+from controller_manager.client import KubeClient
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.events import RBAC_RULES as EVENT_RULES
 from controller_manager.objects import Obj

@@ -22,7 +22,9 @@ from typing import Any, TextIO
 from clusteraccess.client import new_member_client
 from clusteraccess.config import MemberConfigError, MemberSettings, read_credentials
 from controller_manager import objects
-from controller_manager.client import ApiError, InvalidName, KubeClient, Resource, retry_on_conflict
+from controller_manager.apierrors import ApiError, retry_on_conflict
+from controller_manager.client import KubeClient
+from controller_manager.resource import InvalidName, Resource
 from karmada_api.labels import MANAGED_LABEL
 from karmada_api.resources import CLUSTERS
 from kube_api.resources import DEPLOYMENTS

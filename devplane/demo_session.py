@@ -24,7 +24,9 @@ from typing import Any, TextIO
 import anyio
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
+from controller_manager.resource import Resource
 from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS
 

@@ -32,7 +32,8 @@ from kubernetes_asyncio import client as k8s
 
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict
+from controller_manager.apierrors import ApiError, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from estimator.client import EstimatorClient
 from karmada_api.clusters import CLUSTER_CONTROLLER_TAINT_KEYS, is_ready

@@ -9,7 +9,7 @@ and events (several: ``kube_api.validation.aggregate_messages``).
 from __future__ import annotations
 
 from controller_manager import objects
-from controller_manager.client import ApiError
+from controller_manager.apierrors import ApiError
 from controller_manager.objects import Obj
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "allowed_pod_number",
     "max_available_replicas",
     "model_based_replicas",
+    "model_nodes",
     "summary_based_replicas",
 ]
 
@@ -86,7 +87,7 @@ def summary_based_replicas(summary: Obj, resource_request: Obj | None) -> int:
     return result
 
 
-def _model_nodes(cluster: Obj) -> list[tuple[dict[str, int], int]]:
+def model_nodes(cluster: Obj) -> list[tuple[dict[str, int], int]]:
     """``buildModelNodes`` grouped: (capacity in scheduler units, node count) per grade, ascending."""
     summary = objects.status(cluster).get("resourceSummary")
     if summary is None:
@@ -120,7 +121,7 @@ def model_based_replicas(cluster: Obj, replica_requirements: Obj | None) -> int:
     """
     request = replica_request_units(replica_requirements)
     total = 0
-    for capacity, count in _model_nodes(cluster):
+    for capacity, count in model_nodes(cluster):
         pods = capacity.get(RESOURCE_PODS, 0)
         total += count * divide_capacity(capacity, pods, request)
         if total >= MAX_INT32:

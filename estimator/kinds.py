@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 from controller_manager import objects
 from controller_manager.cache import NAMESPACE_INDEX
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from estimator.caches import (
     CONTROLLER_INDEX,
     NEED_REPLICA_SETS,

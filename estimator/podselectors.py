@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from kube_api.selectors import LabelPredicate, parse_label_selector
 from kube_api.validation import is_dns1123_label, is_qualified_name
 

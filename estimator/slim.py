@@ -37,8 +37,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from controller_manager.client import Resource
 from controller_manager.informer import Transform
+from controller_manager.resource import Resource
 from estimator.unschedulable import TEMPLATE_DIGEST, template_digest, unschedulable_condition
 from kube_api.pods import TERMINAL_POD_PHASES
 from kube_api.resources import DEPLOYMENTS, NODES, PODS, REPLICA_SETS, STATEFUL_SETS

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from controller_manager import objects
-from controller_manager.client import ApiError
+from controller_manager.apierrors import ApiError
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.reconcile import Request, Result

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from karmada_api.shapes import AggregatedStatusItem
 from kube_api import resources as kube
 from kube_api.timeutil import now_text, parse_time

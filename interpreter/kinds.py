@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from controller_manager.client import Resource
+from controller_manager.resource import Resource
 
 V = TypeVar("V")
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 
 from .labels import CRB_NAME_ANNOTATION, CRB_PERMANENT_ID, RB_NAME_ANNOTATION, RB_NAMESPACE_ANNOTATION, RB_PERMANENT_ID
 from .resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS

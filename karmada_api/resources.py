@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller_manager.client import Resource
+from controller_manager.resource import Resource
 
 WORKLOAD_REBALANCERS = Resource("apps.karmada.io", "v1alpha1", "workloadrebalancers", "WorkloadRebalancer", False)
 RESOURCE_BINDINGS = Resource("work.karmada.io", "v1alpha2", "resourcebindings", "ResourceBinding", True)

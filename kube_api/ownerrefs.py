@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import cast
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 
 from .shapes import OwnerReference
 

@@ -8,7 +8,7 @@ Events and Leases belong to ``controller_manager`` (``events.py``, ``leaselock.p
 
 from __future__ import annotations
 
-from controller_manager.client import Resource
+from controller_manager.resource import Resource
 
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False)
 NODES = Resource("", "v1", "nodes", "Node", False)

@@ -17,7 +17,9 @@ import aiohttp
 import anyio
 import anyio.to_thread
 
-from controller_manager.client import ApiError, InvalidName, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
+from controller_manager.resource import InvalidName
 from sharedcli.flagtypes import (
     format_duration,
     object_name,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.objects import Obj
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID

@@ -16,7 +16,9 @@ from typing import Any
 
 import aiohttp
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
+from controller_manager.resource import Resource
 
 from .errors import CommandError, UsageError
 

@@ -23,7 +23,8 @@ import aiohttp
 import anyio
 
 from controller_manager import objects
-from controller_manager.client import MAX_RETRY_AFTER_SECONDS, ApiError, KubeClient
+from controller_manager.apierrors import MAX_RETRY_AFTER_SECONDS, ApiError
+from controller_manager.client import KubeClient
 from controller_manager.objects import Obj
 from karmada_api.resources import WORKLOAD_REBALANCERS
 

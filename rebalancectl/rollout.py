@@ -19,8 +19,10 @@ from typing import Any, TextIO
 import anyio
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from karmada_api.bindings import CRB_KIND, RB_KIND
 from karmada_api.health import workload_not_healthy
 from karmada_api.resources import WORKLOAD_REBALANCERS

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import anyio
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.objects import Obj
 from karmada_api.resources import WORKLOAD_REBALANCERS
 from karmada_api.shapes import rebalancer_status

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer
 from controller_manager.objects import MutableObj, Obj
+from controller_manager.resource import Resource
 from karmada_api.health import READY_COUNTING_KINDS
 from karmada_api.rebalancers import workload_key
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES

@@ -26,8 +26,9 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import MERGE_PATCH, ApiError, KubeClient
+from controller_manager.client import MERGE_PATCH, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.mutationcache import MutationCache

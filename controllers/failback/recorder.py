@@ -18,8 +18,9 @@ from collections.abc import Collection, Mapping
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import retry_on_conflict_unless_gone
 from controller_manager.cache import Indexer
-from controller_manager.client import MERGE_PATCH, KubeClient, retry_on_conflict_unless_gone
+from controller_manager.client import MERGE_PATCH, KubeClient
 from controller_manager.controller import Controller
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result

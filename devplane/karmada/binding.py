@@ -34,14 +34,16 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import AnyOf, FuncPredicate, GenerationChangedPredicate
 from controller_manager.reconcile import Request, Result, TerminalError
+from controller_manager.resource import Resource
 from karmada_api.bindings import CRB_KIND, RB_KIND, BindingKind, existing_clusters, kind_of, work_index
 from karmada_api.labels import (
     CONFLICT_RESOLUTION_ANNOTATION,

@@ -42,8 +42,9 @@ from prometheus_client import Gauge, Histogram
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict_unless_gone
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, retry_on_conflict_unless_gone
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj

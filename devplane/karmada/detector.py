@@ -40,8 +40,9 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import IndexFunc
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import SharedInformer
@@ -49,6 +50,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate, generation_or_deletion_changed
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from karmada_api.labels import CRB_PERMANENT_ID, RB_PERMANENT_ID
 from karmada_api.names import binding_name, is_reserved_namespace
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS

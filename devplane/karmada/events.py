@@ -9,9 +9,9 @@ binding's ``spec.resource``.
 from __future__ import annotations
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.events import EventRecorder
 from controller_manager.objects import MutableObj, Obj
+from controller_manager.resource import Resource
 
 
 def template_reference(binding: Obj) -> MutableObj | None:

@@ -30,7 +30,7 @@ import structlog
 
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
-from controller_manager.client import ApiError, retry_on_conflict
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager

@@ -25,14 +25,16 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, RESOURCE_BINDINGS
 from kube_api.timeutil import format_time, parse_optional_time
 

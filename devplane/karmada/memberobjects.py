@@ -37,8 +37,9 @@ import structlog
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import NAMESPACE_INDEX, Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
@@ -46,6 +47,7 @@ from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from interpreter.retain import retain
 from karmada_api.labels import (
     CONFLICT_RESOLUTION_ANNOTATION,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from karmada_api.labels import CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_PROPAGATION_POLICIES, PROPAGATION_POLICIES
 from kube_api.selectors import compile_label_selector

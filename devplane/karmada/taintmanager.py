@@ -31,14 +31,16 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError, retry_on_conflict
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import WARNING, EventRecorder
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.ratelimiter import MaxOfRateLimiter, RateLimiterOptions, default_controller_rate_limiter
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from karmada_api.bindings import PURGE_MODE_DIRECTLY, PURGE_MODE_GRACEFULLY, binding_cluster_names
 from karmada_api.placement import PlacementError, get_applied_placement, target_contains
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller_manager import objects
-from controller_manager.client import Resource
 from controller_manager.objects import MutableObj, Obj
+from controller_manager.resource import Resource
 from interpreter.prune import remove_irrelevant_fields
 from interpreter.revisereplica import apply_replica, revise_replica
 from karmada_api.bindings import kind_of

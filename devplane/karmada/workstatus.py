@@ -27,13 +27,15 @@ import structlog
 from clusteraccess.cluster import MemberCluster
 from clusteraccess.registry import MemberRegistry
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource, retry_on_conflict
+from controller_manager.apierrors import ApiError, retry_on_conflict
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj
 from controller_manager.predicate import generation_or_deletion_changed
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from interpreter.goconvert import ReflectError
 from interpreter.health import UNKNOWN, interpret_health
 from interpreter.reflectstatus import reflect_status

@@ -23,10 +23,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import JSON_PATCH, ApiError, KubeClient, Resource
+from controller_manager.client import JSON_PATCH, KubeClient
 from controller_manager.objects import Obj
 from controller_manager.reconcile import Request
+from controller_manager.resource import Resource
 from kube_api.ownerrefs import controller_of
 from kube_api.selectors import compile_label_selector
 from kube_api.shapes import OwnerReference

@@ -26,8 +26,9 @@ from typing import Any
 import structlog
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.manager import Manager
 from controller_manager.objects import Obj

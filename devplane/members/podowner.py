@@ -20,8 +20,9 @@ from datetime import datetime
 from typing import Any
 
 from controller_manager import objects
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
 from controller_manager.informer import FuncHandler, SharedInformer
@@ -29,6 +30,7 @@ from controller_manager.manager import Manager
 from controller_manager.mutationcache import MutationCache
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.reconcile import Request, Result
+from controller_manager.resource import Resource
 from kube_api.ownerrefs import controller_of, controller_reference
 from kube_api.resources import PODS
 from kube_api.timeutil import now

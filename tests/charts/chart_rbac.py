@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
+from controller_manager.resource import Resource
 from devplane.apiserver.auth import AuthorizationDecision
 from devplane.kubeconfig import write_kubeconfig
 from tests.charts.chartutil import COMPONENTS, NAMESPACE, Manifest, load_chart, render, rule_grants

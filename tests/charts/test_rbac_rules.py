@@ -14,7 +14,6 @@ import helm_python
 import pytest
 import yaml
 
-from controller_manager.client import Resource
 from controller_manager.rbac import (
     Permission,
     PolicyRule,
@@ -26,6 +25,7 @@ from controller_manager.rbac import (
     rule,
     to_k8s,
 )
+from controller_manager.resource import Resource
 from controllers.app import LEASE_NAME as CONTROLLER_MANAGER_LEASE
 from controllers.app import (
     controller_manager_lease_rules,

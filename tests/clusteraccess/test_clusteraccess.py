@@ -39,10 +39,11 @@ from clusteraccess.config import (
     read_credentials,
 )
 from clusteraccess.registry import MemberRegistry
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.informer import SharedInformer
 from controller_manager.manager import Manager
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.resource import Resource
 from controllers import app as controller_manager_app
 from controllers.registry import Context
 from descheduler import app as descheduler_app

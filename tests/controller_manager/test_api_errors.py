@@ -17,7 +17,9 @@ import structlog
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from controller_manager.client import ApiError, KubeClient, RequestTarget, retry_on_conflict_unless_gone
+from controller_manager.apierrors import ApiError, retry_on_conflict_unless_gone
+from controller_manager.client import KubeClient
+from controller_manager.resource import RequestTarget
 from karmada_api.resources import RESOURCE_BINDINGS as _RB
 
 RB_PATH = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings/foo-deployment"

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from kube_api.resources import CONFIGMAPS
 
 

@@ -6,7 +6,8 @@ import pytest
 from kubernetes_asyncio import client as k8s
 from yarl import URL
 
-from controller_manager.client import InvalidName, KubeClient, Resource
+from controller_manager.client import KubeClient
+from controller_manager.resource import InvalidName, Resource
 
 CONFIG_MAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 

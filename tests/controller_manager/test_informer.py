@@ -12,9 +12,10 @@ import pytest
 from kubernetes_asyncio import client
 
 from controller_manager import objects
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.informer import FuncHandler, InformerFactory, SharedInformer, SyncTimeout, strip_managed_fields
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from devplane.apiserver.server import ApiServer
 from devplane.apiserver.store import DeleteOptions
 from kube_api.resources import CONFIGMAPS

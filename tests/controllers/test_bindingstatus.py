@@ -22,8 +22,9 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
+from controller_manager.apierrors import ApiError
 from controller_manager.cache import Indexer
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import EventRecorder
 from controller_manager.informer import InformerFactory
@@ -31,6 +32,7 @@ from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.mutationcache import MutationCache
 from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.reconcile import Request, TerminalError
+from controller_manager.resource import Resource
 from controllers.bindingstatus import (
     AssembleError,
     BindingStatusReconciler,

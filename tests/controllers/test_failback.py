@@ -17,9 +17,11 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.resource import Resource
 from controllers.app import main
 from controllers.failback import controller as failback
 from controllers.failback import wiring

@@ -19,9 +19,11 @@ import pytest
 from prometheus_client import REGISTRY
 
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.resource import Resource
 from controllers import ttlcleaner, workloadrebalancer
 from controllers.rebalancerstatus import summary_message
 from controllers.workloadrebalancer import already_triggered, trigger_time

@@ -20,9 +20,11 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.events import EVENTS, EventRecorder
 from controller_manager.informer import SharedInformer
+from controller_manager.resource import Resource
 from descheduler.budget import CYCLE_BUDGET, CycleBudget
 from descheduler.core import COOL_DOWN_ANNOTATION, CoolDown
 from descheduler.loop import Descheduler

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from controller_manager.client import ApiError
+from controller_manager.apierrors import ApiError
 from devplane.plane import DevPlane
 from karmada_api.health import workload_not_healthy
 from karmada_api.resources import PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS

@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
+from controller_manager.resource import Resource
 from devplane.ctl import taint_cluster
 from devplane.plane import DevPlane
 from karmada_api.resources import (

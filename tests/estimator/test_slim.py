@@ -11,9 +11,9 @@ from typing import Any
 
 from benchmarks.descheduler import CachedMember
 from controller_manager.cache import Indexer
-from controller_manager.client import Resource
 from controller_manager.informer import strip_managed_fields
 from controller_manager.objects import MutableObj
+from controller_manager.resource import Resource
 from estimator.accurate import NodeUsage
 from estimator.caches import CONTROLLER_INDEX
 from estimator.kinds import WorkloadKinds

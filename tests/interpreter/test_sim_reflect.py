@@ -226,7 +226,7 @@ def test_unreadable_object_health_is_unknown() -> None:
 
 
 def test_identifier_omits_empty_group_and_namespace() -> None:
-    from controller_manager.client import Resource  # noqa: PLC0415
+    from controller_manager.resource import Resource  # noqa: PLC0415
 
     namespaced = manifest_identifier(0, Resource("apps", "v1", "deployments", "Deployment", True), deployment())
     assert namespaced == {"ordinal": 0, "group": "apps", "version": "v1", "kind": "Deployment",
@@ -240,7 +240,7 @@ def test_identifier_omits_empty_group_and_namespace() -> None:
 
 def test_manifest_statuses_are_what_binding_status_reads() -> None:
     """The product's assembleWorkStatus finds our item by identifier and copies status and health."""
-    from controller_manager.client import Resource  # noqa: PLC0415
+    from controller_manager.resource import Resource  # noqa: PLC0415
     from controllers.bindingstatus import assemble_work_status  # noqa: PLC0415
 
     manifest = deployment()

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from benchmarks.refplane import RefPlane
-from controller_manager.client import Resource
+from controller_manager.resource import Resource
 from tests.realplane.support import kubectl_run
 
 GROUP, VERSION, KIND, PLURAL = "rp.example.io", "v1", "TaskPool", "taskpools"

@@ -17,8 +17,10 @@ import anyio
 
 from benchmarks.refplane import RefPlane, kubectl
 from controller_manager import objects
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.events import EVENTS
+from controller_manager.resource import Resource
 from karmada_api.bindings import ready_replicas
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from kube_api.resources import DEPLOYMENTS, NAMESPACES, PODS, REPLICA_SETS

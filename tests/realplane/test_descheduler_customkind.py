@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from tests.conftest import eventually
 from tests.realplane.conftest import Ours
 from tests.realplane.customkind import TASK_POOLS, task_pool

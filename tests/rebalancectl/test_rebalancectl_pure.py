@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from controller_manager.client import ApiError, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.resource import Resource
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, PP_PERMANENT_ID
 from karmada_api.rebalancers import chunks
 from rebalancectl import kubeconfig

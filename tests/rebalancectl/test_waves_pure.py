@@ -7,7 +7,9 @@ from typing import Any, cast
 
 import pytest
 
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
+from controller_manager.resource import Resource
 from kube_api.resources import DEPLOYMENTS, NAMESPACES
 from rebalancectl.cli import FlagError, build_parser
 from rebalancectl.create import wave_plan

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from controller_manager.client import ApiError
+from controller_manager.apierrors import ApiError
 from devplane.karmada.events import template_reference
 from devplane.karmada.scheduler.algorithm import Algorithm, order_candidates, select_best_clusters
 from devplane.karmada.scheduler.controller import (

@@ -20,7 +20,8 @@ from kubernetes_asyncio import client as k8s
 from prometheus_client import REGISTRY
 
 from clusteraccess.registry import MemberRegistry
-from controller_manager.client import ApiError, KubeClient
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from devplane.apiserver.discovery import SERVER_VERSION
 from devplane.apiserver.server import ApiServer

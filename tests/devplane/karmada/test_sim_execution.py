@@ -19,10 +19,12 @@ import pytest
 from kubernetes_asyncio import client as k8s
 
 from clusteraccess.registry import MemberRegistry
-from controller_manager.client import ApiError, KubeClient, Resource
+from controller_manager.apierrors import ApiError
+from controller_manager.client import KubeClient
 from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.objects import Obj
+from controller_manager.resource import Resource
 from devplane.apiserver.server import ApiServer
 from devplane.karmada.execution import setup_execution
 from devplane.karmada.workstatus import setup_work_status

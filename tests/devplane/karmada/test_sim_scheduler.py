@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from controller_manager.client import KubeClient, Resource
+from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import EVENTS
 from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.resource import Resource
 from devplane.karmada.scheduler import setup_scheduler
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION, CPP_PERMANENT_ID, PP_PERMANENT_ID
 from karmada_api.resources import CLUSTER_RESOURCE_BINDINGS, CLUSTERS, RESOURCE_BINDINGS
