@@ -3,19 +3,20 @@
 The estimate is the only step that may wait (the accurate estimator asks member clusters),
 so it is an injected async callable; everything else is pure and runs on the cluster
 snapshot the caller provides (the Cluster informer's cache).
+
+With ``overcommit_protection`` (Karmada's alpha gate ``SchedulingOvercommitProtection``, off by default) the
+estimator is also handed what the :class:`~.assumptions.AssumptionCache` holds for each feasible cluster, to deduct.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import structlog
 
 from controller_manager import objects
 from controller_manager.objects import Obj
-from estimator.general import GeneralEstimator
-from estimator.merge import combine_available_replicas
 from karmada_api.placement import (
     SPREAD_BY_CLUSTER,
     SPREAD_BY_REGION,
@@ -27,6 +28,7 @@ from karmada_api.placement import (
 from karmada_api.shapes import BindingSpec
 from kube_api.limits import MAX_INT32
 
+from .assumptions import AssumedWorkload, AssumptionCache
 from .division import (
     Candidate,
     SchedulingError,
@@ -37,22 +39,31 @@ from .division import (
     spec_clusters,
 )
 from .filters import FitError, run_filters
+from .overcommit import combined_estimate
 
 log = structlog.get_logger(__name__)
 
-AvailableReplicas = Callable[[list[dict[str, Any]], dict[str, Any] | None, int], Awaitable[dict[str, int]]]
-"""(cluster objects, spec.replicaRequirements, spec.replicas) -> {cluster name: max available replicas};
-clusters missing from the answer get spec.replicas (calAvailableReplicas' MaxInt32 rule)."""
+
+
+class AvailableReplicas(Protocol):
+    """(cluster objects, spec.replicaRequirements, spec.replicas) -> {cluster name: max available replicas};
+    clusters missing from the answer get spec.replicas (calAvailableReplicas' MaxInt32 rule). ``assumed`` (given
+    only when there is something to deduct) is, per cluster, the workloads assumed in flight there."""
+
+    def __call__(self, clusters: list[dict[str, Any]], requirements: dict[str, Any] | None, replicas: int, /,
+                 assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None) -> Awaitable[dict[str, int]]: ...
+
 
 LOCALITY_SCORE = 100
 """``ClusterLocality``: a cluster the binding is already scheduled to scores the maximum."""
 
 
 async def general_available_replicas(clusters: list[dict[str, Any]], requirements: dict[str, Any] | None,
-                                     replicas: int) -> dict[str, int]:
-    """The general estimator alone (Cluster ``status.resourceSummary``), combined as the scheduler does."""
-    names = [objects.name(c) for c in clusters]
-    return combine_available_replicas(names, [GeneralEstimator().estimate(clusters, requirements)], replicas)
+                                     replicas: int, /,
+                                     assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None) -> dict[str, int]:
+    """The general estimator alone (Cluster ``status.resourceSummary``, less what is assumed), combined as the
+    scheduler does."""
+    return combined_estimate(clusters, requirements, replicas, assumed or {})
 
 
 def score(cluster: Obj, spec: BindingSpec) -> int:
@@ -112,10 +123,15 @@ class Algorithm:
     """The generic scheduler over a cluster snapshot and an estimator."""
 
     def __init__(self, clusters: Callable[[], Sequence[Obj]], available_replicas: AvailableReplicas | None = None,
-                 *, enable_empty_workload_propagation: bool = False) -> None:
+                 *, enable_empty_workload_propagation: bool = False, overcommit_protection: bool = False,
+                 assumptions: AssumptionCache | None = None) -> None:
         self._clusters = clusters
         self._available_replicas = available_replicas or general_available_replicas
         self.enable_empty_workload_propagation = enable_empty_workload_propagation
+        self.overcommit_protection = overcommit_protection
+        self.assumptions = assumptions if assumptions is not None else AssumptionCache()
+        """What the scheduler assumed (filled by its controller, or by a caller replaying one); read only with
+        ``overcommit_protection``."""
 
     def feasible(self, spec: BindingSpec, status: Obj | None) -> list[Obj]:
         """Step 1-2: clusters not being deleted that pass every filter; FitError when none does."""
@@ -141,12 +157,17 @@ class Algorithm:
         if replicas == 0 and not spec.get("components"):
             return dict.fromkeys(names, MAX_INT32)
         requirements = spec.get("replicaRequirements")
+        wanted = dict(requirements) if requirements else None
         copies = [dict(c) for c in clusters]
+        assumed = self.assumptions.by_cluster(names) if self.overcommit_protection else {}
         try:
-            answer = await self._available_replicas(copies, dict(requirements) if requirements else None, replicas)
+            if assumed:
+                answer = await self._available_replicas(copies, wanted, replicas, assumed)
+            else:
+                answer = await self._available_replicas(copies, wanted, replicas)
         except Exception as exc:  # an estimator error is ignored: fall back to the general estimator
             log.warning("replica estimation failed, using the general estimator", error=f"{type(exc).__name__}: {exc}")
-            answer = await general_available_replicas(copies, dict(requirements) if requirements else None, replicas)
+            answer = await general_available_replicas(copies, wanted, replicas, assumed)
         result = {}
         for name in names:
             value = answer.get(name, MAX_INT32)

@@ -21,6 +21,10 @@ as Karmada's scheduler has (an RB key has a namespace, a CRB key has none):
 The binding is read from the API server at the start of each reconcile (not the cache), so a
 status written by the previous reconcile is always seen: a consumed ``rescheduleTriggeredAt``
 is never mistaken for a pending one.
+
+With ``overcommit_protection`` (``--feature-gates=SchedulingOvercommitProtection=true``; off by default, as in
+Karmada) a ResourceBinding's patched schedule is assumed in flight until the binding turns Healthy there, goes
+away or five minutes pass (``assumptions.py``), and the estimators deduct it (``overcommit.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.controller import Controller
 from controller_manager.events import NORMAL, WARNING, EventRecorder
+from controller_manager.informer import FuncHandler
 from controller_manager.manager import Manager
 from controller_manager.objects import MutableObj, Obj
 from controller_manager.predicate import FuncPredicate
@@ -67,6 +72,7 @@ from kube_api.timeutil import now_text
 from ...runtime import error_text
 from ..events import template_reference
 from .algorithm import Algorithm, AvailableReplicas
+from .assumptions import AssumptionCache, binding_key, record_schedule, release_healthy
 from .division import (
     AggregateError,
     SchedulingError,
@@ -266,6 +272,8 @@ class SchedulerReconciler:
             return Result()
         if not schedulable(binding, self.scheduler_name):
             return Result()
+        if self.algorithm.overcommit_protection:
+            self.algorithm.assumptions.gc()  # Karmada sweeps every minute; expired entries are never read anyway
         if objects.is_deleting(binding):
             self._record(kind, binding, None, SchedulingError(
                 f"skip schedule deleting {kind.lower_noun}: {kind.key(binding)}"))
@@ -390,6 +398,8 @@ class SchedulerReconciler:
                                               namespace=objects.namespace(binding))
         except ApiError as exc:
             return binding, exc
+        if self.algorithm.overcommit_protection and not kind.cluster_scoped:
+            record_schedule(self.algorithm.assumptions, binding, clusters)  # updateAssumptionsCache
         return written, None
 
     async def _write_status(self, kind: BindingKind, scheduled: Obj, latest: Obj, condition: dict[str, Any],
@@ -451,14 +461,39 @@ def _binding_mapper(bindings: Indexer, cluster_bindings: Indexer,
     return map_cluster
 
 
+def assumption_handler(cache: AssumptionCache, scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> FuncHandler:
+    """The ResourceBinding events that make the scheduler forget (``event_handler.go``, behind the intake's filter,
+    which turns a binding leaving it into a delete): deleted or no longer this scheduler's → all of it; an update
+    (status included) → the clusters that just turned Healthy."""
+
+    def on_update(old: Obj, new: Obj) -> None:
+        if not schedulable(old, scheduler_name):
+            return  # filtered out before, or now an add: nothing to forget
+        if not schedulable(new, scheduler_name):
+            cache.release(binding_key(new))
+        else:
+            release_healthy(cache, old, new)
+
+    def on_delete(obj: Obj) -> None:
+        if schedulable(obj, scheduler_name):
+            cache.release(binding_key(obj))
+
+    return FuncHandler(update=on_update, delete=on_delete)
+
+
 def setup_scheduler(manager: Manager, *, available_replicas: AvailableReplicas | None = None,
-                    scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> list[Controller]:
+                    scheduler_name: str = DEFAULT_SCHEDULER_NAME, overcommit_protection: bool = False,
+                    assumptions: AssumptionCache | None = None) -> list[Controller]:
     """Register the scheduler controllers on a host Manager. available_replicas defaults to the
-    general estimator only (estimator.general.GeneralEstimator over the clusters' status)."""
+    general estimator only (estimator.general.GeneralEstimator over the clusters' status);
+    overcommit_protection is the ``SchedulingOvercommitProtection`` feature gate (default off)."""
     bindings = manager.informer(RESOURCE_BINDINGS)
     cluster_bindings = manager.informer(CLUSTER_RESOURCE_BINDINGS)
     clusters = manager.informer(CLUSTERS)
-    algorithm = Algorithm(clusters.store.list, available_replicas)
+    algorithm = Algorithm(clusters.store.list, available_replicas, overcommit_protection=overcommit_protection,
+                          assumptions=assumptions)
+    if overcommit_protection:
+        bindings.add_event_handler(assumption_handler(algorithm.assumptions, scheduler_name))
     reconciler = SchedulerReconciler(manager.client, algorithm, bindings=bindings.store,
                                      cluster_bindings=cluster_bindings.store, clusters=clusters.store,
                                      events=manager.event_recorder(scheduler_name), scheduler_name=scheduler_name)
