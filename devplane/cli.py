@@ -46,6 +46,28 @@ def authorization_mode(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+FEATURE_GATES = {"SchedulingOvercommitProtection": False}
+"""The karmada-scheduler feature gates the simulation models, with Karmada's defaults (``pkg/features``)."""
+
+
+def feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates`` as component-base parses it: ``Name=true|false`` pairs, comma separated; an unknown
+    gate or a value that is not a boolean is an error. Gates not named keep their defaults."""
+    gates = dict(FEATURE_GATES)
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, raw = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise argparse.ArgumentTypeError(f"missing bool value for {name}")
+        if name not in FEATURE_GATES:
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate: {name}")
+        try:
+            gates[name] = boolean(raw.strip())
+        except (argparse.ArgumentTypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"invalid value of {name}={raw.strip()}, err: invalid syntax") from None
+    return gates
+
+
 def _add_security_flags(parser: argparse.ArgumentParser, scope: str) -> None:
     parser.add_argument("--token-auth-file", type=Path, default=None, metavar="FILE",
                         help=f"{scope}: bearer tokens, CSV token,user,uid[,\"group1,group2\"] "
@@ -109,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--graceful-eviction-timeout", type=positive_duration, default=600.0,
                     help="how long an evicted cluster keeps its workload at most (default 10m0s)")
     up.add_argument("--watch-history", type=positive_int, default=DEFAULT_WATCH_HISTORY)
+    up.add_argument("--feature-gates", type=feature_gates, default=dict(FEATURE_GATES), metavar="Name=true|false,...",
+                    help="karmada-scheduler's feature gates the simulation models: SchedulingOvercommitProtection "
+                         "(ALPHA - default=false)")
     _add_security_flags(up, "the host API server (members are unchanged)")
 
     demo = sub.add_parser("demo", help="play the user's documents end to end and check every outcome")
@@ -177,7 +202,8 @@ async def run_up(args: argparse.Namespace) -> None:
         scheduler_estimator_timeout=args.scheduler_estimator_timeout,
         cluster_status_update_frequency=args.cluster_status_update_frequency,
         graceful_eviction_timeout=args.graceful_eviction_timeout,
-        token_auth_file=args.token_auth_file, authorization_mode=args.authorization_mode)
+        token_auth_file=args.token_auth_file, authorization_mode=args.authorization_mode,
+        scheduling_overcommit_protection=args.feature_gates["SchedulingOvercommitProtection"])
     with _kubeconfig_dir_lock(args.kubeconfig_dir), _stop_signals() as signals:
         async with DevPlane(options) as plane:
             plane.write_kubeconfigs(args.kubeconfig_dir)

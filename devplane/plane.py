@@ -22,6 +22,7 @@ import asyncio
 import base64
 import contextlib
 import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ from .karmada.detector import setup_detector
 from .karmada.execution import setup_execution
 from .karmada.gracefuleviction import setup_graceful_eviction
 from .karmada.scheduler import setup_scheduler
+from .karmada.scheduler.assumptions import AssumedWorkload
+from .karmada.scheduler.overcommit import plane_available_replicas
 from .karmada.taintmanager import setup_taint_manager
 from .karmada.workstatus import setup_work_status
 from .kubeconfig import write_kubeconfig
@@ -91,6 +94,7 @@ class PlaneOptions:
     token_auth_file: Path | None = None  # the host's --token-auth-file (members have no authentication)
     authorization_mode: str = "AlwaysAllow"  # the host's --authorization-mode
     record_authorization: bool = False  # keep the host's decisions (ApiServer.authorization_decisions), for tests
+    scheduling_overcommit_protection: bool = False  # karmada-scheduler's alpha feature gate (Karmada's default: off)
 
     @property
     def host_security(self) -> bool:
@@ -248,16 +252,17 @@ class DevPlane:
         manager.add_runnable("member-registry", registry.run, needs_leader=False)
         estimator = EstimatorClient(registry, timeout=options.scheduler_estimator_timeout)
 
-        async def available(clusters: list[dict[str, Any]], requirements: dict[str, Any] | None,
-                            replicas: int) -> dict[str, int]:
-            return await estimator.available_replicas(clusters, requirements, replicas,
-                                                      accurate=options.enable_scheduler_estimator)
+        async def available(clusters: list[dict[str, Any]], requirements: dict[str, Any] | None, replicas: int,
+                            assumed: Mapping[str, Sequence[AssumedWorkload]] | None = None) -> dict[str, int]:
+            return await plane_available_replicas(estimator, clusters, requirements, replicas, assumed or {},
+                                                  accurate=options.enable_scheduler_estimator)
 
         setup_cluster_controller(manager)
         setup_cluster_status(manager, registry, period=options.cluster_status_update_frequency,
                              failure_threshold=options.cluster_failure_threshold)
         setup_detector(manager)
-        setup_scheduler(manager, available_replicas=available)
+        setup_scheduler(manager, available_replicas=available,
+                        overcommit_protection=options.scheduling_overcommit_protection)
         setup_binding_controllers(manager)
         setup_execution(manager, registry)
         setup_work_status(manager, registry)
