@@ -177,27 +177,39 @@ class KubeClient:
         write sent again after one and answered 409 (a conditional update that meets its own earlier write, a
         create that meets its own object) raises that earlier 5xx instead: the 409 is this client's own doing,
         and the caller must learn that the result is unknown (:func:`may_have_landed`), not that it conflicted.
+        So does a resent write that is refused otherwise (``404 page not found`` from a restarting server, a
+        403) or whose answer is lost: only a NotFound that names the object ends it as gone.
         """
         unknown: ApiError | None = None  # a 5xx answer to an earlier attempt of this write
         for attempt in range(MAX_RETRY_AFTER_RETRIES + 1):
-            response = await self._send(method, path, query=query, body=body, content_type=content_type)
-            async with response:
-                raw = await response.read()
-                if 200 <= response.status < 300:
-                    if self._unserved:
-                        self._served_again(path)
-                    return json.loads(raw) if raw and decode else None
-                error = ApiError.from_body(response.status, raw, target=RequestTarget.from_path(path),
-                                           retry_after_header=response.headers.get("Retry-After"))
+            try:
+                response = await self._send(method, path, query=query, body=body, content_type=content_type)
+                async with response:
+                    raw = await response.read()
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                if unknown is None:
+                    raise
+                raise unknown from exc  # the earlier attempt may have been stored: the result is unknown
+            if 200 <= response.status < 300:
+                if self._unserved:
+                    self._served_again(path)
+                return json.loads(raw) if raw and decode else None
+            error = ApiError.from_body(response.status, raw, target=RequestTarget.from_path(path),
+                                       retry_after_header=response.headers.get("Retry-After"))
             if error.is_not_served:
                 self._report_not_served(error)
+            pause = error.retry_after if attempt < MAX_RETRY_AFTER_RETRIES else None
             if unknown is not None and error.status == 409:
                 unknown.resent_into_conflict = error.is_conflict
                 error, pause = unknown, None
-            else:
-                pause = error.retry_after if attempt < MAX_RETRY_AFTER_RETRIES else None
-                if method != "GET" and error.status >= 500:
-                    unknown = error
+            elif unknown is not None and pause is None and error.status < 500 and not error.is_not_found:
+                # A resent write refused (404 page not found, 403, ...) says nothing of the attempt the 5xx
+                # answered, which may have been stored. Only an object gone is final whatever happened before.
+                log.info("resent write refused, the first attempt's result unknown", method=method, path=path,
+                         status=error.status, reason=error.reason)
+                error = unknown
+            elif method != "GET" and error.status >= 500:
+                unknown = error
             if pause is None:
                 try:
                     raise error

@@ -17,7 +17,7 @@ import structlog
 from aiohttp import web
 from kubernetes_asyncio import client
 
-from controller_manager.apierrors import ApiError, retry_on_conflict_unless_gone
+from controller_manager.apierrors import ApiError, may_have_landed, retry_on_conflict_unless_gone
 from controller_manager.client import KubeClient
 from controller_manager.resource import RequestTarget
 from karmada_api.resources import RESOURCE_BINDINGS as _RB
@@ -152,10 +152,14 @@ def test_retry_after_comes_from_the_header_or_the_status() -> None:
     assert error_for(RB_PATH, 409, status(409, "Conflict", "x", {"retryAfterSeconds": 5}), "5").retry_after is None
 
 
+DROP = 0
+"""An answer :func:`play` never sends: it closes the connection instead."""
+
+
 @pytest.fixture
 async def play() -> AsyncIterator[Callable[[list[tuple[int, bytes, dict[str, str]]]], Any]]:
-    """A server on 127.0.0.1 that gives the answers it is handed, in order, then 200 ``{}``; yields a
-    function that takes the answers and returns (KubeClient, list of request paths seen)."""
+    """A server on 127.0.0.1 that gives the answers it is handed (:data:`DROP`: none), in order, then 200 ``{}``;
+    yields a function that takes the answers and returns (KubeClient, list of request paths seen)."""
     runners: list[web.AppRunner] = []
     clients: list[KubeClient] = []
 
@@ -166,6 +170,8 @@ async def play() -> AsyncIterator[Callable[[list[tuple[int, bytes, dict[str, str
             seen.append(request.path)
             if answers:
                 code, body, headers = answers.pop(0)
+                if code == DROP and request.transport is not None:
+                    request.transport.close()  # the answer is lost
                 plain = not body.startswith(b"{")
                 return web.Response(status=code, body=body, headers=headers,
                                     content_type="text/plain" if plain else "application/json")
@@ -216,6 +222,37 @@ async def test_a_write_sent_again_after_a_5xx_that_meets_a_409_is_reported_as_th
         await kube.request("PUT", RB_PATH, body={})
     assert (raised.value.status, raised.value.reason) == (500, "ServerTimeout")
     assert seen == [RB_PATH] * 2
+
+
+PAGE_NOT_FOUND = (404, b"404 page not found\n", {})
+FORBIDDEN = (403, status(403, "Forbidden", "resourcebindings is forbidden", None), {})
+
+
+@pytest.mark.parametrize("second", [PAGE_NOT_FOUND, FORBIDDEN, (DROP, b"", {})],
+                         ids=["404 page not found", "403", "answer lost"])
+async def test_a_write_sent_again_after_a_5xx_and_refused_or_lost_is_reported_as_the_5xx(
+        play: Any, second: tuple[int, bytes, dict[str, str]]) -> None:
+    """Whatever answers the write sent again (a server restarting says ``404 page not found``, RBAC not there yet
+    a 403, or no answer at all) says nothing of the first attempt, which the 500 left unknown: the caller must not
+    take the write for refused (undone), so it gets the 500 (:func:`may_have_landed`). A create: aiohttp itself
+    sends an idempotent request again when a reused connection drops."""
+    kube, seen = await play([(500, SERVER_TIMEOUT, {"Retry-After": "0"}), second])
+    with pytest.raises(ApiError) as raised:
+        await kube.request("POST", RB_PATH, body={})
+    assert (raised.value.status, raised.value.reason) == (500, "ServerTimeout")
+    assert may_have_landed(raised.value)
+    assert seen == [RB_PATH] * 2
+
+
+async def test_a_write_sent_again_after_a_5xx_that_finds_the_object_gone_is_not_found(play: Any) -> None:
+    """Gone is gone, whatever the first attempt did: a resent update or delete answered by a NotFound that names
+    the object ends as not found."""
+    gone = status(404, "NotFound", 'resourcebindings.work.karmada.io "foo-deployment" not found',
+                  {"name": "foo-deployment", "group": "work.karmada.io", "kind": "resourcebindings"})
+    kube, _ = await play([(500, SERVER_TIMEOUT, {"Retry-After": "0"}), (404, gone, {})])
+    with pytest.raises(ApiError) as raised:
+        await kube.request("DELETE", RB_PATH)
+    assert raised.value.is_not_found
 
 
 async def test_a_409_after_a_429_is_a_conflict(play: Any) -> None:

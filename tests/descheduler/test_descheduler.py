@@ -313,14 +313,19 @@ async def test_a_new_descheduler_keeps_the_cool_down_its_predecessor_wrote_on_th
         assert [o.binding for o in await unbounded.cycle()] == ["default/nginx-deployment"]
 
 
-async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_conflict() -> None:
+@pytest.mark.parametrize("resent_into", ["its own write (409)", "a restarting server (404 page not found)"])
+async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_conflict(resent_into: str) -> None:
     """kube-apiserver's 500 ServerTimeout (etcd timed out) asks for a pause; the client sends the update again, and
-    the write the 500 answered had landed: the 409 is our own write's. The descheduler must count it as made."""
+    the write the 500 answered had landed: the 409 is our own write's, and a server restarting meanwhile refuses
+    the resend with a ``404 page not found`` that says nothing of the first attempt. Either way the descheduler
+    must hold it as of unknown result, and count it as made once read back (its budget spent, its Event)."""
     async with descheduler_plane() as plane:
         await seed_nginx(plane, stuck_for=timedelta(minutes=10))
         descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
         fault = plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=500, reason="ServerTimeout",
                                         retry_after=1, after_dispatch=True)
+        if "404" in resent_into:
+            plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=404, page_not_found=True)
         assert await cycle_until_synced(descheduler, bindings, plane) == []
         assert fault.times == 0
         landed = {"member1": 0, "member2": 1, "member3": 1}
