@@ -148,12 +148,18 @@ T = TypeVar("T")
 @dataclass
 class _Unrecorded:
     """What a reconcile decided, and would record, when its status write failed: the write may have been stored
-    with its answer lost. The retry records it if the stored status shows it (:meth:`_record_if_stored`)."""
+    with its answer lost. The retry records it if the stored status shows it (:meth:`_settle_unrecorded`)."""
 
     uid: str
     decided: Decided
     events: list[tuple[str, str, str]]
     finals: list[str]
+
+
+def _shows(rebalancer: Obj, unrecorded: _Unrecorded) -> bool:
+    """The rebalancer's stored status has exactly the results that reconcile decided."""
+    stored = results(rebalancer_status(rebalancer))
+    return all(stored.get(key) == result for key, result in unrecorded.decided.items())
 
 
 class WorkloadRebalancerReconciler:
@@ -182,7 +188,9 @@ class WorkloadRebalancerReconciler:
             self._first_retry.pop(request.name, None)
             self._unrecorded.pop(request.name, None)
             return Result()
-        self._record_if_stored(rebalancer)
+        rebalancer = await self._settle_unrecorded(rebalancer)
+        if rebalancer is None:  # gone since: nothing left to record or to do
+            return Result()
         status = sync_spec_to_status(rebalancer)
         events: list[tuple[str, str, str]] = []
         finals: list[str] = []
@@ -214,19 +222,30 @@ class WorkloadRebalancerReconciler:
         for result in finals:
             WORKLOADS_TOTAL.labels(result).inc()
 
-    def _record_if_stored(self, rebalancer: Obj) -> None:
-        """Record what the last reconcile decided but could not store, if its status write was stored after all
-        (the answer lost, the watch bringing the status since): the retry then finds those workloads done and would
-        record nothing. If the status does not show them, the write was not stored (or not seen yet): the retry
-        decides them again and records them once its own write is stored."""
-        unrecorded = self._unrecorded.pop(objects.name(rebalancer), None)
-        if unrecorded is None or unrecorded.uid != objects.uid(rebalancer):
-            return
-        stored = results(rebalancer_status(rebalancer))
-        if all(stored.get(key) == result for key, result in unrecorded.decided.items()):
+    async def _settle_unrecorded(self, rebalancer: Obj) -> Obj | None:
+        """Before deciding anything: record what the last reconcile decided but could not store, if its status
+        write was stored after all (the answer lost). This retry would find those workloads done and record
+        nothing. The cached status may not show that write yet (the watch broken by the same restart), so the
+        rebalancer is then read afresh; the decision stands on that read, and so does this reconcile. A read that
+        fails keeps the record for the next retry. Returns the rebalancer to reconcile (None: it is gone)."""
+        name = objects.name(rebalancer)
+        unrecorded = self._unrecorded.get(name)
+        if unrecorded is None:
+            return rebalancer
+        if unrecorded.uid == objects.uid(rebalancer) and unrecorded.decided and not _shows(rebalancer, unrecorded):
+            fresh = await self.client.get_or_none(WORKLOAD_REBALANCERS, name)
+            if fresh is None or objects.is_deleting(fresh):
+                del self._unrecorded[name]
+                return None
+            self.rebalancers.mutated(fresh)
+            rebalancer = self.rebalancers.get(name) or fresh
+        del self._unrecorded[name]
+        if unrecorded.uid == objects.uid(rebalancer) and unrecorded.decided and _shows(rebalancer, unrecorded):
             log.info("status write stored although its answer was lost: its events recorded now",
-                     rebalancer=objects.name(rebalancer), workloads=len(unrecorded.decided))
+                     rebalancer=name, workloads=len(unrecorded.decided))
             self._record(rebalancer, unrecorded.events, unrecorded.finals)
+        # otherwise it was not stored: this reconcile decides those workloads again, and records them once stored
+        return rebalancer
 
     async def _trigger(self, rebalancer: Obj, status: RebalancerStatus, events: list[tuple[str, str, str]],
                        finals: list[str]) -> tuple[int, float]:

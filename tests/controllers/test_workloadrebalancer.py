@@ -9,6 +9,7 @@ table become bindings whose triggers are newer than the rebalancer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
@@ -20,9 +21,12 @@ from prometheus_client import REGISTRY
 
 from controller_manager import objects
 from controller_manager.apierrors import ApiError
+from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
+from controller_manager.mutationcache import MutationCache
 from controller_manager.ratelimiter import RateLimiterOptions
+from controller_manager.reconcile import Request
 from controller_manager.resource import Resource
 from controllers import ttlcleaner, workloadrebalancer
 from controllers.rebalancerstatus import summary_message
@@ -284,6 +288,55 @@ async def test_events_and_results_follow_the_stored_status_once(manager: Manager
     events = await eventually(recorded)
     assert sorted((e["reason"], e["count"]) for e in events) == [("ReferencedBindingNotFound", 1),
                                                                  ("RescheduleTriggered", 1)]
+    assert {result: (REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0)
+            - before for result, before in counted.items()} == {"Successful": 1.0, "Failed": 1.0}
+
+
+class AskedEvents:
+    """Stands in for the EventRecorder: what is checked here is which Events the reconciler asks for, and how often;
+    how the recorder writes them is controller_manager's (tests/controller_manager/test_events.py)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        self.asked.append((event_type, reason))
+
+
+async def test_a_status_stored_with_its_answer_lost_is_recorded_though_the_cache_is_behind_and_the_retry_fails(
+        kube: KubeClient, server: ApiServer, http: aiohttp.ClientSession) -> None:
+    """The status write lands and its answer is lost (a 504); the retry runs on a cache that does not show it yet
+    (a restart broke the watch too) and fails before its own status write (a binding read times out). The stored
+    results still get their Events and counts, once: the retry reads the rebalancer afresh before deciding. The
+    caches here are filled once and never watched: they are the cache left behind."""
+    binding = await make_binding(http, "Deployment", "kept")
+    wr = await create_rebalancer(http, "behind", [deploy_ref("kept"), deploy_ref("absent")])
+    rebalancers, bindings = Indexer(), Indexer()
+    rebalancers.replace([wr])
+    bindings.replace([binding])
+    asked = AskedEvents()
+    impatient = KubeClient(kube.api_client, qps=0, timeout=0.5)
+    reconciler = workloadrebalancer.WorkloadRebalancerReconciler(
+        impatient, MutationCache(rebalancers), bindings, Indexer(), asked)  # type: ignore[arg-type]
+    counted = {result: REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0
+               for result in ("Successful", "Failed")}
+    request = Request("", "behind")
+    server.inject_fault("PATCH", "/workloadrebalancers/behind/status", code=504, reason="Timeout", after_dispatch=True)
+    with pytest.raises(ApiError):
+        await reconciler.reconcile(request)
+    stored = await get_or_none(http, f"{WR}/behind")
+    assert stored is not None and observed(stored) == [("absent", "Failed", "ReferencedBindingNotFound"),
+                                                       ("kept", "Successful", "")]
+    assert asked.asked == []
+    slow = server.slow_down("GET", "/resourcebindings/absent-deployment", 2.0, times=1_000)
+    try:
+        with contextlib.suppress(TimeoutError):  # the retry, which must not depend on that read
+            await reconciler.reconcile(request)
+    finally:
+        slow.times = 0
+    rebalancers.replace([stored])  # the watch back: nothing left to decide or to record
+    await reconciler.reconcile(request)
+    assert sorted(asked.asked) == [("Normal", "RescheduleTriggered"), ("Warning", "ReferencedBindingNotFound")]
     assert {result: (REGISTRY.get_sample_value("workload_rebalancer_workloads_total", {"result": result}) or 0.0)
             - before for result, before in counted.items()} == {"Successful": 1.0, "Failed": 1.0}
 
