@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +47,7 @@ from .caches import Policies, Templates, WorkloadKey
 from .metrics import BATCHES, IN_FLIGHT, PAUSED_CLUSTERS, PAUSES, REBALANCERS_CREATED, WORKLOADS_FAILED_BACK
 from .options import FailbackOptions
 from .recorder import rewrite
+from .skips import UnrecordedSkip, UnrecordedSkips
 
 log = structlog.get_logger(__name__)
 
@@ -73,16 +73,6 @@ def _display(binding: Obj) -> str:
     ref = workload_reference(binding)
     namespace = ref.get("namespace") or ""
     return f"{ref.get('kind')}/{namespace + '/' if namespace else ''}{ref.get('name')}"
-
-
-@dataclass(frozen=True)
-class UnrecordedSkip:
-    """A skip whose write failed (:meth:`ClusterFailback._skip`): the binding, when it was decided, its Warning."""
-
-    kind: BindingKind
-    key: str
-    at: datetime
-    message: str
 
 
 class ClusterFailback:
@@ -120,8 +110,8 @@ class ClusterFailback:
         """cluster → the workloads told to wait, and why (:meth:`_tell_waiting`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
-        self.unrecorded_skips: dict[str, list[UnrecordedSkip]] = {}
-        """cluster → skips whose write failed, their Warning not recorded yet (:meth:`_record_stored_skips`)."""
+        self.unrecorded_skips = UnrecordedSkips()
+        """Skips whose write failed, their Warning not recorded yet."""
         self.controller: Controller | None = None
 
     # ------------------------------------------------------------------ reads
@@ -172,11 +162,14 @@ class ClusterFailback:
 
     async def reconcile(self, request: Request) -> Result:
         name = request.name
-        self._record_stored_skips(name)
+        stores = self.binding_stores
+        for binding, message in self.unrecorded_skips.stored(name, lambda kind, key: stores[kind].get(key)):
+            self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, message)
         cluster = self.clusters.get(name)
         keys = self._record_keys(name) if cluster is not None else []
         if cluster is None or not keys:
             self.windows.forget(name)
+            self.unrecorded_skips.forget(name)
             self.marked.pop(name, None)
             self.unsettled.pop(name, None)
             self.waiting.pop(name, None)
@@ -403,24 +396,15 @@ class ClusterFailback:
     async def _skip(self, kind: BindingKind, binding: Obj, cluster: str, reason: str) -> None:
         """Decide against failing the binding back to the cluster (its record goes, the decision is marked), and
         say why in a Warning on the binding once that is stored. A write that fails may have been stored (its
-        answer lost): the retry would no longer see the record, so the Warning is kept for it."""
-        at, message = now(), f"not failed back to cluster {cluster}: {reason}"
+        answer lost): the retry would no longer see the record, so the Warning is kept for it (:mod:`.skips`)."""
+        at, message, key = now(), f"not failed back to cluster {cluster}: {reason}", objects.key(binding)
         try:
             await self._write(kind, binding, progress.skipped_change(cluster, at))
         except Exception:
-            self.unrecorded_skips.setdefault(cluster, []).append(UnrecordedSkip(kind, objects.key(binding), at,
-                                                                                message))
+            self.unrecorded_skips.failed(cluster, UnrecordedSkip(kind, key, at, message))
             raise
+        self.unrecorded_skips.said(cluster, kind, key)
         self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, message)
-
-    def _record_stored_skips(self, cluster: str) -> None:
-        """The Warnings of skips whose write failed but was stored after all: the binding (in the cache, our own
-        writes included) carries that very decision. One not seen there is decided again, or not, by this
-        reconcile, which says so itself."""
-        for skip in self.unrecorded_skips.pop(cluster, []):
-            binding = self.binding_stores[skip.kind].get(skip.key)
-            if binding is not None and progress.skipped_at(binding).get(cluster) == skip.at:
-                self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, skip.message)
 
     def _tell_waiting(self, cluster: str, bindings: list[tuple[Obj, str]], decided: Iterable[Obj]) -> None:
         """Say which workloads wait, and why (:func:`.recovery.wait_reason`): a ``FailbackWaiting`` Event on each

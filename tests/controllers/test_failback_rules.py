@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,9 +11,10 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
-from controllers.failback.progress import FAILING_BACK_ANNOTATION, Eviction
+from controllers.failback.progress import FAILING_BACK_ANNOTATION, SKIPPED_ANNOTATION, Eviction
 from controllers.failback.recorder import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows, evicted_by_event, eviction_event
+from controllers.failback.skips import UnrecordedSkip, UnrecordedSkips
 from karmada_api.bindings import RB_KIND
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
@@ -353,3 +354,35 @@ def test_an_event_later_than_the_last_trigger_undoes_that_move() -> None:
     recorder.observe_event(eviction())
     recorder._judge_events(told.request)
     assert recorder.pending == {told.request: {"member1": Eviction(told.at, undoes=False)}}
+
+
+def skip_test_binding(*, record: bool, skipped: str | None = None) -> dict[str, Any]:
+    annotations = {EVICTED_FROM_ANNOTATION: "member1"} if record else {}
+    if skipped is not None:
+        annotations[SKIPPED_ANNOTATION] = json.dumps({"member1": skipped})
+    return {"metadata": {"name": "web-deployment", "namespace": "default", "annotations": annotations}}
+
+
+def test_a_skip_stored_by_an_earlier_attempt_than_the_last_failed_one_still_gets_its_warning() -> None:
+    """Attempt 1 (12:00:00) is stored, its answer lost; the retry's cache is behind (the record still there), so it
+    decides the skip again at 12:00:03 and that write fails too. Once the cache shows attempt 1's mark, the Warning
+    is said, once; while the record shows, it is kept; a later attempt that succeeds says its own instead."""
+    skips = UnrecordedSkips()
+    first = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    key = "default/web-deployment"
+    skips.failed("member1", UnrecordedSkip(RB_KIND, key, first, "not failed back to cluster member1: why"))
+    behind = skip_test_binding(record=True)
+    assert list(skips.stored("member1", lambda kind, k: behind)) == []  # kept: the retry may decide it again
+    skips.failed("member1", UnrecordedSkip(RB_KIND, key, first + timedelta(seconds=3), "the same, later"))
+    landed = skip_test_binding(record=False, skipped="2026-11-29T12:00:00Z")
+    said = list(skips.stored("member1", lambda kind, k: landed))
+    assert said == [(landed, "not failed back to cluster member1: why")]
+    assert list(skips.stored("member1", lambda kind, k: landed)) == []  # once
+
+    skips.failed("member1", UnrecordedSkip(RB_KIND, key, first, "m"))
+    skips.said("member1", RB_KIND, key)  # a later attempt stored, its own Warning recorded
+    assert list(skips.stored("member1", lambda kind, k: landed)) == []
+    skips.failed("member1", UnrecordedSkip(RB_KIND, key, first, "m"))
+    gone_otherwise = skip_test_binding(record=False)  # not stored, and the record went another way: nothing to say
+    assert list(skips.stored("member1", lambda kind, k: gone_otherwise)) == []
+    assert list(skips.stored("member1", lambda kind, k: landed)) == []
