@@ -202,6 +202,8 @@ async def simulated(karmada: KubeClient, members: dict[str, KubeClient], before:
                 or assignment_of(spec.get("clusters")) != assignment_of(result or None)):
             record_schedule(assumptions, found, result)
     condition, _ = condition_for(error)
+    if error is not None and not isinstance(error, FitError):
+        return placed(spec.get("clusters")), condition  # nothing is patched: the binding keeps what it had
     return placed(result), condition
 
 
