@@ -92,11 +92,22 @@ class Outcome:
 @dataclass(frozen=True)
 class Unsettled:
     """An update whose result is unknown (:meth:`Descheduler._unknown_result`): the resourceVersion it was
-    conditional on, the cool-down annotation it carried, and its plan (what it lowered, what its Event said)."""
+    conditional on, the cool-down annotation it carried (None: the cool-down is off), the ``spec.clusters`` it
+    wrote, and its plan (what it lowered, what its Event said)."""
 
     resource_version: str
     stamp: str | None
+    written: list[Any]
     plan: Plan
+
+    def stored_in(self, fresh: Obj) -> bool:
+        """Whether ``fresh`` (read after it) shows this update stored: changed since, and carrying its cool-down
+        stamp; without a cool-down, its ``spec.clusters`` (a best guess: a reschedule since hides it)."""
+        if objects.resource_version(fresh) == self.resource_version:
+            return False
+        if self.stamp is not None:
+            return objects.annotations(fresh).get(COOL_DOWN_ANNOTATION) == self.stamp
+        return objects.spec(fresh).get("clusters") == self.written
 
     @property
     def clusters(self) -> tuple[str, ...]:
@@ -232,9 +243,9 @@ class Descheduler:
             self.cool_down.forget(key, unsettled.clusters)
         if fresh is None:
             return None
-        changed = objects.resource_version(fresh) != unsettled.resource_version
-        stored = changed and objects.annotations(fresh).get(COOL_DOWN_ANNOTATION) == unsettled.stamp
-        log.info("deschedule result settled", binding=key, stored=stored, binding_changed=changed,
+        stored = unsettled.stored_in(fresh)
+        log.info("deschedule result settled", binding=key, stored=stored,
+                 binding_changed=objects.resource_version(fresh) != unsettled.resource_version,
                  clusters=list(unsettled.clusters))
         if stored:  # the Warning said "result unknown": the Event and the count of a made update follow now
             self._succeeded(fresh, unsettled.plan, f"{unsettled.plan.message} (the update of unknown result was "
@@ -304,8 +315,9 @@ class Descheduler:
         self.budget.spend(new.total)
         if self.cool_down is not None:
             self.cool_down.record_plan(key, new)
-            self._unsettled[key] = Unsettled(objects.resource_version(binding),
-                                             objects.annotations(update).get(COOL_DOWN_ANNOTATION), new)
+        self._unsettled[key] = Unsettled(objects.resource_version(binding),
+                                         objects.annotations(update).get(COOL_DOWN_ANNOTATION),
+                                         objects.spec(update).get("clusters") or [], new)
         self._record(binding, WARNING, EVENT_REASON_DESCHEDULE_FAILED,
                      f"result unknown, the update may have been stored ({error}): {new.message}")
         log.warning("deschedule result unknown, the update may have been stored; counted as written", binding=key,
