@@ -46,7 +46,7 @@ from . import progress, reasons, recovery
 from .caches import Policies, Templates, WorkloadKey
 from .metrics import BATCHES, IN_FLIGHT, PAUSED_CLUSTERS, PAUSES, REBALANCERS_CREATED, WORKLOADS_FAILED_BACK
 from .options import FailbackOptions
-from .recorder import rewrite
+from .recorder import DecisionOutdated, rewrite
 from .skips import UnrecordedSkip, UnrecordedSkips
 
 log = structlog.get_logger(__name__)
@@ -347,7 +347,9 @@ class ClusterFailback:
             policy = self.policies.opting_out(binding) if self.policies is not None else None
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
-                await self._skip(kind, binding, name, reason)
+                await self._skip(kind, binding, name, reason, still=None if policy is not None else (
+                    lambda fresh: recovery.skip_reason(fresh, cluster) is not None
+                    and not recovery.evicting(fresh, name)))
                 decided.append(binding)
                 continue
             if (why := recovery.wait_reason(binding, cluster)) is not None:
@@ -393,13 +395,18 @@ class ClusterFailback:
         log.info("fail-back batch started", cluster=name, rebalancers=created, workloads=len(chosen),
                  waiting=waiting)
 
-    async def _skip(self, kind: BindingKind, binding: Obj, cluster: str, reason: str) -> None:
+    async def _skip(self, kind: BindingKind, binding: Obj, cluster: str, reason: str, *,
+                    still: Callable[[Obj], bool] | None) -> None:
         """Decide against failing the binding back to the cluster (its record goes, the decision is marked), and
-        say why in a Warning on the binding once that is stored. A write that fails may have been stored (its
-        answer lost): the retry would no longer see the record, so the Warning is kept for it (:mod:`.skips`)."""
+        say why in a Warning on the binding once that is stored. ``still``: whether a binding read afresh (after a
+        409) still calls for it; a skip is final, so one decided on a cache copy behind is decided again. A write
+        that fails may have been stored (its answer lost): the retry would no longer see the record, so the
+        Warning is kept for it (:mod:`.skips`)."""
         at, message, key = now(), f"not failed back to cluster {cluster}: {reason}", objects.key(binding)
         try:
-            await self._write(kind, binding, progress.skipped_change(cluster, at))
+            await self._write(kind, binding, progress.skipped_change(cluster, at), only_if=still)
+        except DecisionOutdated:
+            raise  # nothing written: the retry decides again on the binding as it is now
         except Exception:
             self.unrecorded_skips.failed(cluster, UnrecordedSkip(kind, key, at, message))
             raise
@@ -538,9 +545,10 @@ class ClusterFailback:
 
     # ------------------------------------------------------------------ writes
 
-    async def _write(self, kind: BindingKind, binding: Obj, change: progress.Change) -> Obj | None:
+    async def _write(self, kind: BindingKind, binding: Obj, change: progress.Change, *,
+                     only_if: Callable[[Obj], bool] | None = None) -> Obj | None:
         written = await rewrite(self.client, kind, objects.namespace(binding), objects.name(binding), change,
-                                 cached=binding)
+                                cached=binding, only_if=only_if)
         if written is not None:
             self.binding_stores[kind].mutated(written)
             for cluster in progress.failing_back(written):

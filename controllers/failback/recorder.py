@@ -13,7 +13,7 @@ unless the binding shows it is over (:func:`.recovery.evicted_by_event`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 import structlog
 
@@ -37,15 +37,22 @@ def _kind(request: Request) -> BindingKind:
     return RB_KIND if request.namespace else CRB_KIND
 
 
+class DecisionOutdated(Exception):
+    """The binding read afresh no longer supports the decision a change carries out (made on a cache copy that was
+    behind): nothing is written, and the reconcile is retried to decide again."""
+
+
 async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: str, change: progress.Change, *,
-                   unless_deleting: bool = False, cached: Obj | None = None) -> Obj | None:
+                  unless_deleting: bool = False, cached: Obj | None = None,
+                  only_if: Callable[[Obj], bool] | None = None) -> Obj | None:
     """Merge-patch the binding's fail-back annotations (record, in-flight marks, eviction times) to
     ``change(progress)``; the binding as written (or as read, when nothing changed), None when it is gone (or
     being deleted and ``unless_deleting``).
 
     Conditional on the resourceVersion it was read at, so that concurrent writers (the other controller,
     another cluster's fail-back, Karmada's status writes) never lose each other's change: the first attempt
-    starts from ``cached`` when given (a cache copy, which saves a GET), any 409 from a fresh GET.
+    starts from ``cached`` when given (a cache copy, which saves a GET), any 409 from a fresh GET. ``only_if``
+    says whether the binding (as each attempt reads it) still supports the change; if not, :class:`DecisionOutdated`.
     """
     start = cached
 
@@ -59,6 +66,9 @@ async def rewrite(client: KubeClient, kind: BindingKind, namespace: str, name: s
         wanted = change(current)
         if wanted == current:
             return binding
+        if only_if is not None and not only_if(binding):
+            raise DecisionOutdated(f"{kind.resource.key} {objects.join_key(namespace, name)} changed since the "
+                                   "decision: decided again")
         written: Obj = await client.patch(kind.resource, name, progress.progress_patch(binding, wanted),
                                           namespace=namespace, content_type=MERGE_PATCH)
         return written

@@ -24,7 +24,7 @@ from controller_manager.ratelimiter import RateLimiterOptions
 from controller_manager.resource import Resource
 from controllers.app import main
 from controllers.failback import controller as failback
-from controllers.failback import wiring
+from controllers.failback import recovery, wiring
 from controllers.failback.options import FailbackOptions
 from controllers.failback.progress import (
     EVICTED_AT_ANNOTATION,
@@ -36,9 +36,12 @@ from controllers.failback.progress import (
     RESUME_ANNOTATION,
     ROUND_ANNOTATION,
     batch_body,
+    skipped_change,
 )
+from controllers.failback.recorder import DecisionOutdated, rewrite
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows
 from devplane.apiserver.server import ApiServer
+from karmada_api.bindings import RB_KIND
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.resources import RESOURCE_BINDINGS, WORKLOAD_REBALANCERS
 from karmada_api.shapes import Workload
@@ -1083,3 +1086,33 @@ async def rescheduled(http: aiohttp.ClientSession, name: str, trigger: str, clus
     await send(http, "PATCH", f"{RB}/{name}-deployment/status",
                {"status": {"schedulerObservedGeneration": binding["metadata"]["generation"],
                            "lastScheduledTime": trigger, "aggregatedStatus": items}})
+
+
+@pytest.mark.parametrize("placement_now", ["member2 only", "member1 allowed again"])
+async def test_a_skip_decided_on_a_copy_behind_is_made_only_if_the_binding_still_calls_for_it(
+        kube: KubeClient, http: aiohttp.ClientSession, placement_now: str) -> None:
+    """A skip is final: the record goes for good. Decided on a cache copy that was behind (the placement changed
+    since), its conditional write meets a 409, and the binding read afresh is judged again: still to be skipped,
+    the skip is made; allowing the cluster again, nothing is written and the decision is made again."""
+    member1 = await make_cluster(http, "member1")
+    stale = await make_binding(http, "moved", ["member2"], placement={"clusterAffinity": {"clusterNames": ["member2"]}})
+    path = f"{RB}/moved-deployment"
+    stale = await send(http, "PATCH", path, {"metadata": {"annotations": {EVICTED_FROM_ANNOTATION: "member1"}}})
+    names = ["member2"] if placement_now == "member2 only" else ["member1", "member2"]
+    await send(http, "PATCH", path, {"metadata": {"annotations": {
+        APPLIED_PLACEMENT_ANNOTATION: json.dumps({"clusterAffinity": {"clusterNames": names}})}}})
+    assert recovery.skip_reason(stale, member1) is not None  # what the copy behind says
+
+    async def skip() -> dict[str, Any] | None:
+        return await rewrite(kube, RB_KIND, "default", "moved-deployment",
+                             skipped_change("member1", now()), cached=stale,
+                             only_if=lambda fresh: recovery.skip_reason(fresh, member1) is not None)
+
+    if placement_now == "member2 only":
+        written = await skip()
+        assert written is not None and "member1" not in recovery.recorded_clusters(written)
+    else:
+        with pytest.raises(DecisionOutdated):
+            await skip()
+        binding = await send(http, "GET", path)
+        assert recovery.recorded_clusters(binding) == ["member1"]  # kept: it may still fail back
