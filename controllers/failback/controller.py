@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from sharedcli.flagtypes import format_duration
 
 from . import progress, reasons, recovery
 from .caches import Policies, Templates, WorkloadKey
+from .finishes import UnreportedFinishes
 from .metrics import BATCHES, IN_FLIGHT, PAUSED_CLUSTERS, PAUSES, REBALANCERS_CREATED, WORKLOADS_FAILED_BACK
 from .options import FailbackOptions
 from .recorder import DecisionOutdated, rewrite
@@ -110,8 +111,8 @@ class ClusterFailback:
         """cluster → the workloads told to wait, and why (:meth:`_tell_waiting`)."""
         self.warned_resume: dict[str, str] = {}
         """cluster → the resume value last warned about (one Warning per value, not one per reconcile)."""
-        self.unrecorded_skips = UnrecordedSkips()
-        """Skips whose write failed, their Warning not recorded yet."""
+        self.unrecorded_skips = UnrecordedSkips()  # skips whose write failed, their Warning still owed
+        self.unreported_finishes = UnreportedFinishes()  # finishes whose write failed, their check still owed
         self.controller: Controller | None = None
 
     # ------------------------------------------------------------------ reads
@@ -165,11 +166,13 @@ class ClusterFailback:
         stores = self.binding_stores
         for binding, message in self.unrecorded_skips.stored(name, lambda kind, key: stores[kind].get(key)):
             self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, message)
+        self._report_not_placed(name, list(self.unreported_finishes.stored(name, lambda k, key: stores[k].get(key))))
         cluster = self.clusters.get(name)
         keys = self._record_keys(name) if cluster is not None else []
         if cluster is None or not keys:
             self.windows.forget(name)
             self.unrecorded_skips.forget(name)
+            self.unreported_finishes.forget(name)
             self.marked.pop(name, None)
             self.unsettled.pop(name, None)
             self.waiting.pop(name, None)
@@ -222,9 +225,10 @@ class ClusterFailback:
         given_up = set(plan.given_up)
         over = [(kind, b, started) for (kind, b, started), seen in zip(flights, health_now, strict=True)
                 if seen.not_healthy is None or seen.workload in given_up]
+        self.unreported_finishes.finishing(name, [(kind, objects.key(b)) for kind, b, _ in over
+                                                  if _display(b) not in given_up])
         await self._write_all([(kind, b, progress.finished_change(name, started)) for kind, b, started in over],
-                              then=lambda finished: self._report_not_placed(
-                                  name, [b for b in finished if _display(b) not in given_up]))
+                              then=lambda finished: self._report_not_placed(name, finished, given_up))
         self._set_flights(name, [b for _, b, _ in flights if all(b is not o for _, o, _ in over)])
         cluster = await self._pause_or_resume(cluster, plan)
         if plan.start:
@@ -233,10 +237,14 @@ class ClusterFailback:
         waits = [w for w in (requeue, plan.next_deadline) if w is not None]
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
 
-    def _report_not_placed(self, cluster: str, finished: list[Obj]) -> None:
-        """A Warning on each binding whose fail-back to the cluster ended healthy with no replica there
-        (:func:`.progress.not_placed_message`): its record is gone, so it is not tried again."""
+    def _report_not_placed(self, cluster: str, finished: list[Obj], given_up: Collection[str] = ()) -> None:
+        """A Warning on each binding whose fail-back to the cluster ended healthy (not ``given_up``) with no replica
+        there (:func:`.progress.not_placed_message`): its record is gone, so it is not tried again. A finishing
+        write whose answer was lost is checked by the next reconcile (:mod:`.finishes`)."""
         for binding in finished:
+            self.unreported_finishes.checked(cluster, objects.key(binding))
+            if _display(binding) in given_up:
+                continue
             if (message := progress.not_placed_message(binding, cluster)) is not None:
                 self.events.event(binding, WARNING, reasons.EVENT_NOT_PLACED, message)
 

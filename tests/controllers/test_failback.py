@@ -17,7 +17,9 @@ import aiohttp
 import pytest
 from prometheus_client import REGISTRY
 
+from controller_manager import objects
 from controller_manager.apierrors import ApiError
+from controller_manager.cache import Indexer
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
 from controller_manager.ratelimiter import RateLimiterOptions
@@ -245,6 +247,58 @@ class BindingPatchFails(KubeClient):
             self.failed = True
             raise ApiError(500, "InternalError", "Internal error occurred: etcdserver: request timed out")
         return await super().patch(resource, name, patch, **kwargs)
+
+
+class FinishAnswerLost(KubeClient):
+    """The first merge patch that ends a binding's fail-back (its in-flight mark, written before, removed) is stored,
+    and its answer lost (the connection drops), as in an API server restart; the other requests go through."""
+
+    def __init__(self, base: KubeClient) -> None:
+        super().__init__(base.api_client, qps=0)
+        self.flying = self.lost = False
+        self.cache: Indexer | None = None
+        """The controller's binding cache: the answer is lost once the watch has brought the write there, so
+        that the retry sees the binding no longer in flight."""
+
+    async def patch(self, resource: Resource, name: str, patch: Any, **kwargs: Any) -> dict[str, Any]:
+        written = await super().patch(resource, name, patch, **kwargs)
+        annotations = (patch.get("metadata") or {}).get("annotations") or {}
+        if resource == RESOURCE_BINDINGS and annotations.get(FAILING_BACK_ANNOTATION):
+            self.flying = True
+        elif resource == RESOURCE_BINDINGS and self.flying and not self.lost and FAILING_BACK_ANNOTATION in annotations:
+            self.lost = True
+            cache, key, version = self.cache, objects.key(written), int(objects.resource_version(written))
+
+            async def cached() -> bool:
+                seen = cache.get(key) if cache is not None else None
+                return seen is not None and int(objects.resource_version(seen)) >= version
+
+            await eventually(cached, what="the stored write in the controller's cache")
+            raise aiohttp.ServerDisconnectedError()
+        return written
+
+
+async def test_a_fail_back_placed_elsewhere_whose_finishing_answer_was_lost_still_gets_its_warning(
+        kube: KubeClient, http: aiohttp.ClientSession) -> None:
+    """The write that ends the fail-back is stored, its answer lost. The retry sees the binding no longer in flight
+    (the watch brought the write): the FailbackNotPlaced Warning is owed all the same, once."""
+    await make_cluster(http, "member1")
+    await make_cluster(http, "member2")
+    foo = await make_binding(http, "foo", ["member1", "member2"])
+    losing = FinishAnswerLost(kube)
+    async with controller(losing) as mgr:
+        losing.cache = mgr.informer(RESOURCE_BINDINGS).store
+        await set_health(http, "member1", taints=[NO_EXECUTE])
+        await evict(http, foo, "member1", ["member2"])
+        await eventually(recorded(http, "foo", "member1"))
+        await set_health(http, "member1", taints=[])
+        await eventually(failing_back(http, "foo"), timeout=10)
+        await make_healthy(http, "foo", {"member2": 1})
+        await eventually(recorded(http, "foo", None))
+        binding = await get_or_none(http, f"{RB}/foo-deployment")
+        warned = await eventually(lambda: events_about(http, binding, "FailbackNotPlaced"))
+        assert losing.lost
+    assert [(e["type"], e.get("count", 1)) for e in warned] == [("Warning", 1)]
 
 
 async def not_placed_warnings(http: aiohttp.ClientSession, names: list[str]) -> list[str] | None:
