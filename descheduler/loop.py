@@ -215,12 +215,12 @@ class Descheduler:
         update of unknown result, the binding as the API server has it (:meth:`_settle`)."""
         binding = self.bindings.get(key)
         if key in self._unsettled:
-            binding = await self._settle(key, binding)
+            binding = await self._settle(key)
         if binding is None:
             return None
         return await self._deschedule(binding)
 
-    async def _settle(self, key: str, cached: Obj | None) -> Obj | None:
+    async def _settle(self, key: str) -> Obj | None:
         """Find out, with a fresh read, whether the update of unknown result landed; the binding to judge now.
 
         Until then the cool-down holds its clusters as if it had (:meth:`_unknown_result`). A landed update
@@ -229,15 +229,17 @@ class Descheduler:
         which this cycle judges instead of the cache (maybe behind): an update that did not land is made again
         now, not one cool-down later. That it did not land may still be a guess (a 500 whose write etcd commits
         after this read): the next update is conditional on the resourceVersion read here, so it cannot lower
-        the binding a second time. A failed read settles nothing: the cool-down goes on holding the clusters."""
+        the binding a second time. A failed read settles nothing, and the binding is left for the next cycle
+        (None): judged on the cache, maybe behind, another update would replace the stamp the read-back looks
+        for, and a landed update would never get its Event and count."""
         unsettled = self._unsettled[key]
         namespace, name = objects.split_key(key)
         try:
             fresh = await self.client.get_or_none(RESOURCE_BINDINGS, name, namespace)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.info("deschedule result still unknown, its clusters stay in cool-down", binding=key,
+            log.info("deschedule result still unknown, the binding is left for the next cycle", binding=key,
                      error=_describe_error(exc))
-            return cached
+            return None
         del self._unsettled[key]
         if self.cool_down is not None:
             self.cool_down.forget(key, unsettled.clusters)

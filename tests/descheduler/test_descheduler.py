@@ -344,6 +344,39 @@ async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_co
         assert descheduled_total("member1") == counted + 1
 
 
+async def test_a_binding_whose_read_back_fails_is_left_alone_until_it_is_read_back() -> None:
+    """member1's two replicas are stuck, one moves per cycle (a per-workload budget). The first update's answer is
+    lost after it landed; the next cycle's read-back fails. Judged on its cache instead, that cycle would lower the
+    held-back replica with a new cool-down stamp, and the read-back after it could no longer tell the first update
+    stored: its Event and count would never come. Left alone until the read-back works, both updates get them."""
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10), clusters={"member1": 2, "member2": 1, "member3": 1},
+                         ready={"member1": 0, "member2": 1, "member3": 1})
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240),
+                                                      budget=CycleBudget(per_workload=1))
+        counted = descheduled_total("member1")
+        plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=504, reason="Timeout",
+                                after_dispatch=True)
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        assert (await binding_clusters(plane))["member1"] == 1  # it landed
+        await plane.clients["member1"].delete(PODS, "nginx-1", "default")  # the member follows the assignment
+
+        async def observed() -> bool:
+            return await descheduler.estimate(["member1"], dict(NGINX), timedelta(minutes=5)) == {"member1": 1}
+
+        await eventually(observed, what="the estimator seeing 1 stuck pod")
+        read_back = plane.host.inject_fault("GET", "/resourcebindings/nginx-deployment", code=500)
+        assert await descheduler.cycle() == []
+        assert read_back.times == 0
+        assert (await binding_clusters(plane))["member1"] == 1  # left alone
+        assert [o.binding for o in await descheduler.cycle()] == ["default/nginx-deployment"]
+        assert (await binding_clusters(plane))["member1"] == 0
+        succeeded = await warnings_on_binding(descheduler, plane, "Normal")
+        assert len(succeeded) == 2
+        assert any(m.endswith("(the update of unknown result was stored, read back)") for m in succeeded)
+        assert descheduled_total("member1") == counted + 2
+
+
 async def test_a_refused_connection_is_a_plain_failure_retried_by_the_next_cycle() -> None:
     """Nothing was sent, so nothing can have landed: no cool-down, and the next cycle takes the replicas."""
     async with descheduler_plane() as plane:
