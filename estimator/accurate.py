@@ -247,6 +247,10 @@ class NodeUsage:
     def pod_count(self) -> int:
         return len(self._pods)
 
+    def present_nodes(self) -> list[Obj]:
+        """The Nodes present, by name."""
+        return [entry.node for _, entry in sorted(self._nodes.items()) if entry.present and entry.node is not None]
+
     def node_free(self, name: str) -> tuple[dict[str, int], int] | None:
         """(free resources in scheduler units, free pod slots) of a known node, for diagnostics."""
         entry = self._nodes.get(name)

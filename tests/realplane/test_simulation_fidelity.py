@@ -52,6 +52,7 @@ from devplane.karmada.scheduler.division import SchedulingError, assignment_of
 from devplane.karmada.scheduler.filters import FitError
 from devplane.karmada.scheduler.overcommit import accurate_replicas, combined_estimate
 from devplane.karmada.workloads import kind_for
+from estimator.accurate import NodeUsage
 from karmada_api.placement import applied_placement_text, placement_json
 from karmada_api.resources import CLUSTERS, PROPAGATION_POLICIES, RESOURCE_BINDINGS
 from karmada_api.shapes import BindingSpec, binding_spec
@@ -183,7 +184,7 @@ async def simulated(karmada: KubeClient, members: dict[str, KubeClient], before:
                         assumed: dict[str, list[AssumedWorkload]] | None = None) -> dict[str, int]:
         names = [objects.name(c) for c in candidates]
         in_flight = assumed or {}
-        accurate = {name: accurate_replicas(*usage[name], requirements, in_flight.get(name, ()))
+        accurate = {name: accurate_replicas(NodeUsage(*usage[name]), requirements, in_flight.get(name, ()))
                     for name in names if name in usage}
         return combined_estimate(candidates, requirements, replicas, in_flight, accurate)
 

@@ -157,16 +157,16 @@ def general_estimate(clusters: Iterable[Obj], requirements: Mapping[str, Any] | 
             for cluster in clusters}
 
 
-def accurate_replicas(nodes: Iterable[Obj], pods: Iterable[Obj], requirements: Mapping[str, Any] | None,
+def accurate_replicas(usage: NodeUsage, requirements: Mapping[str, Any] | None,
                       assumed: Sequence[AssumedWorkload]) -> int:
-    """The accurate estimator's node-resource estimate over a member's Nodes and Pods with ``assumed`` placed
-    first (Nodes in name order, as the estimator's snapshot lists a zone's Nodes); 0 without Nodes."""
-    ordered = sorted(nodes, key=objects.name)
-    usage = NodeUsage(ordered, pods)
+    """The accurate estimator's node-resource estimate over a member's node usage (its incremental cache: no pass
+    over the Pods) with ``assumed`` placed first; 0 without Nodes. Nodes in name order: Karmada's snapshot lists
+    them round-robin over zones, in the order they were added, which is name order for one zone listed at once
+    (docs/devplane.md)."""
     if not assumed:
         return usage.max_available_replicas(dict(requirements) if requirements else None)
     runs: list[tuple[dict[str, int], Obj | None, int]] = []
-    for node in ordered:
+    for node in usage.present_nodes():
         free = usage.node_free(objects.name(node))
         if free is not None:
             resources, pods_free = free
@@ -194,7 +194,7 @@ async def plane_available_replicas(estimator: EstimatorClient, clusters: list[di
                                    requirements: dict[str, Any] | None, replicas: int, assumed: AssumedByCluster,
                                    *, accurate: bool) -> dict[str, int]:
     """The dev plane's estimators with ``assumed`` deducted: the general one, and with ``accurate`` each member
-    that can answer, recomputed from its cached Nodes and Pods where something is assumed on it."""
+    that can answer, recomputed from its node usage where something is assumed on it."""
     if not assumed:
         return await estimator.available_replicas(clusters, requirements, replicas, accurate=accurate)
     answers: dict[str, int] | None = None
@@ -203,6 +203,5 @@ async def plane_available_replicas(estimator: EstimatorClient, clusters: list[di
         for name in list(answers):
             member = estimator.registry.get(name)
             if member is not None and assumed.get(name):
-                answers[name] = accurate_replicas(member.cache("nodes").list(), member.cache("pods").list(),
-                                                  requirements, assumed[name])
+                answers[name] = accurate_replicas(member.usage, requirements, assumed[name])
     return combined_estimate(clusters, requirements, replicas, assumed, answers)

@@ -10,10 +10,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from kubernetes_asyncio import client as k8s
 
 from controller_manager.client import KubeClient
 from controller_manager.manager import Manager, ManagerOptions
+from devplane import plane as devplane_plane
 from devplane.cli import build_parser
+from devplane.config import member_shapes
 from devplane.karmada.scheduler import setup_scheduler
 from devplane.karmada.scheduler.algorithm import Algorithm
 from devplane.karmada.scheduler.assumptions import (
@@ -25,7 +28,14 @@ from devplane.karmada.scheduler.assumptions import (
     release_healthy,
 )
 from devplane.karmada.scheduler.controller import assumption_handler
-from devplane.karmada.scheduler.overcommit import accurate_replicas, deduct_from_summary, general_replicas
+from devplane.karmada.scheduler.overcommit import (
+    accurate_replicas,
+    deduct_from_summary,
+    general_replicas,
+    plane_available_replicas,
+)
+from devplane.plane import DevPlane, PlaneOptions
+from estimator.accurate import NodeUsage
 from estimator.general import max_available_replicas as general_max
 from karmada_api.resources import RESOURCE_BINDINGS
 from kube_api.timeutil import now_text
@@ -200,11 +210,11 @@ def pod(name: str, node_name: str, cpu: str) -> dict[str, Any]:
 def test_accurate_estimator_places_assumed_workloads_first_fit_on_matching_nodes() -> None:
     nodes = [node("n2", "2", {"pool": "b"}), node("n1", "2", {"pool": "a"})]
     pods = [pod("p", "n1", "500m")]
-    assert accurate_replicas(nodes, pods, LARGE, []) == 7  # 3 + 4
-    assert accurate_replicas(nodes, pods, LARGE, [workload(4)]) == 3  # n1 (first by name) 3, n2 1
+    assert accurate_replicas(NodeUsage(nodes, pods), LARGE, []) == 7  # 3 + 4
+    assert accurate_replicas(NodeUsage(nodes, pods), LARGE, [workload(4)]) == 3  # n1 (first by name) 3, n2 1
     pinned = {**LARGE, "nodeClaim": {"nodeSelector": {"pool": "b"}}}
-    assert accurate_replicas(nodes, pods, LARGE, [workload(4, pinned)]) == 3  # all on n2
-    assert accurate_replicas(nodes, pods, pinned, [workload(3)]) == 4  # n1 took them; n2 still holds 4
+    assert accurate_replicas(NodeUsage(nodes, pods), LARGE, [workload(4, pinned)]) == 3  # all on n2
+    assert accurate_replicas(NodeUsage(nodes, pods), pinned, [workload(3)]) == 4  # n1 took them; n2 still holds 4
 
 
 # ----------------------------------------------------------------------------- the algorithm: off and on
@@ -292,5 +302,74 @@ async def test_the_scheduler_assumes_what_it_patched_until_the_binding_turns_hea
     assert clusters_of(binding) == {"member1": 3, "member2": 3}
     assert [w.replicas for w in ASSUMED.workloads("member1")] == [3]
 
+    # moved off member1 (its placement edited): what it held there goes with the move, not 5 minutes later
+    moved = await gated.kube.get(RESOURCE_BINDINGS, "second-deployment", "default")
+    moved["spec"]["placement"] = {**DYNAMIC, "clusterAffinity": {"clusterNames": ["member2"]}}
+    await gated.kube.update(RESOURCE_BINDINGS, moved)
+    await wait_clusters(gated.kube, {"member2": 6}, name="second-deployment")
+    assert ASSUMED.workloads("member1") == []
+    assert [w.replicas for w in ASSUMED.workloads("member2")] == [6]
+
     await gated.kube.delete(RESOURCE_BINDINGS, "second-deployment", "default")
     await eventually(lambda: len(ASSUMED) == 0)
+
+
+class MemberUsage:
+    """A member as the registry hands it to the estimator: only its node usage is read here."""
+
+    def __init__(self, usage: NodeUsage) -> None:
+        self.usage = usage
+
+
+class Members:
+    def __init__(self, members: dict[str, MemberUsage]) -> None:
+        self.members = members
+
+    def get(self, name: str) -> MemberUsage | None:
+        return self.members.get(name)
+
+
+class MemberEstimates:
+    """Stands in for the dev plane's EstimatorClient, whose member caches would need member API servers: the
+    accurate answers come from each member's node usage, as the client computes them."""
+
+    def __init__(self, members: dict[str, NodeUsage]) -> None:
+        self.registry = Members({name: MemberUsage(usage) for name, usage in members.items()})
+
+    async def max_available_replicas(self, names: list[str], requirements: dict[str, Any] | None) -> dict[str, int]:
+        return {name: member.usage.max_available_replicas(requirements)
+                for name in names if (member := self.registry.get(name)) is not None}
+
+
+async def test_the_planes_accurate_estimate_deducts_what_is_assumed_on_each_member() -> None:
+    """With the scheduler estimator on, a member holding assumed workloads answers from its node usage with them
+    placed first; the general estimate (the Cluster's summary) is deducted too, and the two combine by minimum."""
+    usage = NodeUsage([node("n1", "2")], [])  # 4 LARGE replicas; the Cluster's summary says far more
+    clusters = [modelled("member1", nodes=2, models=False)]
+    estimates = MemberEstimates({"member1": usage})
+    answer = await plane_available_replicas(estimates, clusters, LARGE, 4,  # type: ignore[arg-type]
+                                            {"member1": [workload(3)]}, accurate=True)
+    assert answer == {"member1": 1}  # the member's 4 less the 3 assumed
+    general_only = await plane_available_replicas(estimates, clusters, LARGE, 4,  # type: ignore[arg-type]
+                                                  {"member1": [workload(3)]}, accurate=False)
+    assert general_only["member1"] > 1
+
+
+@pytest.mark.parametrize("gate", [False, True])
+async def test_the_plane_option_is_the_schedulers_gate(monkeypatch: pytest.MonkeyPatch, gate: bool) -> None:
+    """``--feature-gates=SchedulingOvercommitProtection=true`` reaches the scheduler the plane sets up (only its
+    arguments are looked at here: the plane is wired, not started)."""
+    given: dict[str, Any] = {}
+
+    def recording(manager: Manager, **kwargs: Any) -> list[Any]:
+        given.update(kwargs)
+        return []
+
+    monkeypatch.setattr(devplane_plane, "setup_scheduler", recording)
+    plane = DevPlane(PlaneOptions(members=member_shapes(1), scheduling_overcommit_protection=gate))
+    host = KubeClient(k8s.ApiClient(k8s.Configuration(host="http://127.0.0.1:9")), qps=0)
+    try:
+        plane._host_manager(host)
+    finally:
+        await host.close()
+    assert given["overcommit_protection"] is gate
