@@ -237,7 +237,7 @@ class Descheduler:
         try:
             fresh = await self.client.get_or_none(RESOURCE_BINDINGS, name, namespace)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
-            log.info("deschedule result still unknown, the binding is left for the next cycle", binding=key,
+            log.warning("deschedule result still unknown, the binding is left for the next cycle", binding=key,
                      error=_describe_error(exc))
             return None
         del self._unsettled[key]

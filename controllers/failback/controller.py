@@ -356,8 +356,7 @@ class ClusterFailback:
             reason = progress.opt_out_reason(policy) if policy is not None else recovery.skip_reason(binding, cluster)
             if reason is not None:
                 await self._skip(kind, binding, name, reason, still=None if policy is not None else (
-                    lambda fresh: recovery.skip_reason(fresh, cluster) is not None
-                    and not recovery.evicting(fresh, name)))
+                    lambda fresh: recovery.skip_stands(fresh, cluster)))
                 decided.append(binding)
                 continue
             if (why := recovery.wait_reason(binding, cluster)) is not None:

@@ -303,3 +303,9 @@ def evicting(binding: Obj, cluster: str) -> bool:
     """Karmada's graceful eviction of the binding from the cluster is going on (a task names it): its scheduler
     leaves the cluster out (``ClusterEviction``), so no fail-back to it can start."""
     return in_graceful_eviction_tasks(binding_spec(binding), cluster)
+
+
+def skip_stands(binding: Obj, cluster: Obj) -> bool:
+    """Whether a skip decided on an older copy of the binding still stands on ``binding`` (read afresh): a reason to
+    skip, and no eviction from the cluster going on (a skip waits for it to end: :func:`evicting`)."""
+    return skip_reason(binding, cluster) is not None and not evicting(binding, objects.name(cluster))
