@@ -148,7 +148,7 @@ class Descheduler:
         try:
             bindings = partition_bindings(self.bindings.list(), self.gvks)
             self._report_unsupported(bindings.unsupported)
-            self._forget_unsettled({objects.key(b) for b in bindings.eligible})
+            await self._settle_unjudged({objects.key(b) for b in bindings.eligible})
             for key in self.budget.start(objects.key(b) for b in bindings.eligible):
                 self.queue.add(key)
             outcomes = await self._work()
@@ -162,10 +162,16 @@ class Descheduler:
                      **{f"held_back_{reason.replace('-', '_')}": n for reason, n in sorted(held.items())})
         return outcomes
 
-    def _forget_unsettled(self, eligible: set[str]) -> None:
-        """Forget the updates of unknown result of bindings this cycle does not judge (gone, or not eligible now):
-        their clusters' cool-down then simply runs out."""
-        self._unsettled = {key: unsettled for key, unsettled in self._unsettled.items() if key in eligible}
+    async def _settle_unjudged(self, eligible: set[str]) -> None:
+        """Read back the updates of unknown result of bindings this cycle does not judge (not eligible now, e.g. a
+        placement changed): a landed one still gets its Event and count (:meth:`_settle`; a read that fails is
+        tried again next cycle). Those of bindings gone from the cache are forgotten: their clusters' cool-down
+        simply runs out."""
+        for key in [key for key in self._unsettled if key not in eligible]:
+            if self.bindings.get(key) is None:
+                del self._unsettled[key]
+            else:
+                await self._settle(key)
 
     def _report_unsupported(self, unsupported: dict[tuple[str, str], list[str]]) -> None:
         """One log line per skipped binding (until it stops being skipped), and the gauge per kind."""

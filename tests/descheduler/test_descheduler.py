@@ -344,6 +344,33 @@ async def test_a_500_that_landed_and_was_sent_again_is_a_result_unknown_not_a_co
         assert descheduled_total("member1") == counted + 1
 
 
+async def test_an_update_of_unknown_result_is_read_back_though_its_binding_is_no_longer_judged() -> None:
+    """The update landed with its answer lost; before the next cycle the workload's placement became Duplicated,
+    so the descheduler no longer judges the binding. The read-back is made all the same: the landed update gets
+    its success Event and its count."""
+    async with descheduler_plane() as plane:
+        await seed_nginx(plane, stuck_for=timedelta(minutes=10))
+        descheduler, bindings = await descheduler_for(plane, cool_down=CoolDown(240))
+        counted = descheduled_total("member1")
+        plane.host.inject_fault("PUT", "/resourcebindings/nginx-deployment", code=504, reason="Timeout",
+                                after_dispatch=True)
+        assert await cycle_until_synced(descheduler, bindings, plane) == []
+        duplicated = json.dumps({"replicaScheduling": {"replicaSchedulingType": "Duplicated"}})
+        await plane.host_client.patch(RESOURCE_BINDINGS, "nginx-deployment", {"metadata": {"annotations": {
+            APPLIED_PLACEMENT_ANNOTATION: duplicated}}}, namespace="default")
+
+        def judged_no_more() -> bool:
+            binding = bindings.store.get("default/nginx-deployment")
+            return binding is not None and "Duplicated" in binding["metadata"]["annotations"][
+                APPLIED_PLACEMENT_ANNOTATION]
+
+        await eventually(judged_no_more, what="the informer seeing the Duplicated placement")
+        assert await descheduler.cycle() == []
+        [succeeded] = await warnings_on_binding(descheduler, plane, "Normal")
+        assert succeeded.endswith("(the update of unknown result was stored, read back)")
+        assert descheduled_total("member1") == counted + 1
+
+
 async def test_a_binding_whose_read_back_fails_is_left_alone_until_it_is_read_back() -> None:
     """member1's two replicas are stuck, one moves per cycle (a per-workload budget). The first update's answer is
     lost after it landed; the next cycle's read-back fails. Judged on its cache instead, that cycle would lower the
