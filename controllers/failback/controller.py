@@ -44,11 +44,10 @@ from sharedcli.flagtypes import format_duration
 
 from . import progress, reasons, recovery
 from .caches import Policies, Templates, WorkloadKey
-from .finishes import UnreportedFinishes
 from .metrics import BATCHES, IN_FLIGHT, PAUSED_CLUSTERS, PAUSES, REBALANCERS_CREATED, WORKLOADS_FAILED_BACK
 from .options import FailbackOptions
+from .owed import UnrecordedSkip, UnrecordedSkips, UnreportedFinishes
 from .recorder import DecisionOutdated, rewrite
-from .skips import UnrecordedSkip, UnrecordedSkips
 
 log = structlog.get_logger(__name__)
 
@@ -124,9 +123,13 @@ class ClusterFailback:
                  for key in store.store.index_keys(RECORD_INDEX, cluster)]
         return sorted(found, key=lambda entry: (entry[1], entry[0].resource.key))
 
+    def _cached(self, kind: BindingKind, key: str) -> Obj | None:
+        """The binding, our own writes included."""
+        return self.binding_stores[kind].get(key)
+
     def _load(self, kind: BindingKind, key: str, cluster: str) -> Obj | None:
         """The binding, our own writes included, if its record still names the cluster."""
-        binding = self.binding_stores[kind].get(key)
+        binding = self._cached(kind, key)
         return binding if binding is not None and cluster in recovery.recorded_clusters(binding) else None
 
     def _in_flight(self, cluster: str) -> list[Flight]:
@@ -163,10 +166,9 @@ class ClusterFailback:
 
     async def reconcile(self, request: Request) -> Result:
         name = request.name
-        stores = self.binding_stores
-        for binding, message in self.unrecorded_skips.stored(name, lambda kind, key: stores[kind].get(key)):
+        for binding, message in self.unrecorded_skips.stored(name, self._cached):
             self.events.event(binding, WARNING, reasons.EVENT_SKIPPED, message)
-        self._report_not_placed(name, list(self.unreported_finishes.stored(name, lambda k, key: stores[k].get(key))))
+        self._report_not_placed(name, list(self.unreported_finishes.stored(name, self._cached)))
         cluster = self.clusters.get(name)
         keys = self._record_keys(name) if cluster is not None else []
         if cluster is None or not keys:
@@ -238,9 +240,8 @@ class ClusterFailback:
         return Result(requeue_after=min(waits) + 0.05) if waits else Result()
 
     def _report_not_placed(self, cluster: str, finished: list[Obj], given_up: Collection[str] = ()) -> None:
-        """A Warning on each binding whose fail-back to the cluster ended healthy (not ``given_up``) with no replica
-        there (:func:`.progress.not_placed_message`): its record is gone, so it is not tried again. A finishing
-        write whose answer was lost is checked by the next reconcile (:mod:`.finishes`)."""
+        """A Warning on each binding whose fail-back ended healthy (not ``given_up``) with no replica on the cluster
+        (:func:`.progress.not_placed_message`); one whose finishing answer was lost is checked later (:mod:`.owed`)."""
         for binding in finished:
             self.unreported_finishes.checked(cluster, objects.key(binding))
             if _display(binding) in given_up:
@@ -408,7 +409,7 @@ class ClusterFailback:
         say why in a Warning on the binding once that is stored. ``still``: whether a binding read afresh (after a
         409) still calls for it; a skip is final, so one decided on a cache copy behind is decided again. A write
         that fails may have been stored (its answer lost): the retry would no longer see the record, so the
-        Warning is kept for it (:mod:`.skips`)."""
+        Warning is kept for it (:mod:`.owed`)."""
         at, message, key = now(), f"not failed back to cluster {cluster}: {reason}", objects.key(binding)
         try:
             await self._write(kind, binding, progress.skipped_change(cluster, at), only_if=still)

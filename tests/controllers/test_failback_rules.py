@@ -11,10 +11,10 @@ import pytest
 from controller_manager.cache import Indexer
 from controller_manager.reconcile import Request
 from controllers.failback import recovery
+from controllers.failback.owed import UnrecordedSkip, UnrecordedSkips
 from controllers.failback.progress import FAILING_BACK_ANNOTATION, SKIPPED_ANNOTATION, Eviction
 from controllers.failback.recorder import EvictionRecorder
 from controllers.failback.recovery import EVICTED_FROM_ANNOTATION, RecoveryWindows, evicted_by_event, eviction_event
-from controllers.failback.skips import UnrecordedSkip, UnrecordedSkips
 from karmada_api.bindings import RB_KIND
 from karmada_api.labels import APPLIED_PLACEMENT_ANNOTATION
 from karmada_api.rebalancers import chunks
