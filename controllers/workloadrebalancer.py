@@ -157,7 +157,9 @@ class _Unrecorded:
 
 
 def _shows(rebalancer: Obj, unrecorded: _Unrecorded) -> bool:
-    """The rebalancer's stored status has exactly the results that reconcile decided."""
+    """The rebalancer (the same object) has stored exactly the results that reconcile decided."""
+    if objects.uid(rebalancer) != unrecorded.uid:
+        return False
     stored = results(rebalancer_status(rebalancer))
     return all(stored.get(key) == result for key, result in unrecorded.decided.items())
 
@@ -230,9 +232,10 @@ class WorkloadRebalancerReconciler:
         fails keeps the record for the next retry. Returns the rebalancer to reconcile (None: it is gone)."""
         name = objects.name(rebalancer)
         unrecorded = self._unrecorded.get(name)
-        if unrecorded is None:
+        if unrecorded is None or not unrecorded.decided or unrecorded.uid != objects.uid(rebalancer):
+            self._unrecorded.pop(name, None)  # nothing to record, or another rebalancer of that name
             return rebalancer
-        if unrecorded.uid == objects.uid(rebalancer) and unrecorded.decided and not _shows(rebalancer, unrecorded):
+        if not _shows(rebalancer, unrecorded):
             fresh = await self.client.get_or_none(WORKLOAD_REBALANCERS, name)
             if fresh is None or objects.is_deleting(fresh):
                 del self._unrecorded[name]
@@ -240,7 +243,7 @@ class WorkloadRebalancerReconciler:
             self.rebalancers.mutated(fresh)
             rebalancer = self.rebalancers.get(name) or fresh
         del self._unrecorded[name]
-        if unrecorded.uid == objects.uid(rebalancer) and unrecorded.decided and _shows(rebalancer, unrecorded):
+        if _shows(rebalancer, unrecorded):
             log.info("status write stored although its answer was lost: its events recorded now",
                      rebalancer=name, workloads=len(unrecorded.decided))
             self._record(rebalancer, unrecorded.events, unrecorded.finals)

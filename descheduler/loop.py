@@ -244,7 +244,7 @@ class Descheduler:
             fresh = await self.client.get_or_none(RESOURCE_BINDINGS, name, namespace)
         except (ApiError, aiohttp.ClientError, TimeoutError, OSError) as exc:
             log.warning("deschedule result still unknown, the binding is left for the next cycle", binding=key,
-                     error=_describe_error(exc))
+                        error=_describe_error(exc))
             return None
         del self._unsettled[key]
         if self.cool_down is not None:
