@@ -110,11 +110,6 @@ class AssumptionCache:
         return len(self._bindings)
 
 
-def binding_key(binding: Obj) -> str:
-    """``names.NamespacedKey`` of a ResourceBinding."""
-    return f"{objects.namespace(binding)}/{objects.name(binding)}"
-
-
 def assumed_workload(spec: BindingSpec, replicas: int) -> AssumedWorkload:
     """``singleTemplateAsComponents``: ``replicas`` of the binding's template with its replica requirements."""
     resource = spec.get("resource") or {}
@@ -135,7 +130,7 @@ def record_schedule(cache: AssumptionCache, binding: Obj, result: Iterable[Mappi
     spec = binding_spec(binding)
     if not is_workload(spec):
         return
-    key = binding_key(binding)
+    key = objects.key(binding)
     targets = [(str(c.get("name") or ""), int(c.get("replicas") or 0)) for c in result or []]
     kept = {name for name, _ in targets}
     for target in spec.get("clusters") or []:
@@ -158,7 +153,7 @@ def release_healthy(cache: AssumptionCache, old: Obj, new: Obj) -> None:
     """``releaseHealthyClusterAssumptions``: a workload binding's clusters that just turned Healthy."""
     if not is_workload(binding_spec(old)):
         return
-    key = binding_key(new)
+    key = objects.key(new)
     if not cache.exists(key):
         return
     for name in newly_healthy_clusters(objects.status(old), objects.status(new)):

@@ -72,7 +72,7 @@ from kube_api.timeutil import now_text
 from ...runtime import error_text
 from ..events import template_reference
 from .algorithm import Algorithm, AvailableReplicas
-from .assumptions import AssumptionCache, binding_key, record_schedule, release_healthy
+from .assumptions import AssumptionCache, record_schedule, release_healthy
 from .division import (
     AggregateError,
     SchedulingError,
@@ -470,13 +470,13 @@ def assumption_handler(cache: AssumptionCache, scheduler_name: str = DEFAULT_SCH
         if not schedulable(old, scheduler_name):
             return  # filtered out before, or now an add: nothing to forget
         if not schedulable(new, scheduler_name):
-            cache.release(binding_key(new))
+            cache.release(objects.key(new))
         else:
             release_healthy(cache, old, new)
 
     def on_delete(obj: Obj) -> None:
         if schedulable(obj, scheduler_name):
-            cache.release(binding_key(obj))
+            cache.release(objects.key(obj))
 
     return FuncHandler(update=on_update, delete=on_delete)
 
